@@ -1,0 +1,2 @@
+// Package delivery sends pingd's outbound HTTP notifications durably.
+package delivery

@@ -1,0 +1,20 @@
+// Package hub is the core of pingd: nodes, their item logs, subscriptions of
+// every kind, sources and the fan-out decision.
+//
+// Its room: the domain types (Node, Event, Subscription, Source, Ping), the
+// interfaces it needs from the outside (Store, Fetcher, Transport) and the
+// Hub service that validates requests, writes through the Store and wakes the
+// transports.
+//
+// What it may not touch: any wire format. The hub knows nothing of XMPP
+// stanzas, HTTP requests, XML-RPC or feed syntax; the component, httpapi,
+// feed and delivery packages translate between those and the hub. Nothing in
+// this package imports another pingd package.
+//
+// The delivery model: publishing appends events to the node's log with
+// increasing sequence numbers, one write per event whatever the number of
+// subscribers. XMPP delivery keeps one cursor per node (the component writes
+// every stanza into one stream); HTTP subscriptions keep one cursor each and
+// advance it only when their receiver accepted the change. Publishing is
+// therefore O(events), and a subscriber's state changes only when it is served.
+package hub

@@ -1,0 +1,688 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a Hub.
+type Config struct {
+	Store   Store
+	Fetcher Fetcher
+	// Scheduler decides the next fetch of each source; nil means a plain
+	// hourly schedule with exponential backoff on errors.
+	Scheduler Scheduler
+	Logger    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Instance names this process in leases (several instances may share
+	// one database).
+	Instance string
+	// AdminToken authorises everything a node token authorises.
+	AdminToken string
+	// Admins are the bare JIDs that own every node.
+	Admins []string
+	// FetchWorkers bounds concurrent fetches; FetchesPerHost bounds them
+	// per origin host. Defaults 8 and 2.
+	FetchWorkers   int
+	FetchesPerHost int
+	// FetchTimeout bounds one fetch; default 30s.
+	FetchTimeout time.Duration
+	// PingRetention is how long received pings are kept; default 24h.
+	PingRetention time.Duration
+}
+
+// Hub is the core service. Its methods are safe for concurrent use.
+type Hub struct {
+	store     Store
+	fetcher   Fetcher
+	scheduler Scheduler
+	log       *slog.Logger
+	now       func() time.Time
+	instance  string
+	adminHash [sha256.Size]byte
+	hasAdmin  bool
+	admins    map[string]bool
+	cfg       Config
+
+	mu         sync.RWMutex
+	transports map[Kind][]Transport
+	listeners  []NodeDeletedListener
+
+	fetchWake chan struct{}
+}
+
+// New returns a hub; Run starts its background work.
+func New(cfg Config) (*Hub, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("hub: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = defaultScheduler{}
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = randomToken(8)
+	}
+	if cfg.FetchWorkers <= 0 {
+		cfg.FetchWorkers = 8
+	}
+	if cfg.FetchesPerHost <= 0 {
+		cfg.FetchesPerHost = 2
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 30 * time.Second
+	}
+	if cfg.PingRetention <= 0 {
+		cfg.PingRetention = 24 * time.Hour
+	}
+	h := &Hub{
+		store:      cfg.Store,
+		fetcher:    cfg.Fetcher,
+		scheduler:  cfg.Scheduler,
+		log:        cfg.Logger,
+		now:        func() time.Time { return cfg.Now().UTC() },
+		instance:   cfg.Instance,
+		admins:     map[string]bool{},
+		cfg:        cfg,
+		transports: map[Kind][]Transport{},
+		fetchWake:  make(chan struct{}, 1),
+	}
+	if cfg.AdminToken != "" {
+		h.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
+		h.hasAdmin = true
+	}
+	for _, a := range cfg.Admins {
+		if a = strings.TrimSpace(a); a != "" {
+			h.admins[a] = true
+		}
+	}
+	return h, nil
+}
+
+// Register makes t the transport told about work for the given kinds.
+func (h *Hub) Register(t Transport, kinds ...Kind) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range kinds {
+		h.transports[k] = append(h.transports[k], t)
+	}
+	if l, ok := t.(NodeDeletedListener); ok {
+		h.listeners = append(h.listeners, l)
+	}
+}
+
+// Now returns the hub's clock reading, in UTC.
+func (h *Hub) Now() time.Time { return h.now() }
+
+// Instance is the name this process uses in leases.
+func (h *Hub) Instance() string { return h.instance }
+
+// Store gives transports the store for their own bookkeeping (cursors,
+// delivery state). Request handlers use the Hub's methods instead.
+func (h *Hub) Store() Store { return h.store }
+
+// wake tells every transport of the kinds that the node has work.
+func (h *Hub) wake(nodeID int64, kinds ...Kind) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[Transport]bool{}
+	if len(kinds) == 0 {
+		kinds = Kinds
+	}
+	for _, k := range kinds {
+		for _, t := range h.transports[k] {
+			if !seen[t] {
+				seen[t] = true
+				t.Wake(nodeID)
+			}
+		}
+	}
+}
+
+// IsAdmin reports whether the bare JID is one of the configured admins.
+func (h *Hub) IsAdmin(bareJID string) bool { return h.admins[bareJID] }
+
+// IsOwner reports whether the bare JID owns the node: an admin, or a JID
+// with the owner affiliation.
+func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
+	if h.IsAdmin(bareJID) {
+		return true, nil
+	}
+	a, err := h.store.Affiliation(ctx, node.ID, bareJID)
+	if err != nil {
+		return false, err
+	}
+	return a == AffOwner, nil
+}
+
+// AffiliationOf returns the bare JID's affiliation, admins being owners.
+func (h *Hub) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Affiliation, error) {
+	if h.IsAdmin(bareJID) {
+		return AffOwner, nil
+	}
+	return h.store.Affiliation(ctx, node.ID, bareJID)
+}
+
+// NodeSpec is what creating a node takes.
+type NodeSpec struct {
+	Name   string
+	Source string // URL the node follows, optional
+	Config NodeConfig
+	// Implicit marks a node created for a URL subscription.
+	Implicit bool
+}
+
+// CreateNode creates a node and returns it with its bearer token, which
+// is shown only now (the store keeps its hash). If the node follows a
+// source, the source is scheduled for its baseline fetch.
+func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+	if err := ValidNodeName(spec.Name); err != nil {
+		return nil, "", err
+	}
+	cfg := spec.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, "", err
+	}
+	n := &Node{Name: spec.Name, NodeConfig: cfg, Implicit: spec.Implicit}
+	var src *Source
+	if spec.Source != "" {
+		if err := ValidURL(spec.Source); err != nil {
+			return nil, "", err
+		}
+		s, _, err := h.store.EnsureSource(ctx, spec.Source)
+		if err != nil {
+			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+		}
+		src = s
+		n.SourceID = s.ID
+		n.SourceURL = s.URL
+	}
+	token := randomToken(24)
+	n.TokenHash = HashToken(token)
+	if err := h.store.CreateNode(ctx, n); err != nil {
+		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+	}
+	if src != nil && !src.Baselined && !src.Gone {
+		if err := h.store.MarkSourceDue(ctx, src.ID, h.now(), nil); err != nil {
+			return nil, "", fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
+		}
+		h.WakeFetcher()
+	}
+	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
+	return n, token, nil
+}
+
+// Node returns a node by name.
+func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
+	return h.store.Node(ctx, name)
+}
+
+// Nodes lists every node.
+func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
+
+// ConfigureNode replaces a node's configuration after validating it.
+func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return h.store.UpdateNodeConfig(ctx, name, cfg)
+}
+
+// DeleteNode removes a node, its items and subscriptions, and tells the
+// transports so they can notify the subscribers.
+func (h *Hub) DeleteNode(ctx context.Context, name string) error {
+	n, err := h.store.Node(ctx, name)
+	if err != nil {
+		return err
+	}
+	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID})
+	if err != nil {
+		return err
+	}
+	if err := h.store.DeleteNode(ctx, name); err != nil {
+		return err
+	}
+	h.mu.RLock()
+	listeners := slices.Clone(h.listeners)
+	h.mu.RUnlock()
+	for _, l := range listeners {
+		l.NodeDeleted(ctx, *n, subs)
+	}
+	h.log.InfoContext(ctx, "node deleted", "node", name, "subscriptions", len(subs))
+	return nil
+}
+
+// RotateToken issues a new bearer token for the node.
+func (h *Hub) RotateToken(ctx context.Context, name string) (string, error) {
+	token := randomToken(24)
+	if err := h.store.SetNodeToken(ctx, name, HashToken(token)); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// IsAdminToken reports, in constant time, whether token is the admin token.
+func (h *Hub) IsAdminToken(token string) bool {
+	if !h.hasAdmin || token == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], h.adminHash[:]) == 1
+}
+
+// Authorize reports whether token is the node's token or the admin token.
+func (h *Hub) Authorize(node *Node, token string) bool {
+	if token == "" {
+		return false
+	}
+	if h.IsAdminToken(token) {
+		return true
+	}
+	if len(node.TokenHash) == 0 {
+		return false
+	}
+	return subtle.ConstantTimeCompare(HashToken(token), node.TokenHash) == 1
+}
+
+// HashToken is how tokens are stored: SHA-256, enough for random tokens.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// RandomID returns a random identifier (challenges, subscription ids).
+func RandomID() string { return randomToken(16) }
+
+// Publish appends entries to the node's log as items (an owner's XEP-0060
+// publish) and wakes the transports. Entries without an ID get a random one.
+func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]Event, 0, len(entries))
+	for _, e := range entries {
+		if e.ID == "" {
+			e.ID = RandomID()
+		}
+		events = append(events, Event{
+			Kind: EventItem, ItemID: e.ID, Payload: e.Payload,
+			Title: e.Title, Summary: e.Summary, Link: e.Link,
+			Updated: e.Updated, Publisher: publisher,
+		})
+	}
+	out, err := h.store.Append(ctx, n.ID, events)
+	if err != nil {
+		return nil, fmt.Errorf("publish to %q: %w", nodeName, err)
+	}
+	h.wake(n.ID)
+	return out, nil
+}
+
+// Retract removes items; ErrNotFound if one of them does not exist (and
+// then nothing is removed).
+func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	have, err := h.store.Items(ctx, n.ID, ids, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(have) != len(uniq(ids)) {
+		return nil, fmt.Errorf("retract from %q: %w: item", nodeName, ErrNotFound)
+	}
+	events := make([]Event, 0, len(ids))
+	for _, id := range uniq(ids) {
+		events = append(events, Event{Kind: EventRetract, ItemID: id, Publisher: publisher})
+	}
+	out, err := h.store.Append(ctx, n.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	h.wake(n.ID)
+	return out, nil
+}
+
+// Purge removes every item of the node.
+func (h *Hub) Purge(ctx context.Context, nodeName, publisher string) error {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return err
+	}
+	if _, err := h.store.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
+		return err
+	}
+	h.wake(n.ID)
+	return nil
+}
+
+func uniq(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Items returns the node's current items, newest first (see Store.Items).
+func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
+	return h.store.Items(ctx, node.ID, ids, max)
+}
+
+// Subscribe adds or renews a subscription. For an existing subscription
+// of the same node, kind and address, it is returned unchanged if it is an
+// active XMPP subscription (subscribing twice gives the same subscription),
+// and otherwise updated in place, keeping its cursor. XMPP subscriptions to
+// a whitelist node need an affiliation that allows reading (ErrNotMember).
+// A new subscription starts at the node's newest event: it gets what comes
+// after, not what came before.
+func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	if !s.Kind.Valid() {
+		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
+	}
+	if s.Address == "" {
+		return nil, false, fmt.Errorf("%w: empty subscriber address", ErrInvalid)
+	}
+	n, err := h.store.Node(ctx, s.NodeName)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.Kind == KindXMPP {
+		if s.BareJID == "" {
+			return nil, false, fmt.Errorf("%w: XMPP subscription without a bare JID", ErrInvalid)
+		}
+		aff, err := h.AffiliationOf(ctx, n, s.BareJID)
+		if err != nil {
+			return nil, false, err
+		}
+		if aff == AffOutcast {
+			return nil, false, fmt.Errorf("%w: %s is banned from %q", ErrForbidden, s.BareJID, n.Name)
+		}
+		if !aff.MayRead(n.AccessModel) {
+			return nil, false, ErrNotMember
+		}
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(existing) > 0 && existing[0].State == SubActive {
+			return &existing[0], true, nil
+		}
+		if s.SubID == "" {
+			s.SubID = RandomID()
+		}
+	}
+	if s.State == "" {
+		s.State = SubActive
+	}
+	s.NodeID = n.ID
+	s.NodeName = n.Name
+	s.Cursor = n.LastSeq
+	created, err := h.store.PutSubscription(ctx, &s)
+	if err != nil {
+		return nil, false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
+	}
+	if n.SourceID != 0 {
+		if err := h.ensureBaseline(ctx, n.SourceID); err != nil {
+			return nil, false, err
+		}
+	}
+	if s.Kind != KindXMPP {
+		h.wake(n.ID, s.Kind)
+	}
+	return &s, !created, nil
+}
+
+// ensureBaseline schedules the first fetch of a source not fetched yet.
+func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
+	src, err := h.store.Source(ctx, sourceID)
+	if err != nil {
+		return err
+	}
+	if src.Baselined || src.Gone {
+		return nil
+	}
+	if err := h.store.MarkSourceDue(ctx, src.ID, h.now(), nil); err != nil {
+		return err
+	}
+	h.WakeFetcher()
+	return nil
+}
+
+// Unsubscribe removes the subscriptions of the node matching kind and
+// address; ErrNotFound if there were none.
+func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	if err != nil {
+		return nil, err
+	}
+	if len(removed) == 0 {
+		return nil, fmt.Errorf("%w: no %s subscription of %s to %q", ErrNotFound, kind, address, nodeName)
+	}
+	return removed, nil
+}
+
+// Subscriptions lists subscriptions matching f.
+func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
+	return h.store.Subscriptions(ctx, f)
+}
+
+// Affiliations lists a node's affiliations.
+func (h *Hub) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
+	return h.store.Affiliations(ctx, node.ID)
+}
+
+// SetAffiliation sets a bare JID's affiliation on a node. When the new
+// affiliation no longer lets the JID read the node, its XMPP subscriptions
+// are removed and a revoke event tells it so.
+func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a Affiliation) error {
+	if !a.Valid() {
+		return fmt.Errorf("%w: affiliation %q", ErrInvalid, a)
+	}
+	if bareJID == "" || strings.Contains(bareJID, "/") {
+		return fmt.Errorf("%w: affiliations are set on bare JIDs, not %q", ErrInvalid, bareJID)
+	}
+	if err := h.store.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
+		return err
+	}
+	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
+		return nil
+	}
+	return h.revoke(ctx, node, bareJID)
+}
+
+func (h *Hub) revoke(ctx context.Context, node *Node, bareJID string) error {
+	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP, BareJID: bareJID})
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	events := make([]Event, 0, len(removed))
+	for _, s := range removed {
+		events = append(events, Event{Kind: EventRevoke, Address: s.Address})
+	}
+	if _, err := h.store.Append(ctx, node.ID, events); err != nil {
+		return err
+	}
+	h.wake(node.ID, KindXMPP)
+	return nil
+}
+
+// NodeForURL returns the node that follows url, preferring one an owner
+// created; when none does and create is set, it creates an implicit open
+// node named after the URL and schedules its source's baseline fetch.
+func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+	if err := ValidURL(rawURL); err != nil {
+		return nil, err
+	}
+	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var implicit *Node
+	for _, s := range srcs {
+		nodes, err := h.store.NodesBySource(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range nodes {
+			if !nodes[i].Implicit {
+				return &nodes[i], h.ensureBaseline(ctx, s.ID)
+			}
+			if implicit == nil {
+				implicit = &nodes[i]
+			}
+		}
+	}
+	if implicit != nil {
+		return implicit, h.ensureBaseline(ctx, implicit.SourceID)
+	}
+	if !create {
+		return nil, fmt.Errorf("%w: no node follows %s", ErrNotFound, rawURL)
+	}
+	name := ImplicitNodeName(rawURL)
+	n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
+	if errors.Is(err, ErrExists) {
+		return h.store.Node(ctx, name)
+	}
+	return n, err
+}
+
+// ImplicitNodeName is the name of the node pingd creates for a URL: the URL
+// itself when it is a valid node name, else "url:" and its SHA-256.
+func ImplicitNodeName(rawURL string) string {
+	if ValidNodeName(rawURL) == nil {
+		return rawURL
+	}
+	sum := sha256.Sum256([]byte(rawURL))
+	return "url:" + hex.EncodeToString(sum[:])
+}
+
+// Changed says the resource at rawURL changed: every source whose URL or
+// site is rawURL is fetched as soon as possible. note, when set, is a
+// trusted announcement (CNWS) that notifies even if the fetch shows no
+// change. It returns how many sources were scheduled.
+func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int, error) {
+	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	if err != nil {
+		return 0, fmt.Errorf("find sources of %s: %w", rawURL, err)
+	}
+	n := 0
+	for _, s := range srcs {
+		if s.Gone {
+			continue
+		}
+		if err := h.store.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
+			return n, fmt.Errorf("schedule fetch of %s: %w", s.URL, err)
+		}
+		n++
+	}
+	if n > 0 {
+		h.WakeFetcher()
+	}
+	return n, nil
+}
+
+// Ping records a publisher's ping and schedules fetches of the sources
+// matching any of urls (the first is the one recorded). It fails only when
+// the ping could not be stored, so a ping is never acknowledged and lost.
+func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
+	if len(urls) == 0 {
+		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
+	}
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		if err := ValidURL(u); err != nil {
+			return 0, err
+		}
+	}
+	p.URL = urls[0]
+	if p.ReceivedAt.IsZero() {
+		p.ReceivedAt = h.now()
+	}
+	if err := h.store.RecordPing(ctx, &p); err != nil {
+		return 0, fmt.Errorf("record ping: %w", err)
+	}
+	total := 0
+	seen := map[string]bool{}
+	for _, u := range urls {
+		if u == "" || seen[u] {
+			continue
+		}
+		seen[u] = true
+		n, err := h.Changed(ctx, u, note)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Pings returns recent pings and the total count (changes.xml).
+func (h *Hub) Pings(ctx context.Context, since time.Time, limit int) ([]Ping, int64, error) {
+	return h.store.Pings(ctx, since, limit)
+}
+
+// Source returns a source by id.
+func (h *Hub) Source(ctx context.Context, id int64) (*Source, error) { return h.store.Source(ctx, id) }
+
+// Sources lists the sources followed by nodes.
+func (h *Hub) Sources(ctx context.Context) ([]Source, error) { return h.store.Sources(ctx) }
+
+// WakeFetcher makes the fetch loop look for due sources now.
+func (h *Hub) WakeFetcher() {
+	select {
+	case h.fetchWake <- struct{}{}:
+	default:
+	}
+}
+
+// hostOf returns the lower-cased host of a URL, for per-host limits.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return strings.ToLower(u.Host)
+}

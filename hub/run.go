@@ -1,0 +1,256 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Run does the hub's background work until ctx ends: fetching due sources
+// (pinged, new, or scheduled polls), removing expired subscriptions and
+// pruning old log entries. It returns after its goroutines have stopped.
+func (h *Hub) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { h.fetchLoop(ctx) })
+	wg.Go(func() { h.maintenanceLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+func (h *Hub) fetchLoop(ctx context.Context) {
+	if h.fetcher == nil {
+		return
+	}
+	workers := make(chan struct{}, h.cfg.FetchWorkers)
+	hosts := newHostLimiter(h.cfg.FetchesPerHost)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		now := h.now()
+		free := cap(workers) - len(workers)
+		if free > 0 {
+			lease := now.Add(2 * h.cfg.FetchTimeout)
+			srcs, err := h.store.ClaimDueSources(ctx, now, free, h.instance, lease)
+			if err != nil && ctx.Err() == nil {
+				h.log.ErrorContext(ctx, "claim due sources", "err", err)
+			}
+			for _, src := range srcs {
+				workers <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-workers }()
+					release := hosts.acquire(ctx, hostOf(src.URL))
+					if release == nil {
+						return // shutting down; the lease expires and the fetch is retried
+					}
+					defer release()
+					h.fetchSource(ctx, &src)
+				})
+			}
+			if len(srcs) == free {
+				continue // there may be more due right now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.fetchWake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// fetchSource fetches one claimed source and applies the outcome.
+func (h *Hub) fetchSource(ctx context.Context, src *Source) {
+	count, err := h.store.SubscriberCount(ctx, src.ID)
+	if err != nil {
+		h.log.WarnContext(ctx, "count subscribers", "source", src.URL, "err", err)
+	}
+	req := FetchRequest{URL: src.URL, ETag: src.ETag, LastModified: src.LastModified, Subscribers: count}
+	if src.IsFeed {
+		req.Previous = src.Body
+	}
+	fctx, cancel := context.WithTimeout(ctx, h.cfg.FetchTimeout)
+	res, ferr := h.fetcher.Fetch(fctx, req)
+	cancel()
+	if ctx.Err() != nil {
+		return // shutting down: leave the lease to expire so the fetch is redone
+	}
+	out := h.outcome(src, res, ferr)
+	applied, err := h.store.ApplyFetch(ctx, out)
+	if err != nil {
+		h.log.ErrorContext(ctx, "store fetch outcome", "source", src.URL, "err", err)
+		return
+	}
+	attrs := []any{"source", src.URL, "status", out.State.LastStatus, "changed", out.Changed,
+		"new_items", len(applied.New), "next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}
+	switch {
+	case ferr != nil:
+		h.log.WarnContext(ctx, "fetch failed", append(attrs, "err", ferr, "errors_in_a_row", out.State.ConsecutiveErrors)...)
+	case applied.Baseline:
+		h.log.InfoContext(ctx, "source baselined", append(attrs, "entries", len(out.Entries))...)
+	default:
+		h.log.DebugContext(ctx, "source fetched", attrs...)
+	}
+	for _, id := range applied.Nodes {
+		h.wake(id)
+	}
+}
+
+// outcome turns a fetch result into the state and events to store.
+func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
+	now := h.now()
+	st := src.SourceState
+	st.LastFetchAt = now
+	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote}
+	switch {
+	case ferr != nil:
+		st.LastError = ferr.Error()
+		st.LastStatus = FetchStatus(ferr)
+		st.ConsecutiveErrors++
+		var fe *FetchError
+		if errors.As(ferr, &fe) && !fe.RetryAfter.IsZero() {
+			st.Hints.RetryAfter = fe.RetryAfter
+		}
+	default:
+		st.LastError = ""
+		st.ConsecutiveErrors = 0
+		st.LastStatus = res.Status
+		st.LastBytes = res.Bytes
+		if res.PermanentURL != "" && res.PermanentURL != st.URL {
+			st.MovedFrom, st.MovedAt, st.URL = st.URL, now, res.PermanentURL
+		}
+		if res.Gone {
+			st.Gone = true
+			break
+		}
+		// Header hints come with every answer; feed hints only with a body.
+		st.Hints.MaxAge, st.Hints.Expires, st.Hints.RetryAfter = res.Hints.MaxAge, res.Hints.Expires, res.Hints.RetryAfter
+		if res.NotModified {
+			st.Unchanged++
+			if res.ETag != "" {
+				st.ETag = res.ETag
+			}
+			if res.LastModified != "" {
+				st.LastModified = res.LastModified
+			}
+			break
+		}
+		st.ETag, st.LastModified = res.ETag, res.LastModified
+		if res.BodyHash == src.BodyHash && src.Baselined {
+			st.Unchanged++
+			break
+		}
+		out.Changed = true
+		st.Unchanged = 0
+		st.LastChangeAt = now
+		st.Body, st.BodyHash, st.ContentType, st.IsFeed = res.Body, res.BodyHash, res.ContentType, res.IsFeed
+		st.Title, st.Description, st.SiteURL = res.Title, res.Description, res.SiteURL
+		if res.IsFeed {
+			hdr := st.Hints
+			st.Hints = res.Hints
+			st.Hints.MaxAge, st.Hints.Expires, st.Hints.RetryAfter = hdr.MaxAge, hdr.Expires, hdr.RetryAfter
+		}
+		st.Baselined = true
+		out.Entries = PublishOrder(res.Entries)
+	}
+	next, reason := h.scheduler.Next(now, &Source{ID: src.ID, OriginalURL: src.OriginalURL, SourceState: st}, res, ferr)
+	if st.Gone {
+		next, reason = time.Time{}, "gone"
+	}
+	st.NextFetchAt, st.NextFetchReason = next, reason
+	out.State = st
+	return out
+}
+
+// PublishOrder orders a document's entries oldest first: by their update
+// time when every entry has one, else by reversing the document order
+// (feeds list the newest first).
+func PublishOrder(entries []Entry) []Entry {
+	out := slices.Clone(entries)
+	dated := true
+	for _, e := range out {
+		if e.Updated.IsZero() {
+			dated = false
+			break
+		}
+	}
+	if dated {
+		// Stable on the reversed document order so ties keep feed semantics.
+		slices.Reverse(out)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Updated.Before(out[j].Updated) })
+		return out
+	}
+	slices.Reverse(out)
+	return out
+}
+
+func (h *Hub) maintenanceLoop(ctx context.Context) {
+	expiry := time.NewTicker(time.Minute)
+	defer expiry.Stop()
+	prune := time.NewTicker(10 * time.Minute)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-expiry.C:
+			removed, err := h.store.DeleteExpiredSubscriptions(ctx, h.now())
+			if err != nil {
+				h.log.WarnContext(ctx, "remove expired subscriptions", "err", err)
+			}
+			for _, s := range removed {
+				h.log.InfoContext(ctx, "subscription expired", "node", s.NodeName, "kind", s.Kind, "subscriber", s.Address)
+			}
+		case <-prune.C:
+			if err := h.store.Prune(ctx, h.now().Add(-h.cfg.PingRetention)); err != nil {
+				h.log.WarnContext(ctx, "prune", "err", err)
+			}
+		}
+	}
+}
+
+// hostLimiter bounds concurrent work per host.
+type hostLimiter struct {
+	mu    sync.Mutex
+	max   int
+	slots map[string]chan struct{}
+}
+
+func newHostLimiter(max int) *hostLimiter {
+	return &hostLimiter{max: max, slots: map[string]chan struct{}{}}
+}
+
+// acquire waits for a slot for host; it returns the release function, or
+// nil if ctx ended first.
+func (l *hostLimiter) acquire(ctx context.Context, host string) func() {
+	l.mu.Lock()
+	ch, ok := l.slots[host]
+	if !ok {
+		ch = make(chan struct{}, l.max)
+		l.slots[host] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// defaultScheduler polls hourly and backs off exponentially on errors, up
+// to a day.
+type defaultScheduler struct{}
+
+func (defaultScheduler) Next(now time.Time, src *Source, res *FetchResult, err error) (time.Time, string) {
+	if err != nil {
+		d := time.Minute << min(src.ConsecutiveErrors, 10)
+		return now.Add(min(d, 24*time.Hour)), "error backoff"
+	}
+	return now.Add(time.Hour), "default interval"
+}

@@ -1,0 +1,130 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence the hub needs. The store package implements it
+// on SQLite and PostgreSQL; every method must be safe for concurrent use,
+// apply a per-query timeout, and wrap ErrNotFound / ErrExists where it says
+// so. Times are stored and returned in UTC.
+type Store interface {
+	// Check answers nil while the database answers (health checks).
+	Check(ctx context.Context) error
+	Close() error
+
+	// CreateNode stores n and sets its ID, CreatedAt and UpdatedAt.
+	// ErrExists if the name is taken.
+	CreateNode(ctx context.Context, n *Node) error
+	// Node returns the node by name; ErrNotFound.
+	Node(ctx context.Context, name string) (*Node, error)
+	// NodeByID returns the node by id; ErrNotFound.
+	NodeByID(ctx context.Context, id int64) (*Node, error)
+	// Nodes lists every node, by name.
+	Nodes(ctx context.Context) ([]Node, error)
+	// NodesBySource lists the nodes following a source.
+	NodesBySource(ctx context.Context, sourceID int64) ([]Node, error)
+	// UpdateNodeConfig replaces a node's configuration; ErrNotFound.
+	UpdateNodeConfig(ctx context.Context, name string, cfg NodeConfig) error
+	// SetNodeToken replaces the hash of the node's token; ErrNotFound.
+	SetNodeToken(ctx context.Context, name string, hash []byte) error
+	// SetNodeSource points the node at a source (0: none); ErrNotFound.
+	SetNodeSource(ctx context.Context, name string, sourceID int64) error
+	// DeleteNode removes the node with its log, subscriptions and
+	// affiliations; ErrNotFound.
+	DeleteNode(ctx context.Context, name string) error
+
+	// Append adds events to the node's log in one transaction and returns
+	// them with Seq and Created set. An item event replaces the current
+	// item with the same ItemID; a retract event removes it; a purge event
+	// removes every item. Items beyond the node's MaxItems stop being
+	// current (oldest first), without a retract event: they scrolled off.
+	// ErrNotFound if the node does not exist.
+	Append(ctx context.Context, nodeID int64, events []Event) ([]Event, error)
+	// Items returns the node's current items, newest first: those named in
+	// ids (in any order, missing ones left out) or, when ids is empty, the
+	// newest max (all when max <= 0).
+	Items(ctx context.Context, nodeID int64, ids []string, max int) ([]Event, error)
+	// EventsAfter returns up to limit events with Seq > after, oldest first.
+	EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]Event, error)
+	// SetXMPPSeq records that events up to seq were written to the XMPP stream.
+	SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error
+	// NodesBehindXMPP lists nodes whose LastSeq is beyond their XMPPSeq.
+	NodesBehindXMPP(ctx context.Context) ([]Node, error)
+
+	// EnsureSource returns the source with this URL (matching the original
+	// or the current URL), creating it if needed.
+	EnsureSource(ctx context.Context, url string) (src *Source, created bool, err error)
+	// Source returns a source by id; ErrNotFound.
+	Source(ctx context.Context, id int64) (*Source, error)
+	// SourcesMatching returns the sources whose original, current or site
+	// URL is url.
+	SourcesMatching(ctx context.Context, url string) ([]Source, error)
+	// Sources lists every source followed by at least one node.
+	Sources(ctx context.Context) ([]Source, error)
+	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
+	// a due time already sooner is kept), records the ping time, and, when
+	// note is set, keeps it for the next fetch. ErrNotFound.
+	MarkSourceDue(ctx context.Context, id int64, at time.Time, note *ChangeNote) error
+	// ClaimDueSources leases up to limit sources due at now that are not
+	// gone, not leased by anyone else and followed by a node.
+	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
+	// ApplyFetch stores a fetch's outcome in one transaction: the source
+	// state (releasing the lease and clearing a pending note it consumed),
+	// the ids seen, and the events of every node of the source. See
+	// FetchOutcome and FetchApplied. It is the baseline when the stored
+	// source was not baselined yet and the outcome has content (Changed):
+	// every entry id is recorded as seen and no event is written. It sets
+	// the stored LastNewItems to the number of new entries.
+	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
+	// SubscriberCount counts subscriptions of every kind of the nodes
+	// following the source (the User-Agent's "N subscribers").
+	SubscriberCount(ctx context.Context, sourceID int64) (int, error)
+
+	// PutSubscription inserts s or, when a subscription with the same node,
+	// kind and address exists, updates its state, options, SubID and expiry
+	// (keeping its cursor). It sets s.ID and reports whether it was new.
+	PutSubscription(ctx context.Context, s *Subscription) (created bool, err error)
+	// Subscription returns one subscription by id; ErrNotFound.
+	Subscription(ctx context.Context, id int64) (*Subscription, error)
+	// Subscriptions lists the subscriptions matching f, oldest first.
+	Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error)
+	// DeleteSubscriptions removes the subscriptions matching f (at least
+	// NodeID or BareJID must be set) and returns them.
+	DeleteSubscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error)
+	// DeleteSubscription removes one subscription; ErrNotFound.
+	DeleteSubscription(ctx context.Context, id int64) error
+	// SetSubscriptionState changes a subscription's state and expiry.
+	SetSubscriptionState(ctx context.Context, id int64, state SubState, expires time.Time) error
+	// ClaimDeliveries leases up to limit subscriptions of the HTTP kinds
+	// that have work at now: pending or unsubscribing ones, and active ones
+	// whose cursor is behind their node's LastSeq, in both cases with
+	// NextAttemptAt <= now and no live lease of another owner. nodeID > 0
+	// restricts the claim to one node.
+	ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]Subscription, error)
+	// SaveDeliveryState writes a subscription's delivery bookkeeping and
+	// releases its lease; ErrNotFound if it was removed meanwhile.
+	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
+	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
+	// and returns them.
+	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)
+
+	// SetAffiliation sets jid's affiliation on the node; AffNone removes it.
+	SetAffiliation(ctx context.Context, nodeID int64, jid string, a Affiliation) error
+	// Affiliation returns jid's affiliation (AffNone if it has none).
+	Affiliation(ctx context.Context, nodeID int64, jid string) (Affiliation, error)
+	// Affiliations lists the node's affiliations by JID.
+	Affiliations(ctx context.Context, nodeID int64) (map[string]Affiliation, error)
+
+	// RecordPing stores a received ping and sets its ID.
+	RecordPing(ctx context.Context, p *Ping) error
+	// Pings returns pings received since the given time, newest first, and
+	// the number of pings ever received.
+	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)
+
+	// Prune removes what no one needs any more: pings older than
+	// pingsBefore, and log events that every cursor has passed and that are
+	// not among the node's current items.
+	Prune(ctx context.Context, pingsBefore time.Time) error
+}

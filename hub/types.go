@@ -1,0 +1,475 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Errors the hub and the stores return; callers test them with errors.Is and
+// map them to their protocol's conditions (HTTP status, XMPP error).
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrInvalid   = errors.New("invalid")
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotMember is returned when a JID that is not on a whitelist node's
+	// whitelist tries to subscribe or read its items.
+	ErrNotMember = fmt.Errorf("%w: not on the whitelist", ErrForbidden)
+	// ErrSchemaTooNew is returned by a store whose database was written by a
+	// newer pingd.
+	ErrSchemaTooNew = errors.New("database schema is newer than this pingd")
+)
+
+// AccessModel says who may subscribe to a node and read its items.
+type AccessModel string
+
+const (
+	AccessOpen      AccessModel = "open"
+	AccessWhitelist AccessModel = "whitelist"
+)
+
+// Valid reports whether a is a supported access model.
+func (a AccessModel) Valid() bool { return a == AccessOpen || a == AccessWhitelist }
+
+// Affiliation is a JID's standing on a node (XEP-0060 §4.1).
+type Affiliation string
+
+const (
+	AffOwner     Affiliation = "owner"
+	AffPublisher Affiliation = "publisher"
+	AffMember    Affiliation = "member"
+	AffNone      Affiliation = "none"
+	AffOutcast   Affiliation = "outcast"
+)
+
+// Valid reports whether a is an affiliation pingd supports.
+func (a Affiliation) Valid() bool {
+	switch a {
+	case AffOwner, AffPublisher, AffMember, AffNone, AffOutcast:
+		return true
+	}
+	return false
+}
+
+// MayRead reports whether the affiliation lets a JID subscribe to and read a
+// node of the given access model.
+func (a Affiliation) MayRead(model AccessModel) bool {
+	switch a {
+	case AffOutcast:
+		return false
+	case AffOwner, AffPublisher, AffMember:
+		return true
+	}
+	return model == AccessOpen
+}
+
+// NotificationType is the XMPP message type of notifications.
+const (
+	NotifyNormal   = "normal"
+	NotifyHeadline = "headline"
+)
+
+// NodeConfig is the part of a node an owner configures.
+type NodeConfig struct {
+	Title            string      `json:"title"`
+	AccessModel      AccessModel `json:"access_model"`
+	MaxItems         int         `json:"max_items"`
+	DeliverPayloads  bool        `json:"deliver_payloads"`
+	NotificationType string      `json:"notification_type"`
+}
+
+// DefaultMaxItems is how many items a node keeps when its owner does not say.
+const DefaultMaxItems = 50
+
+// MaxItemsLimit is the largest max_items an owner may configure.
+const MaxItemsLimit = 1000
+
+// DefaultNodeConfig is the configuration of a node created without one.
+func DefaultNodeConfig() NodeConfig {
+	return NodeConfig{
+		AccessModel:      AccessOpen,
+		MaxItems:         DefaultMaxItems,
+		DeliverPayloads:  true,
+		NotificationType: NotifyHeadline,
+	}
+}
+
+// Validate checks the configuration and fills in defaults for zero values.
+func (c *NodeConfig) Validate() error {
+	if c.AccessModel == "" {
+		c.AccessModel = AccessOpen
+	}
+	if !c.AccessModel.Valid() {
+		return fmt.Errorf("%w: access_model %q (want open or whitelist)", ErrInvalid, c.AccessModel)
+	}
+	if c.MaxItems == 0 {
+		c.MaxItems = DefaultMaxItems
+	}
+	if c.MaxItems < 1 || c.MaxItems > MaxItemsLimit {
+		return fmt.Errorf("%w: max_items %d (want 1 to %d)", ErrInvalid, c.MaxItems, MaxItemsLimit)
+	}
+	if c.NotificationType == "" {
+		c.NotificationType = NotifyHeadline
+	}
+	if c.NotificationType != NotifyNormal && c.NotificationType != NotifyHeadline {
+		return fmt.Errorf("%w: notification_type %q (want normal or headline)", ErrInvalid, c.NotificationType)
+	}
+	if len(c.Title) > 1024 {
+		return fmt.Errorf("%w: title longer than 1024 bytes", ErrInvalid)
+	}
+	return nil
+}
+
+// Node is a pubsub node: a named log of events with subscribers.
+type Node struct {
+	ID   int64
+	Name string
+	NodeConfig
+	// SourceID and SourceURL name the web resource the node follows; zero
+	// and empty for a node that only its owners publish to.
+	SourceID  int64
+	SourceURL string
+	// Implicit is true for a node pingd created itself because someone
+	// subscribed to a URL (rssCloud, CNWS, WebSub) that no node followed.
+	Implicit bool
+	// TokenHash is the SHA-256 of the node's bearer token.
+	TokenHash []byte
+	// LastSeq is the sequence number of the newest event in the node's log.
+	LastSeq int64
+	// XMPPSeq is the newest event written to the XMPP stream ("sent up to").
+	XMPPSeq   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// MaxNodeNameBytes is the longest node name XMPP allows pingd to use.
+const MaxNodeNameBytes = 255
+
+// ValidNodeName checks that name is 1–255 bytes of printable UTF-8.
+func ValidNodeName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty node name", ErrInvalid)
+	}
+	if len(name) > MaxNodeNameBytes {
+		return fmt.Errorf("%w: node name longer than %d bytes", ErrInvalid, MaxNodeNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: node name is not valid UTF-8", ErrInvalid)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: node name contains the non-printable character %U", ErrInvalid, r)
+		}
+	}
+	return nil
+}
+
+// EventKind says what an event in a node's log records.
+type EventKind string
+
+const (
+	// EventItem is a new or replaced item with an Atom entry payload.
+	EventItem EventKind = "item"
+	// EventRetract removes the item ItemID.
+	EventRetract EventKind = "retract"
+	// EventPurge removes every item of the node.
+	EventPurge EventKind = "purge"
+	// EventChange says the source changed without new items (an edited
+	// entry, a non-entry change, a trusted CNWS resourceChange). Only
+	// URL-level subscribers (rssCloud, CNWS) are told.
+	EventChange EventKind = "change"
+	// EventRevoke records that the subscriptions of the bare JID Address
+	// were removed because it left the whitelist; XMPP tells that JID.
+	EventRevoke EventKind = "revoke"
+)
+
+// IsChange reports whether the event changes the node's content, the
+// condition on which URL-level protocols notify.
+func (k EventKind) IsChange() bool {
+	return k == EventItem || k == EventRetract || k == EventPurge || k == EventChange
+}
+
+// Event is one entry of a node's log.
+type Event struct {
+	NodeID int64
+	Seq    int64
+	Kind   EventKind
+	// ItemID is the stable item id (items and retractions).
+	ItemID string
+	// Payload is the Atom <entry xmlns="http://www.w3.org/2005/Atom"> element
+	// of an item, complete and self-contained.
+	Payload []byte
+	// Title, Summary and Link are plain-text copies for protocols that
+	// carry them without the payload (CNWS, chat).
+	Title   string
+	Summary string
+	Link    string
+	// Address is the bare JID of a revoke event.
+	Address   string
+	Publisher string
+	Updated   time.Time
+	Created   time.Time
+}
+
+// Entry is one item as the feed parser or a publisher gives it, before it
+// enters a log.
+type Entry struct {
+	ID      string
+	Payload []byte
+	Title   string
+	Summary string
+	Link    string
+	Updated time.Time
+}
+
+// ChangeNote is what a publisher said about a change (CNWS resourceChange):
+// carried into URL-level notifications, and a change even when a fetch
+// shows none.
+type ChangeNote struct {
+	Title       string
+	Description string
+}
+
+// Kind is the transport a subscriber asked to be notified over.
+type Kind string
+
+const (
+	KindXMPP     Kind = "xmpp"
+	KindWebhook  Kind = "webhook" // GetPingd HTTP subscription
+	KindWebSub   Kind = "websub"
+	KindRSSCloud Kind = "rsscloud"
+	KindCNWS     Kind = "cnws"
+)
+
+// Kinds lists every subscriber kind.
+var Kinds = []Kind{KindXMPP, KindWebhook, KindWebSub, KindRSSCloud, KindCNWS}
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ItemLevel reports whether subscribers of this kind get items (only the
+// new entries) rather than a bare "this URL changed".
+func (k Kind) ItemLevel() bool { return k == KindXMPP || k == KindWebhook || k == KindWebSub }
+
+// SubState is where a subscription stands.
+type SubState string
+
+const (
+	// SubPending waits for verification of intent (WebSub, GetPingd
+	// webhooks, rssCloud with domain) or a first test notification.
+	SubPending SubState = "pending"
+	// SubActive receives notifications.
+	SubActive SubState = "active"
+	// SubUnsubscribing waits for verification of an unsubscribe request.
+	SubUnsubscribing SubState = "unsubscribing"
+	// SubSuspended receives nothing until it is renewed (rssCloud after
+	// three consecutive errors).
+	SubSuspended SubState = "suspended"
+)
+
+// Options are the per-kind settings of a subscription, stored as one JSON
+// document so new kinds need no schema change.
+type Options struct {
+	// GetPingd webhooks: POST or NOTIFY; diff "none" or "application/patch-ops+xml".
+	Method string `json:"method,omitempty"`
+	Diff   string `json:"diff,omitempty"`
+	// Secret keys the HMAC signature of deliveries (webhooks, WebSub). It
+	// must be kept in clear to sign; it is never logged or shown.
+	Secret string `json:"secret,omitempty"`
+	// WebSub: the topic as the subscriber named it, the requested lease and
+	// the signature algorithm (sha1, sha256, sha384, sha512).
+	Topic        string `json:"topic,omitempty"`
+	LeaseSeconds int    `json:"lease_seconds,omitempty"`
+	SigAlgo      string `json:"sig_algo,omitempty"`
+	// rssCloud: http-post, https-post, xml-rpc or soap, and the procedure
+	// to call (xml-rpc, soap).
+	Protocol  string `json:"protocol,omitempty"`
+	Procedure string `json:"procedure,omitempty"`
+	// Verify carries a pending request's verification parameters (for
+	// example a subscriber's hub.verify_token) until it is verified.
+	Verify map[string]string `json:"verify,omitempty"`
+}
+
+// DeliveryState is a subscription's delivery bookkeeping. Only the delivery
+// side writes it, and only when it serves that subscription.
+type DeliveryState struct {
+	// Cursor is the sequence of the last event delivered (or skipped as not
+	// for this kind).
+	Cursor            int64
+	Attempts          int
+	ConsecutiveErrors int
+	FirstFailureAt    time.Time
+	NextAttemptAt     time.Time
+	LastError         string
+	LastDeliveredAt   time.Time
+	LastStatus        int
+	// LeaseOwner and LeaseUntil mark a claim by one pingd instance.
+	LeaseOwner string
+	LeaseUntil time.Time
+}
+
+// Subscription is one subscriber of one node, of any kind.
+type Subscription struct {
+	ID       int64
+	NodeID   int64
+	NodeName string
+	Kind     Kind
+	// Address is the subscriber: a JID (xmpp) or a callback URL.
+	Address string
+	// BareJID is the bare JID of an xmpp subscriber (who it belongs to).
+	BareJID string
+	// SubID is the XEP-0060 subscription id.
+	SubID     string
+	State     SubState
+	Options   Options
+	ExpiresAt time.Time // zero: does not expire
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeliveryState
+}
+
+// SubscriptionFilter selects subscriptions; zero fields match everything.
+type SubscriptionFilter struct {
+	NodeID  int64
+	Kind    Kind
+	Address string
+	BareJID string
+	State   SubState
+}
+
+// PollHints are what a source says about how often to fetch it.
+type PollHints struct {
+	TTL             time.Duration  `json:"ttl,omitempty"`
+	SkipHours       []int          `json:"skip_hours,omitempty"`
+	SkipDays        []time.Weekday `json:"skip_days,omitempty"`
+	UpdatePeriod    string         `json:"update_period,omitempty"`
+	UpdateFrequency int            `json:"update_frequency,omitempty"`
+	UpdateBase      time.Time      `json:"update_base,omitzero"`
+	MaxAge          time.Duration  `json:"max_age,omitempty"`
+	Expires         time.Time      `json:"expires,omitzero"`
+	RetryAfter      time.Time      `json:"retry_after,omitzero"`
+}
+
+// SourceState is a source's fetch state, written after each fetch.
+type SourceState struct {
+	// URL is where the source is now, after permanent redirects.
+	URL          string
+	ETag         string
+	LastModified string
+	BodyHash     string
+	ContentType  string
+	// Body is the last representation (capped), kept for protocols that
+	// distribute whole documents (WebSub for non-feed topics) and for
+	// merging RFC 3229 deltas.
+	Body        []byte
+	IsFeed      bool
+	Title       string
+	Description string
+	SiteURL     string
+	Hints       PollHints
+	// Baselined is set after the first successful fetch.
+	Baselined bool
+	Gone      bool
+	// MovedFrom is the URL before the last permanent redirect.
+	MovedFrom         string
+	MovedAt           time.Time
+	LastFetchAt       time.Time
+	LastStatus        int
+	LastBytes         int64
+	LastNewItems      int
+	LastError         string
+	ConsecutiveErrors int
+	// Unchanged counts fetches in a row that found no change, for
+	// adaptive polling.
+	Unchanged       int
+	LastChangeAt    time.Time
+	LastPingAt      time.Time
+	NextFetchAt     time.Time
+	NextFetchReason string
+}
+
+// Source is a web resource pingd fetches.
+type Source struct {
+	ID int64
+	// OriginalURL is the URL the source was first known by.
+	OriginalURL string
+	SourceState
+	// PendingNote is a trusted change announcement waiting for the next
+	// fetch (CNWS resourceChange).
+	PendingNote *ChangeNote
+	LeaseOwner  string
+	LeaseUntil  time.Time
+	CreatedAt   time.Time
+}
+
+// FetchOutcome is what one fetch of a source produced, applied by the store
+// in one transaction.
+type FetchOutcome struct {
+	SourceID int64
+	// State is the new fetch state of the source; it also releases the
+	// fetch lease.
+	State SourceState
+	// Changed is true when the representation differs from the last fetch.
+	Changed bool
+	// Entries are the candidate items in publishing order (oldest first);
+	// the store keeps only those whose ids were never seen for the source.
+	Entries []Entry
+	// Note, when set, is emitted as a change event even if nothing changed.
+	Note *ChangeNote
+}
+
+// FetchApplied reports what ApplyFetch did.
+type FetchApplied struct {
+	// Baseline is true when this was the source's first successful fetch:
+	// the entries were recorded as seen and nothing was published.
+	Baseline bool
+	// New are the entries never seen before, in publishing order.
+	New []Entry
+	// Nodes are the ids of nodes whose logs grew.
+	Nodes []int64
+}
+
+// Ping is one change notification received from a publisher.
+type Ping struct {
+	ID         int64
+	Dialect    string // xmlrpc-weblogupdates, xmlrpc-extended, rsscloud, rest, form, cnws, websub
+	Name       string // the weblog's name, when given
+	URL        string // the URL the ping named
+	Remote     string // the pinging address
+	ReceivedAt time.Time
+}
+
+// ValidURL checks that s is an absolute http or https URL with a host.
+func ValidURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty URL", ErrInvalid)
+	}
+	if len(s) > MaxURLBytes {
+		return fmt.Errorf("%w: URL longer than %d bytes", ErrInvalid, MaxURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: URL %q is not http or https", ErrInvalid, s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%w: URL %q has no host", ErrInvalid, s)
+	}
+	return nil
+}
+
+// MaxURLBytes is the longest URL pingd accepts as a source or callback.
+const MaxURLBytes = 2048
