@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Config is pingd's effective configuration: defaults, then the config
+// file, then PINGD_* environment variables, then flags.
+type Config struct {
+	XMPPAddr     string        `opt:"xmpp-addr" env:"PINGD_XMPP_ADDR" default:"127.0.0.1:5347" help:"the XMPP server's component port (host:port)"`
+	XMPPDomain   string        `opt:"xmpp-domain" env:"PINGD_XMPP_DOMAIN" default:"pubsub.localhost" help:"the component's JID, as configured in the XMPP server"`
+	XMPPSecret   string        `opt:"xmpp-secret" env:"PINGD_XMPP_SECRET" secret:"true" help:"the component secret (required)"`
+	HTTPAddr     string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
+	PublicURL    string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
+	DB           string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
+	AdminToken   string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
+	Admins       string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
+	AllowPrivate bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
+	LogLevel     string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
+	LogFormat    string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`
+	ShutdownWait time.Duration `opt:"shutdown-timeout" env:"PINGD_SHUTDOWN_TIMEOUT" default:"15s" help:"how long a graceful shutdown waits for requests and deliveries in flight"`
+	ConfigFile   string        `opt:"config" env:"PINGD_CONFIG" help:"optional config file of KEY=value lines (PINGD_* names or option names)"`
+}
+
+// option describes one field of Config.
+type option struct {
+	name, env, def, help string
+	secret               bool
+	field                reflect.Value
+}
+
+func (c *Config) options() []option {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	opts := make([]option, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		opts = append(opts, option{
+			name: f.Tag.Get("opt"), env: f.Tag.Get("env"), def: f.Tag.Get("default"),
+			help: f.Tag.Get("help"), secret: f.Tag.Get("secret") == "true", field: v.Field(i),
+		})
+	}
+	return opts
+}
+
+// set parses value into the option's field.
+func (o option) set(value string) error {
+	switch o.field.Kind() {
+	case reflect.String:
+		o.field.SetString(value)
+	case reflect.Bool:
+		b, err := parseBool(value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.name, err)
+		}
+		o.field.SetBool(b)
+	case reflect.Int64: // time.Duration
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a duration like 15s or 2m", o.name, value)
+		}
+		o.field.SetInt(int64(d))
+	default:
+		return fmt.Errorf("%s: unsupported option type %s", o.name, o.field.Kind())
+	}
+	return nil
+}
+
+func (o option) String() string {
+	switch o.field.Kind() {
+	case reflect.Bool:
+		if o.field.Bool() {
+			return "1"
+		}
+		return "0"
+	case reflect.Int64:
+		return time.Duration(o.field.Int()).String()
+	}
+	return o.field.String()
+}
+
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean (use 1 or 0)", s)
+}
+
+// boolFlag lets `--allow-private` stand alone as well as take a value.
+type boolFlag struct{ o option }
+
+func (b boolFlag) String() string     { return "" }
+func (b boolFlag) Set(s string) error { return b.o.set(s) }
+func (b boolFlag) IsBoolFlag() bool   { return true }
+
+type valueFlag struct{ o option }
+
+func (v valueFlag) String() string     { return "" }
+func (v valueFlag) Set(s string) error { return v.o.set(s) }
+
+// loadConfig builds the configuration from defaults, the config file,
+// the environment and the command line of a subcommand.
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	opts := c.options()
+	for _, o := range opts {
+		if o.def != "" {
+			if err := o.set(o.def); err != nil {
+				return nil, err
+			}
+		}
+		if o.field.Kind() == reflect.Bool {
+			fs.Var(boolFlag{o}, o.name, "")
+		} else {
+			fs.Var(valueFlag{o}, o.name, "")
+		}
+	}
+	// Flags are parsed twice: first to find --config, then again over the
+	// file and environment so that flags win.
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	file := c.ConfigFile
+	if file == "" {
+		file = getenv("PINGD_CONFIG")
+	}
+	for _, o := range opts {
+		if o.def != "" {
+			_ = o.set(o.def)
+		} else {
+			o.field.SetZero()
+		}
+	}
+	if file != "" {
+		if err := c.readFile(file, opts); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range opts {
+		if v, ok := lookupEnv(getenv, o.env); ok {
+			if err := o.set(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", o.env, err)
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	c.ConfigFile = file
+	return c, nil
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+// readFile reads KEY=value lines; KEY is a PINGD_* name or an option name.
+// Blank lines and lines starting with # are ignored.
+func (c *Config) readFile(path string, opts []option) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	byKey := map[string]option{}
+	for _, o := range opts {
+		byKey[o.env] = o
+		byKey[o.name] = o
+	}
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(text, "=")
+		if !ok {
+			return fmt.Errorf("%s:%d: want KEY=value, got %q", path, line, text)
+		}
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if uq, err := strconv.Unquote(value); err == nil {
+			value = uq
+		}
+		o, ok := byKey[key]
+		if !ok || key == "PINGD_CONFIG" || key == "config" {
+			return fmt.Errorf("%s:%d: unknown option %q", path, line, key)
+		}
+		if err := o.set(value); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+// Validate returns one error per problem, each on its own line.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.XMPPSecret == "" {
+		errs = append(errs, errors.New("PINGD_XMPP_SECRET (--xmpp-secret) is required: the component_secret your XMPP server has for "+c.XMPPDomain))
+	}
+	if _, _, err := net.SplitHostPort(c.XMPPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("PINGD_XMPP_ADDR (--xmpp-addr) %q: want host:port", c.XMPPAddr))
+	}
+	if j, err := jid.Parse(c.XMPPDomain); err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
+		errs = append(errs, fmt.Errorf("PINGD_XMPP_DOMAIN (--xmpp-domain) %q: want a domain JID like pubsub.example.org", c.XMPPDomain))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("PINGD_HTTP_ADDR (--http-addr) %q: want host:port", c.HTTPAddr))
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("PINGD_PUBLIC_URL (--public-url) %q: want an absolute http or https URL", c.PublicURL))
+	}
+	if c.DB == "" {
+		errs = append(errs, errors.New("PINGD_DB (--db) is empty: give a SQLite file path or a postgres:// URL"))
+	}
+	for _, a := range c.AdminJIDs() {
+		if j, err := jid.Parse(a); err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
+			errs = append(errs, fmt.Errorf("PINGD_ADMINS (--admins): %q is not a bare JID like admin@example.org", a))
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("PINGD_LOG_LEVEL (--log-level) %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("PINGD_LOG_FORMAT (--log-format) %q: want text or json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// AdminJIDs returns the configured admins, normalised to bare JIDs where
+// they parse.
+func (c *Config) AdminJIDs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Admins, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if j, err := jid.Parse(a); err == nil {
+			a = j.Bare().String()
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// write prints the effective configuration as a config file, secrets
+// redacted.
+func (c *Config) write(w io.Writer) {
+	opts := c.options()
+	for _, o := range opts {
+		if o.env == "PINGD_CONFIG" {
+			continue
+		}
+		v := o.String()
+		if o.secret && v != "" {
+			v = "<redacted>"
+		}
+		fmt.Fprintf(w, "%s=%s\n", o.env, v)
+	}
+}
+
+// usageOptions prints every option with its variable and default.
+func usageOptions(w io.Writer) {
+	c := &Config{}
+	for _, o := range c.options() {
+		def := o.def
+		if def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(w, "  --%-18s %-24s %s (default: %s)\n", o.name, o.env, o.help, def)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pingd.conf")
+	if err := os.WriteFile(file, []byte("# comment\nPINGD_HTTP_ADDR=127.0.0.1:1111\nxmpp-domain = \"file.example\"\nPINGD_DB=file.db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
+		[]string{"--config", file, "--db", "flag.db", "--allow-private"},
+		env(map[string]string{"PINGD_XMPP_DOMAIN": "env.example", "PINGD_DB": "env.db", "PINGD_SHUTDOWN_TIMEOUT": "3s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != "127.0.0.1:1111" {
+		t.Errorf("HTTPAddr = %q, want the file's value", cfg.HTTPAddr)
+	}
+	if cfg.XMPPDomain != "env.example" {
+		t.Errorf("XMPPDomain = %q, want the environment's value over the file's", cfg.XMPPDomain)
+	}
+	if cfg.DB != "flag.db" {
+		t.Errorf("DB = %q, want the flag's value over the environment's", cfg.DB)
+	}
+	if !cfg.AllowPrivate {
+		t.Error("--allow-private alone did not set AllowPrivate")
+	}
+	if cfg.ShutdownWait != 3*time.Second {
+		t.Errorf("ShutdownWait = %v", cfg.ShutdownWait)
+	}
+	if cfg.XMPPAddr != "127.0.0.1:5347" {
+		t.Errorf("XMPPAddr default = %q", cfg.XMPPAddr)
+	}
+}
+
+func TestConfigValidateListsEveryProblem(t *testing.T) {
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
+		[]string{"--public-url", "ftp://x", "--xmpp-addr", "nohostport", "--admins", "not a jid/res", "--log-format", "xml"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"PINGD_XMPP_SECRET", "PINGD_PUBLIC_URL", "PINGD_XMPP_ADDR", "PINGD_ADMINS", "PINGD_LOG_FORMAT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
+		t.Errorf("want 5 problems, one per line; got %d:\n%v", n, err)
+	}
+}
+
+func TestConfigFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(file, []byte("PINGD_NOPE=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--config", file}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), `bad.conf:1: unknown option "PINGD_NOPE"`) {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), nil, env(map[string]string{"PINGD_ALLOW_PRIVATE": "maybe"}))
+	if err == nil || !strings.Contains(err.Error(), "PINGD_ALLOW_PRIVATE") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConfigCommandRedactsSecrets(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"config", "--xmpp-secret", "hunter2", "--admin-token", "tok3n"}, &out, &errOut, env(nil))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "hunter2") || strings.Contains(out.String(), "tok3n") {
+		t.Fatalf("secret printed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "PINGD_XMPP_SECRET=<redacted>") {
+		t.Fatalf("secret not shown as redacted:\n%s", out.String())
+	}
+}
+
+func TestHelpListsEveryOption(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out, &out, env(nil)); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, o := range (&Config{}).options() {
+		if !strings.Contains(out.String(), "--"+o.name) || !strings.Contains(out.String(), o.env) {
+			t.Errorf("--help does not list --%s / %s", o.name, o.env)
+		}
+	}
+}
+
+func TestServeRefusesMissingSecret(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"serve", "--db", filepath.Join(t.TempDir(), "x.db")}, &out, &errOut, env(nil))
+	if code != 1 || !strings.Contains(errOut.String(), "PINGD_XMPP_SECRET (--xmpp-secret) is required") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/component"
+	"github.com/pingd/pingd/feed"
+	"github.com/pingd/pingd/httpapi"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
+)
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serveCommand(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	cfg, err := loadConfig(newFlagSet("serve", stderr), args, getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("cannot start:\n%w", err)
+	}
+	log := newLogger(cfg, stderr)
+	slog.SetDefault(log)
+	return serve(ctx, cfg, log)
+}
+
+// serve runs pingd until ctx ends, then shuts down in order: stop taking
+// requests, stop the background work (deliveries persist their state),
+// close the XMPP stream, close the database.
+func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	st, err := store.Open(ctx, cfg.DB, store.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	fetcher := feed.NewFetcher(feed.FetcherConfig{
+		Version:      version,
+		PublicURL:    cfg.PublicURL,
+		AllowPrivate: cfg.AllowPrivate,
+	})
+	h, err := hub.New(hub.Config{
+		Store:      st,
+		Fetcher:    fetcher,
+		Scheduler:  feed.NewScheduler(feed.SchedulerConfig{}),
+		Logger:     log,
+		AdminToken: cfg.AdminToken,
+		Admins:     cfg.AdminJIDs(),
+	})
+	if err != nil {
+		return err
+	}
+	comp, err := component.New(component.Config{
+		Hub:       h,
+		Domain:    cfg.XMPPDomain,
+		Addr:      cfg.XMPPAddr,
+		Secret:    cfg.XMPPSecret,
+		PublicURL: cfg.PublicURL,
+		Logger:    log,
+	})
+	if err != nil {
+		return err
+	}
+	h.Register(comp, hub.KindXMPP)
+
+	api, err := httpapi.New(httpapi.Config{
+		Hub:          h,
+		PublicURL:    cfg.PublicURL,
+		ComponentJID: cfg.XMPPDomain,
+		Ready:        comp.Connected,
+		Logger:       log,
+		Version:      version,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("pingd starting", "version", version, "http", ln.Addr().String(), "public_url", cfg.PublicURL,
+		"xmpp_server", cfg.XMPPAddr, "component", cfg.XMPPDomain, "db_backend", st.Backend())
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := h.Run(workCtx); err != nil {
+			log.Error("hub stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := comp.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("component stopped", "err", err)
+		}
+	})
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-httpErr:
+		log.Error("HTTP server failed", "err", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		log.Warn("HTTP shutdown", "err", serr)
+	}
+	stopWork()
+	wg.Wait()
+	log.Info("pingd stopped")
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
