@@ -527,6 +527,17 @@ func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a 
 	return h.revoke(ctx, node, bareJID)
 }
 
+// RevokeSubscriptions removes the bare JID's XMPP subscriptions to the node
+// and appends a revoke event that tells it so, whatever its affiliation and
+// the node's access model: a GetPingd unsubscribe request removes them on an
+// open node too.
+func (h *Hub) RevokeSubscriptions(ctx context.Context, node *Node, bareJID string) error {
+	if bareJID == "" || strings.Contains(bareJID, "/") {
+		return fmt.Errorf("%w: subscriptions are revoked for bare JIDs, not %q", ErrInvalid, bareJID)
+	}
+	return h.revoke(ctx, node, bareJID)
+}
+
 func (h *Hub) revoke(ctx context.Context, node *Node, bareJID string) error {
 	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP, BareJID: bareJID})
 	if err != nil {

@@ -4,5 +4,15 @@
 // onto XEP-0060 affiliations in the hub, so the HTTP, XMPP and admin-API
 // views of a whitelist are one and the same.
 //
-// It may not touch HTTP routing or XMPP stanzas; httpapi and component call it.
+// Its room: ParseConsumerRequest (size-capped, no DOCTYPE, JIDs normalised
+// with the PRECIS profiles and reduced to bare JIDs), the Service (Add, Remove, List,
+// Apply) over the hub, and the answer documents. Add makes a JID a member:
+// on a whitelist node with a token only, on an open node without one. Remove
+// always needs a token and also ends the JID's XMPP subscriptions through
+// the hub's revoke event. Its errors (ErrMalformed, ErrTooLarge, ErrBadJID,
+// ErrUnauthorized, and the hub's ErrNotFound) are what the HTTP layer maps
+// to status codes.
+//
+// It may not touch HTTP routing or XMPP stanzas; httpapi and component call
+// it. It changes state only through the hub, never the store directly.
 package whitelist

@@ -1,0 +1,111 @@
+package discovery
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Paths pingd serves, relative to its public URL. A node name is one
+// percent-encoded path segment after the node-specific prefixes.
+const (
+	PathDescriptor   = "/feeds/"
+	PathXRDS         = "/xrds/"
+	PathAtom         = "/atom/"
+	PathRSS          = "/rss/"
+	PathWebSub       = "/websub"
+	PathPleaseNotify = "/pleaseNotify"
+)
+
+// Links are the absolute URLs pingd serves for one node.
+type Links struct {
+	// Descriptor is the GetPingd descriptor: the HTML page, the XRDS
+	// document when asked for, and the SUBSCRIBE target.
+	Descriptor string `json:"descriptor"`
+	// Subscribe is the POST form of the subscribe URI (?method=subscribe).
+	Subscribe string `json:"subscribe"`
+	// XRDS is the XRDS document itself.
+	XRDS string `json:"xrds"`
+	// Atom and RSS are the node's own feeds.
+	Atom string `json:"atom"`
+	RSS  string `json:"rss"`
+	// Hub is the WebSub hub endpoint (rel="hub").
+	Hub string `json:"hub"`
+	// PleaseNotify is the rssCloud REST registration endpoint.
+	PleaseNotify string `json:"please_notify"`
+}
+
+// NodeLinks returns the URLs of the node under pingd's public base URL
+// (an absolute http or https URL, possibly with a path prefix).
+func NodeLinks(publicURL, node string) (Links, error) {
+	base, err := parseBase(publicURL)
+	if err != nil {
+		return Links{}, err
+	}
+	seg := PathSegment(node)
+	descriptor := base + PathDescriptor + seg
+	return Links{
+		Descriptor:   descriptor,
+		Subscribe:    descriptor + "?method=subscribe",
+		XRDS:         base + PathXRDS + seg,
+		Atom:         base + PathAtom + seg,
+		RSS:          base + PathRSS + seg,
+		Hub:          base + PathWebSub,
+		PleaseNotify: base + PathPleaseNotify,
+	}, nil
+}
+
+// PathSegment percent-encodes a node name as one URL path segment:
+// "feeds/demo" becomes "feeds%2Fdemo". The dot segments "." and ".." are
+// encoded too, so that no client or router collapses them as relative
+// path steps.
+func PathSegment(node string) string {
+	switch node {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(node)
+}
+
+// parseBase checks the public URL and returns it without a trailing slash,
+// query or fragment.
+func parseBase(publicURL string) (string, error) {
+	if err := hub.ValidURL(publicURL); err != nil {
+		return "", fmt.Errorf("public URL: %w", err)
+	}
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return "", fmt.Errorf("public URL: %w", err)
+	}
+	u.RawQuery, u.Fragment, u.RawFragment, u.User = "", "", "", nil
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Security is the getpingd-xmpp:PubSub security value of an access model.
+func Security(model hub.AccessModel) string {
+	if model == hub.AccessWhitelist {
+		return SecurityWhitelist
+	}
+	return SecurityNone
+}
+
+// NewDescriptor describes a node served by the component componentJID,
+// with pingd reachable at publicURL. Its Ref is the resource the node
+// follows, when it follows one.
+func NewDescriptor(publicURL, componentJID string, n *hub.Node) (Descriptor, error) {
+	links, err := NodeLinks(publicURL, n.Name)
+	if err != nil {
+		return Descriptor{}, err
+	}
+	return Descriptor{
+		DescriptorURL: links.Descriptor,
+		ComponentJID:  componentJID,
+		Node:          n.Name,
+		Security:      Security(n.AccessModel),
+		Ref:           n.SourceURL,
+	}, nil
+}

@@ -1,0 +1,92 @@
+package discovery
+
+import (
+	"bytes"
+	"html/template"
+)
+
+// DescriptorPage renders the HTML page served at the descriptor URL for
+// browsers and for clients that discover by the X-XRDS-Location <meta> tag
+// or the getpingd.updates.descriptor <link>. It explains in words how to
+// subscribe. title names the node for people; empty means the node name.
+func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
+	if title == "" {
+		title = d.Node
+	}
+	var buf bytes.Buffer
+	err := pageTemplate.Execute(&buf, pageData{
+		Descriptor:       d,
+		Title:            title,
+		XRDSURL:          xrdsURL,
+		PostURL:          d.PostURL(),
+		Whitelist:        d.Security == SecurityWhitelist,
+		HTTPType:         ContentTypeHTTPSubscribe,
+		XMPPType:         ContentTypeXMPPSubscribe,
+		DiffType:         DiffPatchOps,
+		XRDSType:         ContentTypeXRDS,
+		XRDSHeader:       XRDSLocationHeader,
+		RelDescriptor:    RelDescriptor,
+		MethodSubscribe:  MethodSubscribe,
+		ServiceSubscribe: ServiceSubscribe,
+	})
+	if err != nil {
+		// The template is fixed and its data are plain strings: only a
+		// programming error gets here, and the tests execute it.
+		return []byte("<!DOCTYPE html><title>error</title><p>descriptor page failed: " + template.HTMLEscapeString(err.Error()))
+	}
+	return buf.Bytes()
+}
+
+type pageData struct {
+	Descriptor
+	Title, XRDSURL, PostURL                    string
+	Whitelist                                  bool
+	HTTPType, XMPPType, DiffType, XRDSType     string
+	XRDSHeader, RelDescriptor, MethodSubscribe string
+	ServiceSubscribe                           string
+}
+
+// html/template escapes every value for its context (attribute, URL,
+// text), so node names and URLs cannot break out of the markup.
+var pageTemplate = template.Must(template.New("descriptor").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="{{.XRDSHeader}}" content="{{.XRDSURL}}">
+<link rel="{{.RelDescriptor}}" href="{{.DescriptorURL}}">
+<title>{{.Title}} — GetPingd descriptor</title>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>This is the GetPingd descriptor of the publish-subscribe node <code>{{.Node}}</code>
+at <code>{{.ComponentJID}}</code>. Subscribe to it to be told of every change, without polling.</p>
+<p>The service description is the XRDS document at <a href="{{.XRDSURL}}">{{.XRDSURL}}</a>
+(<code>{{.XRDSType}}</code>, service type <code>{{.ServiceSubscribe}}</code>); this page
+points at it with the <code>{{.XRDSHeader}}</code> header and meta tag.</p>
+
+<h2>Over XMPP</h2>
+{{if .Whitelist -}}
+<p>The node is open to its whitelist only. First ask for your Jabber ID to be added: send
+<code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
+<code>Content-Type: {{.XMPPType}}</code>, an <code>Authorization: Bearer</code> token from the
+node's owner, and this body:</p>
+<pre>&lt;subscribe&gt;&lt;consumer jid="you@example.org"/&gt;&lt;/subscribe&gt;</pre>
+<p>Then subscribe to node <code>{{.Node}}</code> at <code>{{.ComponentJID}}</code> with any
+Jabber client (XEP-0060). An <code>&lt;unsubscribe&gt;</code> request with the same token
+removes the Jabber ID and its subscriptions.</p>
+{{- else -}}
+<p>Subscribe to node <code>{{.Node}}</code> at <code>{{.ComponentJID}}</code> with any Jabber
+client (XEP-0060); nothing else is needed.</p>
+{{- end}}
+
+<h2>Over HTTP (web hooks)</h2>
+<p>Send <code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
+<code>Content-Type: {{.HTTPType}}</code> and this body:</p>
+<pre>&lt;subscribe&gt;&lt;url href="https://you.example.org/changed" method="POST" diff="none"/&gt;&lt;/subscribe&gt;</pre>
+<p>The callback is first asked to echo a <code>hub.challenge</code>. Each change then arrives with
+the method you named (<code>POST</code> or <code>NOTIFY</code>): an Atom feed of the new entries, or,
+with <code>diff="{{.DiffType}}"</code>, a patch against the previous state.
+{{- if .Whitelist}} On this node the request needs the <code>Authorization: Bearer</code> token too.{{end}}</p>
+</body>
+</html>
+`))
