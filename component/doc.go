@@ -7,4 +7,23 @@
 // notifications. It may not touch HTTP, feeds or the database directly
 // (it reads logs and cursors only through hub.Store given by the hub), and
 // it never imports httpapi.
+//
+// Its parts:
+//   - component.go, connection.go: the Component, its Run loop (dial,
+//     handshake with mellium's component package, serve, reconnect with
+//     cenkalti/backoff), the optional XML trace at debug level, and the
+//     one locked, buffered writer every outgoing stanza goes through.
+//   - xmlelem.go, request.go, forms.go: incoming stanzas are read into a
+//     small element tree with size limits and parsed into requests; every
+//     IQ get or set gets exactly one answer, and nothing a client sends can
+//     end the stream (the parsers are fuzzed).
+//   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
+//     publisher and owner), carried out through the hub's methods so the
+//     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
+//   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
+//     each Wake and each (re)connection it reads the node's log after the
+//     cursor, renders each event once, writes it to every subscriber with
+//     only the "to" changed, flushes, then advances the cursor.
+//   - chat.go: the chat commands (help, nodes, list, subscribe,
+//     unsubscribe, last).
 package component

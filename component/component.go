@@ -1,0 +1,271 @@
+package component
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"mellium.im/xmpp/jid"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Config configures a Component.
+type Config struct {
+	Hub       *hub.Hub
+	Domain    string // component JID, e.g. "pubsub.localhost"
+	Addr      string // XMPP server's component port, e.g. "127.0.0.1:5347"
+	Secret    string
+	PublicURL string // pingd's HTTP base URL (for links in chat answers)
+	Logger    *slog.Logger
+	// MinBackoff/MaxBackoff for reconnects; defaults 500ms and 60s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Component is pingd's XEP-0114 external component. It is safe for
+// concurrent use; Run drives it.
+type Component struct {
+	hub       *hub.Hub
+	store     hub.Store
+	log       *slog.Logger
+	domain    jid.JID
+	domainStr string
+	addr      string
+	secret    []byte
+	publicURL string
+	minDelay  time.Duration
+	maxDelay  time.Duration
+
+	connected atomic.Bool
+
+	mu   sync.Mutex
+	conn *connection // the live connection, nil while disconnected
+	// pendingDeletes are delete notifications of nodes deleted while
+	// disconnected; the nodes are gone from the store, so they are kept
+	// here until the next connection.
+	pendingDeletes [][]byte
+
+	work *workQueue
+}
+
+// Timeouts of the connection.
+const (
+	dialTimeout      = 10 * time.Second
+	handshakeTimeout = 15 * time.Second
+	writeTimeout     = 30 * time.Second
+	closeTimeout     = 3 * time.Second
+	// stableAfter is how long a connection must have lasted for the next
+	// failure to start the backoff from the beginning again.
+	stableAfter = 10 * time.Second
+	// maxPendingDeletes bounds the delete notifications kept offline.
+	maxPendingDeletes = 10000
+)
+
+// New checks the configuration and returns a component; Run connects it.
+func New(cfg Config) (*Component, error) {
+	if cfg.Hub == nil {
+		return nil, errors.New("component: no hub")
+	}
+	if cfg.Secret == "" {
+		return nil, errors.New("component: the component secret is empty")
+	}
+	if cfg.Addr == "" {
+		return nil, errors.New("component: no XMPP server address")
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("component: XMPP server address %q: %w", cfg.Addr, err)
+	}
+	d, err := jid.Parse(cfg.Domain)
+	if err != nil {
+		return nil, fmt.Errorf("component: JID %q: %w", cfg.Domain, err)
+	}
+	if d.Localpart() != "" || d.Resourcepart() != "" {
+		return nil, fmt.Errorf("component: JID %q must be a bare domain such as pubsub.example.org", cfg.Domain)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 60 * time.Second
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = cfg.MinBackoff
+	}
+	return &Component{
+		hub:       cfg.Hub,
+		store:     cfg.Hub.Store(),
+		log:       cfg.Logger.With("component", d.String()),
+		domain:    d,
+		domainStr: d.String(),
+		addr:      cfg.Addr,
+		secret:    []byte(cfg.Secret),
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		minDelay:  cfg.MinBackoff,
+		maxDelay:  cfg.MaxBackoff,
+		work:      newWorkQueue(),
+	}, nil
+}
+
+// Connected reports whether the component is attached to the XMPP server:
+// true between a successful handshake and the loss of the stream.
+func (c *Component) Connected() bool { return c.connected.Load() }
+
+// Wake tells the dispatcher that the node's log grew (0: look at every
+// node). It never blocks.
+func (c *Component) Wake(nodeID int64) { c.work.add(nodeID) }
+
+// Run connects to the XMPP server, serves the component's JID and
+// reconnects with exponential backoff and jitter until ctx ends; then it
+// closes the stream cleanly and returns nil.
+func (c *Component) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.dispatchLoop(ctx) })
+
+	bo := &backoff.ExponentialBackOff{
+		InitialInterval:     c.minDelay,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         c.maxDelay,
+	}
+	bo.Reset()
+	for {
+		began := time.Now()
+		stage, err := c.connectAndServe(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if stage == stageServed && time.Since(began) >= stableAfter {
+			bo.Reset()
+		}
+		delay := min(bo.NextBackOff(), c.maxDelay)
+		c.logFailure(stage, err, delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// stage says how far a connection attempt got.
+type stage int
+
+const (
+	stageDial stage = iota
+	stageHandshake
+	stageServed
+)
+
+// logFailure writes one line per failed attempt, saying what failed, where,
+// and when the next attempt comes.
+func (c *Component) logFailure(st stage, err error, delay time.Duration) {
+	retry := delay.Round(100 * time.Millisecond).String()
+	if delay < 100*time.Millisecond {
+		retry = delay.Round(time.Millisecond).String()
+	}
+	switch {
+	case st == stageDial:
+		c.log.Warn(fmt.Sprintf("XMPP server %s unreachable, retrying in %s", c.addr, retry),
+			"addr", c.addr, "retry_in", delay, "err", err)
+	case isNotAuthorized(err):
+		c.log.Error(fmt.Sprintf("XMPP server %s refused the handshake of %s: wrong component secret (not-authorized), retrying in %s",
+			c.addr, c.domainStr, retry), "addr", c.addr, "retry_in", delay, "err", err)
+	case isStreamError(err, "host-unknown"):
+		c.log.Error(fmt.Sprintf("XMPP server %s does not know the component %s (host-unknown): configure it as an external component there; retrying in %s",
+			c.addr, c.domainStr, retry), "addr", c.addr, "retry_in", delay, "err", err)
+	case st == stageHandshake:
+		c.log.Warn(fmt.Sprintf("XMPP server %s refused the component %s, retrying in %s", c.addr, c.domainStr, retry),
+			"addr", c.addr, "retry_in", delay, "err", err)
+	default:
+		c.log.Warn(fmt.Sprintf("lost the connection to XMPP server %s, reconnecting in %s", c.addr, retry),
+			"addr", c.addr, "retry_in", delay, "err", err)
+	}
+}
+
+// setConnection publishes the live connection (nil: none).
+func (c *Component) setConnection(conn *connection) {
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+	c.connected.Store(conn != nil)
+}
+
+func (c *Component) connection() *connection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// NodeDeleted sends delete notifications (XEP-0060 §8.4) to the node's
+// XMPP subscribers. While disconnected they wait for the next connection.
+func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subscription) {
+	var msgs [][]byte
+	for _, s := range subs {
+		if s.Kind != hub.KindXMPP {
+			continue
+		}
+		msgs = append(msgs, c.renderDelete(n, s.Address))
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	conn := c.connection()
+	if conn != nil {
+		err := conn.write(func(w *bufio.Writer) error {
+			for _, m := range msgs {
+				w.Write(m)
+			}
+			return nil
+		})
+		if err == nil {
+			c.log.InfoContext(ctx, "sent delete notifications", "node", n.Name, "subscribers", len(msgs))
+			return
+		}
+		c.log.WarnContext(ctx, "delete notifications not sent; keeping them for the next connection", "node", n.Name, "err", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := maxPendingDeletes - len(c.pendingDeletes)
+	if room < len(msgs) {
+		c.log.WarnContext(ctx, "too many delete notifications waiting for a connection; dropping some",
+			"node", n.Name, "dropped", len(msgs)-max(room, 0))
+		msgs = msgs[:max(room, 0)]
+	}
+	c.pendingDeletes = append(c.pendingDeletes, msgs...)
+}
+
+// flushPendingDeletes sends what NodeDeleted kept while disconnected.
+func (c *Component) flushPendingDeletes(conn *connection) {
+	c.mu.Lock()
+	msgs := c.pendingDeletes
+	c.pendingDeletes = nil
+	c.mu.Unlock()
+	if len(msgs) == 0 {
+		return
+	}
+	err := conn.write(func(w *bufio.Writer) error {
+		for _, m := range msgs {
+			w.Write(m)
+		}
+		return nil
+	})
+	if err != nil {
+		c.mu.Lock()
+		c.pendingDeletes = append(msgs, c.pendingDeletes...)
+		c.mu.Unlock()
+	}
+}

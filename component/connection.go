@@ -1,0 +1,180 @@
+package component
+
+import (
+	"bufio"
+	"context"
+	"encoding/xml"
+	"errors"
+	"log/slog"
+	"net"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
+	mcomponent "mellium.im/xmpp/component"
+	"mellium.im/xmpp/stream"
+)
+
+// connection is one XEP-0114 stream to the XMPP server.
+type connection struct {
+	sess *xmpp.Session
+	raw  net.Conn
+	bw   *bufio.Writer
+	// broken is set once a write failed or the stream ended; nothing more
+	// is written then.
+	broken atomic.Bool
+}
+
+var errConnectionLost = errors.New("the XMPP stream is closed")
+
+// write runs fn with the stream's buffered writer while holding the
+// session's output lock, so nothing else writes in between, and flushes.
+// fn writes whole stanzas as bytes; it must not fail half-way through one.
+func (cn *connection) write(fn func(w *bufio.Writer) error) error {
+	if cn.broken.Load() {
+		return errConnectionLost
+	}
+	tw := cn.sess.TokenWriter() // takes the output lock
+	defer tw.Close()
+	// Whatever mellium buffered goes first.
+	if err := tw.Flush(); err != nil {
+		cn.fail()
+		return err
+	}
+	if err := fn(cn.bw); err != nil {
+		return err
+	}
+	if err := cn.bw.Flush(); err != nil {
+		cn.fail()
+		return err
+	}
+	return nil
+}
+
+// fail marks the connection broken and closes it, which ends Serve so the
+// component reconnects.
+func (cn *connection) fail() {
+	if cn.broken.CompareAndSwap(false, true) {
+		_ = cn.raw.Close()
+	}
+}
+
+// shutdown ends the stream cleanly: our </stream:stream>, then up to
+// closeTimeout for the server's, after which the read fails and Serve
+// returns.
+func (cn *connection) shutdown() {
+	_ = cn.sess.Close()
+	_ = cn.raw.SetReadDeadline(time.Now().Add(closeTimeout))
+}
+
+// traceConn bounds every write with a deadline and, at debug level, logs
+// the XML of both directions.
+type traceConn struct {
+	net.Conn
+	log *slog.Logger // nil: no trace
+}
+
+func (t *traceConn) Read(p []byte) (int, error) {
+	n, err := t.Conn.Read(p)
+	if n > 0 && t.log != nil {
+		t.log.Debug("XMPP in", "xml", string(p[:n]))
+	}
+	return n, err
+}
+
+func (t *traceConn) Write(p []byte) (int, error) {
+	if err := t.Conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return 0, err
+	}
+	if t.log != nil {
+		t.log.Debug("XMPP out", "xml", handshakeRe.ReplaceAllString(string(p), "<handshake>…</handshake>"))
+	}
+	return t.Conn.Write(p)
+}
+
+// handshakeRe finds the XEP-0114 handshake digest, kept out of the trace.
+var handshakeRe = regexp.MustCompile(`<handshake>[^<]*</handshake>`)
+
+// isNotAuthorized reports whether the server refused the secret.
+func isNotAuthorized(err error) bool { return isStreamError(err, stream.NotAuthorized.Err) }
+
+// isStreamError reports whether err is the stream error condition cond.
+func isStreamError(err error, cond string) bool {
+	var se stream.Error
+	return errors.As(err, &se) && se.Err == cond
+}
+
+// connectAndServe makes one connection: dial, handshake, serve until the
+// stream ends. It reports how far it got and why it ended.
+func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
+	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 15 * time.Second}
+	raw, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return stageDial, err
+	}
+	tc := &traceConn{Conn: raw}
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		tc.log = c.log
+	}
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	sess, err := mcomponent.NewSession(hctx, c.domain, c.secret, tc)
+	cancel()
+	if err != nil {
+		_ = raw.Close()
+		return stageHandshake, err
+	}
+	// The handshake's deadlines are cleared; from now on reads wait for
+	// the server as long as it takes.
+	_ = raw.SetDeadline(time.Time{})
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10)}
+	c.setConnection(cn)
+	c.log.Info("connected to XMPP server", "addr", c.addr)
+	c.flushPendingDeletes(cn)
+	// Everything published while disconnected goes out now.
+	c.work.add(0)
+
+	stop := context.AfterFunc(ctx, cn.shutdown)
+	err = sess.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+		return c.handleStanza(ctx, cn, t, start)
+	}))
+	stop()
+	c.setConnection(nil)
+	cn.broken.Store(true)
+	_ = raw.Close()
+	if ctx.Err() != nil {
+		c.log.Info("disconnected from XMPP server", "addr", c.addr)
+		return stageServed, nil
+	}
+	if err == nil {
+		err = errors.New("the server closed the stream")
+	}
+	return stageServed, err
+}
+
+// handleStanza reads one incoming stanza and answers it. It returns an
+// error only when the stream itself is unreadable; whatever a client sent
+// is answered with a stanza error instead.
+func (c *Component) handleStanza(ctx context.Context, cn *connection, t xml.TokenReader, start *xml.StartElement) error {
+	el, err := readElement(t, *start)
+	if errors.Is(err, errTooLarge) {
+		// Answer from the start element alone; Serve discards the rest.
+		el = &element{Name: start.Name, Attr: start.Attr}
+		if el.Name.Local == "iq" {
+			c.replyError(cn, el, &stanzaError{Type: "modify", Condition: "policy-violation", Text: errTooLarge.Error()})
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch el.Name.Local {
+	case "iq":
+		c.handleIQ(ctx, cn, el)
+	case "message":
+		c.handleMessage(ctx, cn, el)
+	}
+	// Presence needs no answer: pingd's notifications do not depend on it.
+	return nil
+}

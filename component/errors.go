@@ -1,0 +1,129 @@
+package component
+
+import (
+	"errors"
+	"fmt"
+
+	"mellium.im/xmpp/stanza"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Namespaces pingd speaks on the component's JID.
+const (
+	nsPubsub       = "http://jabber.org/protocol/pubsub"
+	nsPubsubOwner  = nsPubsub + "#owner"
+	nsPubsubEvent  = nsPubsub + "#event"
+	nsPubsubErrors = nsPubsub + "#errors"
+	nsDiscoInfo    = "http://jabber.org/protocol/disco#info"
+	nsDiscoItems   = "http://jabber.org/protocol/disco#items"
+	nsDataForms    = "jabber:x:data"
+	nsAtom         = "http://www.w3.org/2005/Atom"
+	nsStanzaErrors = stanza.NSError
+
+	formNodeConfig = nsPubsub + "#node_config"
+	formMetaData   = nsPubsub + "#meta-data"
+)
+
+// stanzaError is an XMPP stanza error (RFC 6120 §8.3) with the optional
+// XEP-0060 application condition.
+type stanzaError struct {
+	Type      stanza.ErrorType
+	Condition stanza.Condition
+	// App is a condition of the pubsub#errors namespace; Feature goes with
+	// App "unsupported".
+	App     string
+	Feature string
+	Text    string
+}
+
+func (e *stanzaError) Error() string {
+	s := string(e.Condition)
+	if e.App != "" {
+		s += "/" + e.App
+	}
+	if e.Feature != "" {
+		s += " (" + e.Feature + ")"
+	}
+	if e.Text != "" {
+		s += ": " + e.Text
+	}
+	return s
+}
+
+// write renders the <error/> element; by is the component's JID.
+func (e *stanzaError) write(b *xmlBuf, by string) {
+	b.open("error", "type", string(e.Type), "by", by)
+	b.empty(string(e.Condition), "xmlns", nsStanzaErrors)
+	if e.Text != "" {
+		b.element("text", e.Text, "xmlns", nsStanzaErrors, "xml:lang", "en")
+	}
+	if e.App != "" {
+		b.empty(e.App, "xmlns", nsPubsubErrors, "feature", e.Feature)
+	}
+	b.close("error")
+}
+
+func newError(typ stanza.ErrorType, cond stanza.Condition, app, text string) *stanzaError {
+	return &stanzaError{Type: typ, Condition: cond, App: app, Text: text}
+}
+
+func badRequest(app, format string, args ...any) *stanzaError {
+	return newError(stanza.Modify, stanza.BadRequest, app, fmt.Sprintf(format, args...))
+}
+
+func notAcceptable(app, format string, args ...any) *stanzaError {
+	return newError(stanza.Modify, stanza.NotAcceptable, app, fmt.Sprintf(format, args...))
+}
+
+func forbidden(text string) *stanzaError {
+	return newError(stanza.Auth, stanza.Forbidden, "", text)
+}
+
+func itemNotFound(text string) *stanzaError {
+	return newError(stanza.Cancel, stanza.ItemNotFound, "", text)
+}
+
+func closedNode(node string) *stanzaError {
+	return newError(stanza.Cancel, stanza.NotAllowed, "closed-node",
+		fmt.Sprintf("node %q is open to its whitelist only", node))
+}
+
+func serviceUnavailable() *stanzaError {
+	return newError(stanza.Cancel, stanza.ServiceUnavailable, "", "")
+}
+
+// unsupported is feature-not-implemented with the XEP-0060 feature name.
+func unsupported(feature string) *stanzaError {
+	return &stanzaError{Type: stanza.Cancel, Condition: stanza.FeatureNotImplemented, App: "unsupported", Feature: feature}
+}
+
+func nodeIDRequired() *stanzaError {
+	return badRequest("nodeid-required", "the request names no node")
+}
+
+func internalError() *stanzaError {
+	return newError(stanza.Wait, stanza.InternalServerError, "", "pingd could not complete the request; try again")
+}
+
+// asStanzaError maps an error from the hub to the stanza error a client
+// gets. ok is false for errors that are pingd's own failures (logged, and
+// answered with internal-server-error).
+func asStanzaError(err error, node string) (se *stanzaError, ok bool) {
+	if errors.As(err, &se) {
+		return se, true
+	}
+	switch {
+	case errors.Is(err, hub.ErrNotMember):
+		return closedNode(node), true
+	case errors.Is(err, hub.ErrForbidden):
+		return forbidden(""), true
+	case errors.Is(err, hub.ErrNotFound):
+		return itemNotFound(fmt.Sprintf("no node %q", node)), true
+	case errors.Is(err, hub.ErrExists):
+		return newError(stanza.Cancel, stanza.Conflict, "", fmt.Sprintf("node %q already exists", node)), true
+	case errors.Is(err, hub.ErrInvalid):
+		return notAcceptable("", "%s", err.Error()), true
+	}
+	return internalError(), false
+}

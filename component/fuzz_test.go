@@ -1,0 +1,135 @@
+package component
+
+import (
+	"testing"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// FuzzParseIQ feeds arbitrary stanzas to the request parser: it must never
+// panic, must answer every get and set with a request or a stanza error,
+// and whatever it accepts as a payload must serialise to XML that parses
+// back to the same tree.
+func FuzzParseIQ(f *testing.F) {
+	for _, s := range []string{
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="n" jid="a@localhost"/></pubsub>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="n"><item id="1"><entry xmlns="http://www.w3.org/2005/Atom"><title>t</title></entry></item></publish></pubsub>`),
+		iq("get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="n" max_items="2"><item id="1"/></items></pubsub>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><affiliations node="n"><affiliation jid="b@localhost" affiliation="member"/></affiliations></pubsub>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><configure node="n"><x xmlns="jabber:x:data" type="submit"><field var="pubsub#max_items"><value>3</value></field></x></configure></pubsub>`),
+		iq("get", `<query xmlns="http://jabber.org/protocol/disco#info" node="n"/>`),
+		iq("get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"/>`),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		el, err := parseDocument(data)
+		if err != nil {
+			return
+		}
+		again, err := parseDocument(el.standalone())
+		if err != nil {
+			t.Fatalf("serialised tree does not parse: %v\n%s", err, el.standalone())
+		}
+		if !sameTree(el, again) {
+			t.Fatalf("round trip changed the tree:\n%s\n%s", data, el.standalone())
+		}
+		req, serr := parseIQ(el)
+		if (req == nil) == (serr == nil) {
+			t.Fatalf("parseIQ gave request %v and error %v; want exactly one", req, serr)
+		}
+		if serr != nil {
+			if serr.Condition == "" || serr.Type == "" {
+				t.Fatalf("error without condition or type: %+v", serr)
+			}
+			var b xmlBuf
+			serr.write(&b, "pubsub.localhost")
+			if _, err := parseDocument(b.Bytes()); err != nil {
+				t.Fatalf("error element does not parse: %v\n%s", err, b.String())
+			}
+			return
+		}
+		switch req.Op {
+		case opPublish:
+			e := entryFromPayload(req.Item.ID, req.Item.Payload)
+			if _, err := parseDocument(e.Payload); err != nil {
+				t.Fatalf("stored payload does not parse: %v\n%s", err, e.Payload)
+			}
+		case opConfigureSet:
+			if f, serr := parseForm(req.Form); serr == nil {
+				checkConfig(t, f)
+			}
+		case opCreate:
+			if cfg, serr := configFromRequest(req.Configure); serr == nil {
+				if err := cfg.Validate(); err != nil {
+					t.Fatalf("accepted an invalid configuration %+v: %v", cfg, err)
+				}
+			}
+		}
+	})
+}
+
+// FuzzConfigForm feeds arbitrary data forms to the node configuration
+// parser: whatever it accepts is a valid configuration that survives a
+// render and re-submit unchanged.
+func FuzzConfigForm(f *testing.F) {
+	f.Add([]byte(submitForm("pubsub#title", "T", "pubsub#access_model", "whitelist", "pubsub#max_items", "10",
+		"pubsub#deliver_payloads", "0", "pubsub#notification_type", "normal")))
+	f.Add([]byte(submitForm("pubsub#max_items", "max")))
+	f.Add([]byte(`<x xmlns="jabber:x:data" type="cancel"/>`))
+	f.Add([]byte(`<x xmlns="jabber:x:data" type="submit"><field var="pubsub#title"><value>a</value><value>b</value></field></x>`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		el, err := parseDocument(data)
+		if err != nil {
+			return
+		}
+		form, serr := parseForm(el)
+		if serr != nil {
+			return
+		}
+		checkConfig(t, form)
+	})
+}
+
+func checkConfig(t *testing.T, form *submittedForm) {
+	t.Helper()
+	cfg, serr := applyConfigForm(hub.DefaultNodeConfig(), form)
+	if serr != nil {
+		return
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("accepted an invalid configuration %+v: %v", cfg, err)
+	}
+	el, err := parseDocument(formBytes(configForm(cfg)))
+	if err != nil {
+		t.Fatalf("rendered form does not parse: %v", err)
+	}
+	back, serr := parseForm(el)
+	if serr != nil {
+		t.Fatalf("rendered form refused: %v", serr)
+	}
+	again, serr := applyConfigForm(hub.DefaultNodeConfig(), back)
+	if serr != nil {
+		t.Fatalf("re-submitted form refused: %v", serr)
+	}
+	// Titles are single-line in a form; whitespace at the ends may go.
+	if again.AccessModel != cfg.AccessModel || again.MaxItems != cfg.MaxItems ||
+		again.DeliverPayloads != cfg.DeliverPayloads || again.NotificationType != cfg.NotificationType {
+		t.Fatalf("render and re-submit changed %+v into %+v", cfg, again)
+	}
+}
+
+// FuzzChatCommand checks that any chat body parses into a known command.
+func FuzzChatCommand(f *testing.F) {
+	for _, s := range []string{"help", "nodes", "list", "subscribe demo", "unsubscribe demo", "last demo 3", "last", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		cmd := parseChatCommand(body)
+		switch cmd.Name {
+		case "help", "nodes", "list", "subscribe", "unsubscribe", "last":
+		default:
+			t.Fatalf("parseChatCommand(%q) gave unknown command %q", body, cmd.Name)
+		}
+	})
+}

@@ -1,0 +1,339 @@
+package component
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Notifications. Each node has one cursor, Node.XMPPSeq: the newest event
+// written to the stream. The dispatcher reads a node's log after that
+// cursor, renders each event once, writes it to every XMPP subscriber
+// (changing only the "to"), flushes, and then advances the cursor. Items
+// published while disconnected therefore go out after the next connection,
+// and a restart sends nothing twice unless it came between a flush and the
+// cursor update (at-least-once, with the same item id).
+
+// workQueue collects the nodes that need the dispatcher's attention.
+type workQueue struct {
+	mu     sync.Mutex
+	all    bool
+	nodes  map[int64]struct{}
+	signal chan struct{}
+}
+
+func newWorkQueue() *workQueue {
+	return &workQueue{nodes: map[int64]struct{}{}, signal: make(chan struct{}, 1)}
+}
+
+// add queues a node (0: every node behind its cursor) and wakes the
+// dispatcher without blocking.
+func (q *workQueue) add(nodeID int64) {
+	q.mu.Lock()
+	if nodeID == 0 {
+		q.all = true
+	} else {
+		q.nodes[nodeID] = struct{}{}
+	}
+	q.mu.Unlock()
+	q.notify()
+}
+
+func (q *workQueue) notify() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// requeue puts nodes back without waking the dispatcher.
+func (q *workQueue) requeue(ids []int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range ids {
+		q.nodes[id] = struct{}{}
+	}
+}
+
+// take empties the queue.
+func (q *workQueue) take() (all bool, ids []int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	all = q.all
+	q.all = false
+	for id := range q.nodes {
+		ids = append(ids, id)
+	}
+	clear(q.nodes)
+	return all, ids
+}
+
+// Dispatch sizes: events read per batch, and the number of messages one
+// locked write may hold, so answers to requests are not held up for long.
+const (
+	eventBatch        = 256
+	messagesPerFlush  = 20000
+	retryAfterFailure = time.Second
+	cursorTimeout     = 10 * time.Second
+)
+
+// dispatchLoop serves the work queue until ctx ends.
+func (c *Component) dispatchLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.work.signal:
+		}
+		c.dispatch(ctx)
+	}
+}
+
+// errStream marks a failure of the stream (as opposed to the store).
+var errStream = errors.New("XMPP stream")
+
+// dispatch delivers everything queued while a connection is up. Without
+// one it leaves the work: the next connection queues every node anyway.
+func (c *Component) dispatch(ctx context.Context) {
+	for ctx.Err() == nil {
+		conn := c.connection()
+		if conn == nil {
+			return
+		}
+		all, ids := c.work.take()
+		if !all && len(ids) == 0 {
+			return
+		}
+		nodeIDs, err := c.nodesToServe(ctx, all, ids)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.ErrorContext(ctx, "find nodes with notifications to send", "err", err)
+				c.requeueLater(0)
+			}
+			return
+		}
+		for i, id := range nodeIDs {
+			err := c.deliverNode(ctx, conn, id)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c.work.requeue(nodeIDs[i:])
+			if errors.Is(err, errStream) {
+				// The reader notices the lost stream and reconnects; the
+				// new connection queues every node.
+				c.log.WarnContext(ctx, "notifications interrupted by the lost stream", "err", err)
+				return
+			}
+			c.log.ErrorContext(ctx, "send notifications", "node_id", id, "err", err)
+			c.requeueLater(id)
+			return
+		}
+	}
+}
+
+// requeueLater retries a node (0: all) after a store failure.
+func (c *Component) requeueLater(nodeID int64) {
+	time.AfterFunc(retryAfterFailure, func() { c.work.add(nodeID) })
+}
+
+// nodesToServe lists the ids of the nodes to look at.
+func (c *Component) nodesToServe(ctx context.Context, all bool, ids []int64) ([]int64, error) {
+	if !all {
+		return ids, nil
+	}
+	behind, err := c.store.NodesBehindXMPP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[int64]bool, len(behind)+len(ids))
+	out := make([]int64, 0, len(behind)+len(ids))
+	for _, n := range behind {
+		if !seen[n.ID] {
+			seen[n.ID] = true
+			out = append(out, n.ID)
+		}
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// deliverNode sends the node's events after its cursor.
+func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID int64) error {
+	n, err := c.store.NodeByID(ctx, nodeID)
+	if errors.Is(err, hub.ErrNotFound) {
+		return nil // deleted meanwhile; its subscribers got a delete notification
+	}
+	if err != nil {
+		return err
+	}
+	subFilter := hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, State: hub.SubActive}
+	subs, err := c.store.Subscriptions(ctx, subFilter)
+	if err != nil {
+		return err
+	}
+	after := n.XMPPSeq
+	for {
+		limit := eventBatch
+		if len(subs) > 0 {
+			limit = max(1, min(eventBatch, messagesPerFlush/len(subs)))
+		}
+		events, err := c.store.EventsAfter(ctx, n.ID, after, limit)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		// The subscribers are read after the events: one who subscribes in
+		// between has a cursor past all of them and is rightly skipped,
+		// where reading them before would miss what it is owed.
+		if subs, err = c.store.Subscriptions(ctx, subFilter); err != nil {
+			return err
+		}
+		if err := c.writeEvents(conn, n, events, subs); err != nil {
+			return fmt.Errorf("%w: %w", errStream, err)
+		}
+		last := events[len(events)-1].Seq
+		// Once written, the cursor must be recorded even if pingd is
+		// shutting down, or the events would be sent again.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
+		err = c.store.SetXMPPSeq(sctx, n.ID, last)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("record XMPP cursor of %q: %w", n.Name, err)
+		}
+		after = last
+		if len(events) < limit {
+			return nil
+		}
+	}
+}
+
+// recipient is a subscriber with its address escaped once per batch.
+type recipient struct {
+	to     []byte
+	cursor int64
+}
+
+// writeEvents renders each event once and writes it to every subscriber
+// that subscribed before it, in one locked, buffered write.
+func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription) error {
+	rcpts := make([]recipient, len(subs))
+	for i, s := range subs {
+		var b bytes.Buffer
+		escapeAttr(&b, s.Address)
+		rcpts[i] = recipient{to: b.Bytes(), cursor: s.Cursor}
+	}
+	prefix := c.messagePrefix(n)
+	type rendered struct {
+		seq    int64
+		suffix []byte
+		only   []byte // a single recipient (revoke), else nil
+	}
+	var out []rendered
+	for _, ev := range events {
+		suffix := c.renderEvent(n, ev)
+		if suffix == nil {
+			continue
+		}
+		r := rendered{seq: ev.Seq, suffix: suffix}
+		if ev.Kind == hub.EventRevoke {
+			var b bytes.Buffer
+			escapeAttr(&b, ev.Address)
+			r.only = b.Bytes()
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	written := 0
+	err := conn.write(func(w *bufio.Writer) error {
+		for _, r := range out {
+			if r.only != nil {
+				w.Write(prefix)
+				w.Write(r.only)
+				w.Write(r.suffix)
+				written++
+				continue
+			}
+			for _, rc := range rcpts {
+				if r.seq <= rc.cursor {
+					continue // subscribed after this event
+				}
+				w.Write(prefix)
+				w.Write(rc.to)
+				w.Write(r.suffix)
+				written++
+			}
+		}
+		return nil
+	})
+	if err == nil && written > 0 {
+		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", written)
+	}
+	return err
+}
+
+// messagePrefix is the start of every notification of the node, up to the
+// value of the "to" attribute.
+func (c *Component) messagePrefix(n *hub.Node) []byte {
+	typ := n.NotificationType
+	if typ != hub.NotifyNormal {
+		typ = hub.NotifyHeadline
+	}
+	var b xmlBuf
+	b.WriteString(`<message type="` + typ + `" from="`)
+	escapeAttr(&b.Buffer, c.domainStr)
+	b.WriteString(`" to="`)
+	return b.Bytes()
+}
+
+// renderEvent renders the rest of an event's notification, after the "to"
+// value; nil for events XMPP subscribers are not told.
+func (c *Component) renderEvent(n *hub.Node, ev hub.Event) []byte {
+	var b xmlBuf
+	b.WriteString(`">`)
+	b.open("event", "xmlns", nsPubsubEvent)
+	switch ev.Kind {
+	case hub.EventItem:
+		b.open("items", "node", n.Name)
+		writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+		b.close("items")
+	case hub.EventRetract:
+		b.open("items", "node", n.Name).empty("retract", "id", ev.ItemID).close("items")
+	case hub.EventPurge:
+		b.empty("purge", "node", n.Name)
+	case hub.EventRevoke:
+		b.empty("subscription", "node", n.Name, "jid", ev.Address, "subscription", "none")
+	default:
+		return nil // changes without items are for URL-level subscribers
+	}
+	b.close("event").close("message")
+	return b.Bytes()
+}
+
+// renderDelete is the delete notification (XEP-0060 §8.4) for one subscriber.
+func (c *Component) renderDelete(n hub.Node, to string) []byte {
+	var b xmlBuf
+	b.Write(c.messagePrefix(&n))
+	escapeAttr(&b.Buffer, to)
+	b.WriteString(`">`)
+	b.open("event", "xmlns", nsPubsubEvent).empty("delete", "node", n.Name).close("event")
+	b.close("message")
+	return b.Bytes()
+}

@@ -1,0 +1,749 @@
+package component
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// The XEP-0030 and XEP-0060 service answered on the component's JID.
+
+// pubsubFeatures are the XEP-0060 features pingd implements (§10).
+var pubsubFeatures = []string{
+	"access-open",
+	"access-whitelist",
+	"config-node",
+	"create-and-configure",
+	"create-nodes",
+	"delete-items",
+	"delete-nodes",
+	"instant-nodes",
+	"item-ids",
+	"manage-subscriptions",
+	"member-affiliation",
+	"meta-data",
+	"modify-affiliations",
+	"outcast-affiliation",
+	"persistent-items",
+	"publish",
+	"publisher-affiliation",
+	"purge-nodes",
+	"retract-items",
+	"retrieve-affiliations",
+	"retrieve-default",
+	"retrieve-items",
+	"retrieve-subscriptions",
+	"subscribe",
+	"subscription-notifications",
+}
+
+// maxPayloadBytes is the largest payload an owner may publish.
+const maxPayloadBytes = 256 << 10
+
+// handleIQ answers one IQ: exactly one result or error for get and set,
+// nothing for result and error.
+func (c *Component) handleIQ(ctx context.Context, cn *connection, iq *element) {
+	typ := iq.attr("type")
+	if typ == string(stanza.ResultIQ) || typ == string(stanza.ErrorIQ) {
+		return
+	}
+	from, err := jid.Parse(iq.attr("from"))
+	if err != nil {
+		// The server stamps every sender; without one there is no one to answer.
+		c.log.WarnContext(ctx, "IQ without a valid sender dropped", "from", iq.attr("from"), "id", iq.attr("id"))
+		return
+	}
+	req, serr := parseIQ(iq)
+	if serr == nil && !c.isServiceAddress(iq.attr("to")) {
+		serr = serviceUnavailable()
+	}
+	var payload []byte
+	if serr == nil {
+		payload, serr = c.execute(ctx, from, req)
+	}
+	if serr != nil {
+		c.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
+		c.replyError(cn, iq, serr)
+		return
+	}
+	c.log.DebugContext(ctx, "IQ answered", "from", from.String(), "id", iq.attr("id"), "op", req.Op.String(), "node", req.Node)
+	var b xmlBuf
+	b.open("iq", "type", "result", "id", iq.attr("id"), "from", c.replyFrom(iq), "to", iq.attr("from"))
+	b.Write(payload)
+	b.close("iq")
+	c.send(ctx, cn, b.Bytes())
+}
+
+// isServiceAddress reports whether to addresses the service itself (the
+// domain, with or without a resource), not an entity at it.
+func (c *Component) isServiceAddress(to string) bool {
+	if to == "" {
+		return true
+	}
+	j, err := jid.Parse(to)
+	return err == nil && j.Localpart() == "" && j.Domainpart() == c.domain.Domainpart()
+}
+
+// replyFrom is the from of an answer: the address the request went to.
+func (c *Component) replyFrom(st *element) string {
+	if j, err := jid.Parse(st.attr("to")); err == nil && j.Domainpart() == c.domain.Domainpart() {
+		return j.String() // normalised, so the server recognises its component
+	}
+	return c.domainStr
+}
+
+// replyError answers a stanza with an error (RFC 6120 §8.3).
+func (c *Component) replyError(cn *connection, st *element, serr *stanzaError) {
+	if st.attr("from") == "" || st.attr("type") == "error" {
+		return // never answer an error with an error
+	}
+	var b xmlBuf
+	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", c.replyFrom(st), "to", st.attr("from"))
+	serr.write(&b, c.domainStr)
+	b.close(st.Name.Local)
+	c.send(context.Background(), cn, b.Bytes())
+}
+
+// send writes one stanza.
+func (c *Component) send(ctx context.Context, cn *connection, stanzaBytes []byte) {
+	err := cn.write(func(w *bufio.Writer) error {
+		_, err := w.Write(stanzaBytes)
+		return err
+	})
+	if err != nil {
+		c.log.WarnContext(ctx, "answer not sent: the stream is gone", "err", err)
+	}
+}
+
+// execute runs a parsed request for sender and returns the IQ result's
+// payload (possibly empty).
+func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]byte, *stanzaError) {
+	var b xmlBuf
+	var err error
+	switch r.Op {
+	case opDiscoInfo:
+		err = c.discoInfo(ctx, &b, r)
+	case opDiscoItems:
+		err = c.discoItems(ctx, &b, sender, r)
+	case opSubscribe:
+		err = c.subscribe(ctx, &b, sender, r)
+	case opUnsubscribe:
+		err = c.unsubscribe(ctx, sender, r)
+	case opSubscriptions:
+		err = c.ownSubscriptions(ctx, &b, sender, r)
+	case opAffiliations:
+		err = c.ownAffiliations(ctx, &b, sender, r)
+	case opItems:
+		err = c.items(ctx, &b, sender, r)
+	case opPublish:
+		err = c.publish(ctx, &b, sender, r)
+	case opRetract:
+		err = c.retract(ctx, sender, r)
+	case opCreate:
+		err = c.create(ctx, &b, sender, r)
+	case opConfigureGet:
+		err = c.configureGet(ctx, &b, sender, r)
+	case opConfigureSet:
+		err = c.configureSet(ctx, sender, r)
+	case opDefault:
+		b.open("pubsub", "xmlns", nsPubsubOwner).open("default")
+		renderForm(&b, configForm(hub.DefaultNodeConfig()))
+		b.close("default").close("pubsub")
+	case opDelete:
+		err = c.deleteNode(ctx, sender, r)
+	case opPurge:
+		err = c.purge(ctx, sender, r)
+	case opOwnerSubscriptionsGet:
+		err = c.ownerSubscriptions(ctx, &b, sender, r)
+	case opOwnerSubscriptionsSet:
+		err = c.ownerSetSubscriptions(ctx, sender, r)
+	case opOwnerAffiliationsGet:
+		err = c.ownerAffiliations(ctx, &b, sender, r)
+	case opOwnerAffiliationsSet:
+		err = c.ownerSetAffiliations(ctx, sender, r)
+	default:
+		return nil, serviceUnavailable()
+	}
+	if err != nil {
+		se, ok := asStanzaError(err, r.Node)
+		if !ok {
+			c.log.ErrorContext(ctx, "XMPP request failed", "op", r.Op.String(), "node", r.Node, "from", sender.String(), "err", err)
+		}
+		return nil, se
+	}
+	return b.Bytes(), nil
+}
+
+// node looks a node up; a name that cannot exist is simply not found.
+func (c *Component) node(ctx context.Context, name string) (*hub.Node, error) {
+	if hub.ValidNodeName(name) != nil {
+		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
+	}
+	n, err := c.hub.Node(ctx, name)
+	if errors.Is(err, hub.ErrNotFound) {
+		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
+	}
+	return n, err
+}
+
+// requireOwner returns forbidden unless sender owns the node.
+func (c *Component) requireOwner(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	ok, err := c.hub.IsOwner(ctx, n, sender.Bare().String())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return forbidden(fmt.Sprintf("only the owners of %q may do that", n.Name))
+	}
+	return nil
+}
+
+// requirePublisher returns forbidden unless sender may publish to the node.
+func (c *Component) requirePublisher(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := c.hub.AffiliationOf(ctx, n, sender.Bare().String())
+	if err != nil {
+		return err
+	}
+	if aff != hub.AffOwner && aff != hub.AffPublisher {
+		return forbidden(fmt.Sprintf("only the owners and publishers of %q may do that", n.Name))
+	}
+	return nil
+}
+
+// requireReader checks that sender may read the node (XEP-0060 §6.5.9).
+func (c *Component) requireReader(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := c.hub.AffiliationOf(ctx, n, sender.Bare().String())
+	if err != nil {
+		return err
+	}
+	if aff == hub.AffOutcast {
+		return forbidden(fmt.Sprintf("you are banned from %q", n.Name))
+	}
+	if !aff.MayRead(n.AccessModel) {
+		return closedNode(n.Name)
+	}
+	return nil
+}
+
+func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, r *request) error {
+	if !r.HasNode || r.Node == "" {
+		b.open("query", "xmlns", nsDiscoInfo)
+		b.empty("identity", "category", "pubsub", "type", "service", "name", "pingd")
+		b.empty("feature", "var", nsDiscoInfo)
+		b.empty("feature", "var", nsDiscoItems)
+		b.empty("feature", "var", nsPubsub)
+		for _, f := range pubsubFeatures {
+			b.empty("feature", "var", nsPubsub+"#"+f)
+		}
+		b.close("query")
+		return nil
+	}
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID})
+	if err != nil {
+		return err
+	}
+	affs, err := c.hub.Affiliations(ctx, n)
+	if err != nil {
+		return err
+	}
+	var owners []string
+	for j, a := range affs {
+		if a == hub.AffOwner {
+			owners = append(owners, j)
+		}
+	}
+	slices.Sort(owners)
+	b.open("query", "xmlns", nsDiscoInfo, "node", n.Name)
+	b.empty("identity", "category", "pubsub", "type", "leaf", "name", n.Title)
+	b.empty("feature", "var", nsPubsub)
+	b.empty("feature", "var", nsDiscoInfo)
+	b.empty("feature", "var", nsDiscoItems)
+	renderForm(b, metaDataForm(n, len(subs), owners))
+	b.close("query")
+	return nil
+}
+
+func (c *Component) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	if !r.HasNode || r.Node == "" {
+		nodes, err := c.hub.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		b.open("query", "xmlns", nsDiscoItems)
+		for _, n := range nodes {
+			b.empty("item", "jid", c.domainStr, "node", n.Name, "name", n.Title)
+		}
+		b.close("query")
+		return nil
+	}
+	// A leaf node's items are listed by id (XEP-0060 §5.5), to those who
+	// may read them.
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	b.open("query", "xmlns", nsDiscoItems, "node", n.Name)
+	if c.requireReader(ctx, n, sender) == nil {
+		items, err := c.hub.Items(ctx, n, nil, n.MaxItems)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			b.empty("item", "jid", c.domainStr, "name", it.ItemID)
+		}
+	}
+	b.close("query")
+	return nil
+}
+
+func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	if !r.JID.Bare().Equal(sender.Bare()) {
+		return badRequest("invalid-jid", "you may subscribe %s only, not %s", sender.Bare(), r.JID)
+	}
+	if _, err := c.node(ctx, r.Node); err != nil {
+		return err
+	}
+	sub, existed, err := c.hub.Subscribe(ctx, hub.Subscription{
+		NodeName: r.Node,
+		Kind:     hub.KindXMPP,
+		Address:  r.JID.String(),
+		BareJID:  r.JID.Bare().String(),
+	})
+	if err != nil {
+		return err
+	}
+	if !existed {
+		c.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
+	}
+	b.open("pubsub", "xmlns", nsPubsub)
+	b.empty("subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID, "subscription", "subscribed")
+	b.close("pubsub")
+	return nil
+}
+
+func (c *Component) unsubscribe(ctx context.Context, sender jid.JID, r *request) error {
+	if !r.JID.Bare().Equal(sender.Bare()) {
+		return forbidden(fmt.Sprintf("you may unsubscribe %s only, not %s", sender.Bare(), r.JID))
+	}
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
+	if err != nil {
+		return err
+	}
+	if len(subs) == 0 {
+		return newError(stanza.Cancel, stanza.UnexpectedRequest, "not-subscribed",
+			fmt.Sprintf("%s is not subscribed to %q", r.JID, n.Name))
+	}
+	if r.SubID != "" && r.SubID != subs[0].SubID {
+		return notAcceptable("invalid-subid", "no subscription %q", r.SubID)
+	}
+	if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, r.JID.String()); err != nil {
+		return err
+	}
+	c.log.InfoContext(ctx, "XMPP unsubscription", "node", n.Name, "jid", r.JID.String())
+	return nil
+}
+
+func (c *Component) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	f := hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: sender.Bare().String()}
+	if r.HasNode && r.Node != "" {
+		n, err := c.node(ctx, r.Node)
+		if err != nil {
+			return err
+		}
+		f.NodeID = n.ID
+	}
+	subs, err := c.hub.Subscriptions(ctx, f)
+	if err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsub).open("subscriptions", "node", r.Node)
+	for _, s := range subs {
+		b.empty("subscription", "node", s.NodeName, "jid", s.Address, "subid", s.SubID, "subscription", "subscribed")
+	}
+	b.close("subscriptions").close("pubsub")
+	return nil
+}
+
+func (c *Component) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	var nodes []hub.Node
+	if r.HasNode && r.Node != "" {
+		n, err := c.node(ctx, r.Node)
+		if err != nil {
+			return err
+		}
+		nodes = []hub.Node{*n}
+	} else {
+		all, err := c.hub.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		nodes = all
+	}
+	b.open("pubsub", "xmlns", nsPubsub).open("affiliations", "node", r.Node)
+	for i := range nodes {
+		aff, err := c.hub.AffiliationOf(ctx, &nodes[i], sender.Bare().String())
+		if err != nil {
+			return err
+		}
+		if aff != hub.AffNone {
+			b.empty("affiliation", "node", nodes[i].Name, "affiliation", string(aff))
+		}
+	}
+	b.close("affiliations").close("pubsub")
+	return nil
+}
+
+func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireReader(ctx, n, sender); err != nil {
+		return err
+	}
+	limit := n.MaxItems
+	if r.MaxItems > 0 {
+		limit = min(limit, r.MaxItems)
+	}
+	items, err := c.hub.Items(ctx, n, r.ItemIDs, limit)
+	if err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsub).open("items", "node", n.Name)
+	for _, it := range items {
+		writeItem(b, it.ItemID, c.payload(it), true)
+	}
+	b.close("items").close("pubsub")
+	return nil
+}
+
+// writeItem writes <item id="…">payload</item>.
+func writeItem(b *xmlBuf, id string, payload []byte, withPayload bool) {
+	if !withPayload || len(payload) == 0 {
+		b.empty("item", "id", id)
+		return
+	}
+	b.open("item", "id", id)
+	b.Write(payload)
+	b.close("item")
+}
+
+// payload returns an event's payload as a self-contained element, or nil
+// when the stored bytes are not one well-formed element (it is then left
+// out rather than allowed to break the stream).
+func (c *Component) payload(ev hub.Event) []byte {
+	if len(ev.Payload) == 0 {
+		return nil
+	}
+	el, err := parseDocument(ev.Payload)
+	if err != nil {
+		c.log.Warn("stored payload is not well-formed XML; sending the item without it",
+			"node_id", ev.NodeID, "item", ev.ItemID, "err", err)
+		return nil
+	}
+	return el.standalone()
+}
+
+func (c *Component) publish(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requirePublisher(ctx, n, sender); err != nil {
+		return err
+	}
+	entry := entryFromPayload(r.Item.ID, r.Item.Payload)
+	if len(entry.Payload) > maxPayloadBytes {
+		return notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
+	}
+	events, err := c.hub.Publish(ctx, n.Name, sender.Bare().String(), []hub.Entry{entry})
+	if err != nil {
+		return err
+	}
+	id := entry.ID
+	if len(events) > 0 {
+		id = events[0].ItemID
+	}
+	c.log.InfoContext(ctx, "item published over XMPP", "node", n.Name, "item", id, "publisher", sender.Bare().String())
+	b.open("pubsub", "xmlns", nsPubsub).open("publish", "node", n.Name)
+	b.empty("item", "id", id)
+	b.close("publish").close("pubsub")
+	return nil
+}
+
+func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requirePublisher(ctx, n, sender); err != nil {
+		return err
+	}
+	if _, err := c.hub.Retract(ctx, n.Name, sender.Bare().String(), r.ItemIDs); err != nil {
+		if errors.Is(err, hub.ErrNotFound) {
+			return itemNotFound("no such item")
+		}
+		return err
+	}
+	c.log.InfoContext(ctx, "items retracted over XMPP", "node", n.Name, "items", len(r.ItemIDs), "publisher", sender.Bare().String())
+	return nil
+}
+
+func (c *Component) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	bare := sender.Bare().String()
+	if !c.hub.IsAdmin(bare) {
+		return forbidden("only pingd's administrators may create nodes")
+	}
+	cfg, serr := configFromRequest(r.Configure)
+	if serr != nil {
+		return serr
+	}
+	name := r.Node
+	if !r.HasNode {
+		name = hub.RandomID() // an instant node (XEP-0060 §8.1.2)
+	}
+	if err := hub.ValidNodeName(name); err != nil {
+		return badRequest("", "%v", err)
+	}
+	n, _, err := c.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Config: cfg})
+	if err != nil {
+		return err
+	}
+	// The creator is the node's owner on record, whatever the admin list
+	// says later.
+	if err := c.hub.SetAffiliation(ctx, n, bare, hub.AffOwner); err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsub).empty("create", "node", n.Name).close("pubsub")
+	return nil
+}
+
+func (c *Component) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("configure", "node", n.Name)
+	renderForm(b, configForm(n.NodeConfig))
+	b.close("configure").close("pubsub")
+	return nil
+}
+
+func (c *Component) configureSet(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	f, serr := parseForm(r.Form)
+	if serr != nil {
+		return serr
+	}
+	switch f.Type {
+	case "cancel":
+		return nil // XEP-0060 §8.2.4: the configuration stays as it is
+	case "submit":
+	default:
+		return badRequest("", "the configuration form must be of type submit or cancel, not %q", f.Type)
+	}
+	cfg, serr := applyConfigForm(n.NodeConfig, f)
+	if serr != nil {
+		return serr
+	}
+	if err := c.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
+		return err
+	}
+	c.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
+		"access_model", cfg.AccessModel, "max_items", cfg.MaxItems)
+	if cfg.AccessModel == hub.AccessWhitelist && n.AccessModel != hub.AccessWhitelist {
+		n.NodeConfig = cfg
+		return c.revokeNonMembers(ctx, n)
+	}
+	return nil
+}
+
+// revokeNonMembers removes the XMPP subscriptions of JIDs that may no
+// longer read a node that became a whitelist node; they are told so.
+func (c *Component) revokeNonMembers(ctx context.Context, n *hub.Node) error {
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+	if err != nil {
+		return err
+	}
+	done := map[string]bool{}
+	for _, s := range subs {
+		if done[s.BareJID] {
+			continue
+		}
+		done[s.BareJID] = true
+		aff, err := c.hub.AffiliationOf(ctx, n, s.BareJID)
+		if err != nil {
+			return err
+		}
+		if aff == hub.AffNone {
+			// Setting "none" again revokes what "none" may no longer read.
+			if err := c.hub.SetAffiliation(ctx, n, s.BareJID, hub.AffNone); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Component) deleteNode(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	return c.hub.DeleteNode(ctx, n.Name)
+}
+
+func (c *Component) purge(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	if err := c.hub.Purge(ctx, n.Name, sender.Bare().String()); err != nil {
+		return err
+	}
+	c.log.InfoContext(ctx, "node purged over XMPP", "node", n.Name, "by", sender.Bare().String())
+	return nil
+}
+
+func (c *Component) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+	if err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("subscriptions", "node", n.Name)
+	for _, s := range subs {
+		b.empty("subscription", "jid", s.Address, "subscription", "subscribed", "subid", s.SubID)
+	}
+	b.close("subscriptions").close("pubsub")
+	return nil
+}
+
+func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	for _, ch := range r.Subscriptions {
+		switch ch.Subscription {
+		case "none":
+			if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, ch.JID.String()); err != nil && !errors.Is(err, hub.ErrNotFound) {
+				return err
+			}
+		case "subscribed":
+			if _, _, err := c.hub.Subscribe(ctx, hub.Subscription{
+				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	c.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
+	return nil
+}
+
+func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	affs, err := c.hub.Affiliations(ctx, n)
+	if err != nil {
+		return err
+	}
+	jids := make([]string, 0, len(affs))
+	for j := range affs {
+		jids = append(jids, j)
+	}
+	slices.Sort(jids)
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("affiliations", "node", n.Name)
+	for _, j := range jids {
+		b.empty("affiliation", "jid", j, "affiliation", string(affs[j]))
+	}
+	b.close("affiliations").close("pubsub")
+	return nil
+}
+
+func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return err
+	}
+	if err := c.requireOwner(ctx, n, sender); err != nil {
+		return err
+	}
+	bare := sender.Bare().String()
+	if !c.hub.IsAdmin(bare) {
+		// XEP-0060 §8.9.2.4: the last owner may not give up ownership.
+		affs, err := c.hub.Affiliations(ctx, n)
+		if err != nil {
+			return err
+		}
+		owners := 0
+		for _, a := range affs {
+			if a == hub.AffOwner {
+				owners++
+			}
+		}
+		for _, ch := range r.Affiliations {
+			if affs[ch.JID] == hub.AffOwner && ch.Affiliation != hub.AffOwner {
+				owners--
+			} else if affs[ch.JID] != hub.AffOwner && ch.Affiliation == hub.AffOwner {
+				owners++
+			}
+		}
+		if owners < 1 {
+			return notAcceptable("", "the node would be left without an owner")
+		}
+	}
+	for _, ch := range r.Affiliations {
+		if err := c.hub.SetAffiliation(ctx, n, ch.JID, ch.Affiliation); err != nil {
+			return err
+		}
+		c.log.InfoContext(ctx, "affiliation set over XMPP", "node", n.Name, "jid", ch.JID,
+			"affiliation", string(ch.Affiliation), "by", bare)
+	}
+	return nil
+}
