@@ -4,6 +4,19 @@
 // health, readiness and metrics.
 //
 // It turns requests into hub calls and answers in each protocol's own
-// format. Every body it reads is size-capped. It may not touch XMPP (it
-// never imports component) nor the database directly.
+// format. Every body it reads is size-capped (Config.MaxBodyBytes, 413
+// beyond it). It may not touch XMPP (it never imports component) nor the
+// database directly: everything goes through the hub.
+//
+// Layout: router.go builds the router (encoded paths: a node name is one
+// percent-encoded path segment; 404 and 405 with Allow) and lists each
+// area's routes; every area keeps its handlers in its own file (health.go,
+// admin.go, pings.go, rpc.go, changes.go, …). XML-RPC methods live in a
+// method table (API.HandleRPC) so more can be added beside the ping
+// methods. Rate limits (ratelimit.go) are per pinged URL for pings and per
+// client IP for the admin API; both answer 429 with Retry-After.
+//
+// Requests are logged with slog at debug level, without query strings or
+// headers, so no token reaches the logs. Read timeouts belong to the
+// http.Server that cmd/pingd builds.
 package httpapi

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
+	"github.com/pingd/pingd/store"
+)
+
+// FuzzServeRPC posts arbitrary bodies to /RPC2 on a real hub and store:
+// every answer must be an XML-RPC document (a response or a fault) with
+// HTTP 200, or 429 for a rate limit, or 413 for an oversized body.
+func FuzzServeRPC(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "internal", "xmlrpc", "testdata", "spec", "*.xml"))
+	for _, s := range seeds {
+		if b, err := os.ReadFile(s); err == nil {
+			f.Add(b)
+		}
+	}
+	st, err := store.Open(context.Background(), filepath.Join(f.TempDir(), "pingd.db"), store.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	quiet := slog.New(slog.DiscardHandler)
+	h, err := hub.New(hub.Config{Store: st, Logger: quiet})
+	if err != nil {
+		f.Fatal(err)
+	}
+	api, err := New(Config{Hub: h, PublicURL: "http://localhost:8080", Logger: quiet, MaxBodyBytes: 64 << 10})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/RPC2", bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusRequestEntityTooLarge:
+			if len(body) <= 64<<10 {
+				t.Fatalf("413 for %d bytes", len(body))
+			}
+			return
+		case http.StatusOK, http.StatusTooManyRequests:
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "text/xml" {
+			t.Fatalf("Content-Type %q", ct)
+		}
+		_, err := xmlrpc.DecodeResponse(rec.Body, xmlrpc.Limits{})
+		var fault *xmlrpc.Fault
+		if err != nil && !errors.As(err, &fault) {
+			t.Fatalf("the answer is not an XML-RPC response: %v", err)
+		}
+		if rec.Code == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	})
+}

@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// Dialects recorded with each ping (hub.Ping.Dialect).
+const (
+	DialectWeblogUpdates = "xmlrpc-weblogupdates"
+	DialectExtendedPing  = "xmlrpc-extended"
+	DialectRSSCloud      = "rsscloud"
+	DialectREST          = "rest"
+	DialectForm          = "form"
+)
+
+// MaxWeblogNameBytes caps the weblog name a ping may carry.
+const MaxWeblogNameBytes = 1024
+
+func (a *API) pingRoutes(r *mux.Router) {
+	r.HandleFunc("/ping", a.restPing).Methods(http.MethodPost)
+	r.HandleFunc("/pingSiteForm", a.formPing).Methods(http.MethodGet, http.MethodHead)
+}
+
+func (a *API) pingRPCMethods() {
+	a.HandleRPC("weblogUpdates.ping", a.rpcWeblogUpdatesPing)
+	a.HandleRPC("weblogUpdates.extendedPing", a.rpcExtendedPing)
+	a.HandleRPC("rssCloud.ping", a.rpcRSSCloudPing)
+}
+
+// errPingNotStored marks a ping the hub could not record: it must not be
+// acknowledged.
+var errPingNotStored = errors.New("the ping could not be recorded")
+
+// ping takes a token from the pinged URL's bucket and records the ping:
+// urls[0] is the URL recorded, every one of them is matched against the
+// known sources. It returns how many sources will be fetched.
+func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) {
+	if len(p.Name) > MaxWeblogNameBytes {
+		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, MaxWeblogNameBytes)
+	}
+	if err := hub.ValidURL(urls[0]); err != nil {
+		return 0, err
+	}
+	if ok, wait := a.pingLimit.allow(urls[0], time.Now()); !ok {
+		return 0, &RateLimitError{RetryAfter: wait, What: "too many pings for " + urls[0]}
+	}
+	n, err := a.hub.Ping(ctx, p, urls, nil)
+	if err != nil {
+		if errors.Is(err, hub.ErrInvalid) {
+			return 0, err
+		}
+		a.log.ErrorContext(ctx, "ping not recorded", "dialect", p.Dialect, "url", urls[0], "err", err)
+		return 0, fmt.Errorf("%w: %w", errPingNotStored, err)
+	}
+	a.log.InfoContext(ctx, "ping", "dialect", p.Dialect, "url", urls[0], "remote", p.Remote, "sources", n)
+	return n, nil
+}
+
+func pingThanks(sources int) string {
+	switch sources {
+	case 0:
+		return "Thanks for the ping."
+	case 1:
+		return "Thanks for the ping: 1 followed source will be fetched."
+	}
+	return fmt.Sprintf("Thanks for the ping: %d followed sources will be fetched.", sources)
+}
+
+// weblogUpdatesAnswer turns a ping's outcome into the {flerror, message}
+// struct; only a rate limit stays an error (HTTP 429).
+func weblogUpdatesAnswer(sources int, err error) (any, error) {
+	var limited *RateLimitError
+	switch {
+	case err == nil:
+		return map[string]any{"flerror": false, "message": pingThanks(sources)}, nil
+	case errors.As(err, &limited):
+		return nil, err
+	case errors.Is(err, errPingNotStored):
+		return map[string]any{"flerror": true, "message": "The ping could not be recorded; please try again later."}, nil
+	}
+	return map[string]any{"flerror": true, "message": err.Error()}, nil
+}
+
+// rpcWeblogUpdatesPing is weblogUpdates.ping(name, url): url is the site
+// or the feed; both are matched against the known sources.
+func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, error) {
+	if err := wantParams(req, 2, 2, "(name, url)"); err != nil {
+		return nil, err
+	}
+	name, err := stringParam(req, 0, "name")
+	if err != nil {
+		return nil, err
+	}
+	u, err := stringParam(req, 1, "url")
+	if err != nil {
+		return nil, err
+	}
+	n, err := a.ping(ctx, hub.Ping{Dialect: DialectWeblogUpdates, Name: name, Remote: req.Remote}, []string{strings.TrimSpace(u)})
+	return weblogUpdatesAnswer(n, err)
+}
+
+// rpcExtendedPing is weblogUpdates.extendedPing(name, url, changesUrl,
+// feedUrl[, tags]). feedUrl is the source and is recorded; url and
+// changesUrl are only matched against the known sources and their sites,
+// and are skipped when they are not URLs. The tags are accepted and not used.
+func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
+	if err := wantParams(req, 4, 5, "(name, url, changesUrl, feedUrl[, tags])"); err != nil {
+		return nil, err
+	}
+	var s [5]string
+	for i, name := range []string{"name", "url", "changesUrl", "feedUrl", "tags"}[:len(req.Params)] {
+		v, err := stringParam(req, i, name)
+		if err != nil {
+			return nil, err
+		}
+		s[i] = strings.TrimSpace(v)
+	}
+	name, site, changes, feed := s[0], s[1], s[2], s[3]
+	if err := hub.ValidURL(feed); err != nil {
+		return weblogUpdatesAnswer(0, fmt.Errorf("feedUrl: %w", err))
+	}
+	urls := []string{feed}
+	for _, u := range []string{site, changes} {
+		if u != "" && hub.ValidURL(u) == nil {
+			urls = append(urls, u)
+		}
+	}
+	n, err := a.ping(ctx, hub.Ping{Dialect: DialectExtendedPing, Name: name, Remote: req.Remote}, urls)
+	return weblogUpdatesAnswer(n, err)
+}
+
+// rpcRSSCloudPing is rssCloud.ping(url); it answers true once the ping is
+// recorded.
+func (a *API) rpcRSSCloudPing(ctx context.Context, req *RPCRequest) (any, error) {
+	if err := wantParams(req, 1, 1, "(url)"); err != nil {
+		return nil, err
+	}
+	u, err := stringParam(req, 0, "url")
+	if err != nil {
+		return nil, err
+	}
+	_, err = a.ping(ctx, hub.Ping{Dialect: DialectRSSCloud, Remote: req.Remote}, []string{strings.TrimSpace(u)})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, hub.ErrInvalid):
+		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "rssCloud.ping: %v", err)
+	case errors.Is(err, errPingNotStored):
+		return nil, xmlrpc.Errorf(xmlrpc.FaultApplication, "rssCloud.ping: the ping could not be recorded; please try again later")
+	}
+	return nil, err
+}
+
+// restPing is POST /ping with the form fields url and (optional) name.
+// An XML body is an XML-RPC call: several ping services took XML-RPC at
+// /ping, and clients configured for them post there.
+func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "text/xml" || mt == "application/xml" {
+		a.serveRPC(w, r)
+		return
+	}
+	if !a.limitBody(w, r, func(msg string) { writePingPage(w, http.StatusRequestEntityTooLarge, "Request too large", msg, "") }) {
+		return
+	}
+	var err error
+	if mt == "multipart/form-data" {
+		err = r.ParseMultipartForm(a.cfg.MaxBodyBytes)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
+		if isTooLarge(err) {
+			writePingPage(w, http.StatusRequestEntityTooLarge, "Request too large", a.tooLargeMessage(), "")
+		} else {
+			writePingPage(w, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error(), "")
+		}
+		return
+	}
+	a.htmlPing(w, r, DialectREST, r.Form.Get("name"), r.Form.Get("url"))
+}
+
+// formPing is GET /pingSiteForm?name=…&url=…, weblogs.com's HTTP ping.
+func (a *API) formPing(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.htmlPing(w, r, DialectForm, q.Get("name"), q.Get("url"))
+}
+
+func (a *API) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, rawURL string) {
+	rawURL = strings.TrimSpace(rawURL)
+	if rawURL == "" {
+		writePingPage(w, http.StatusBadRequest, "Ping refused", "The ping needs a url parameter naming the changed site or feed.", "")
+		return
+	}
+	n, err := a.ping(r.Context(), hub.Ping{Dialect: dialect, Name: name, Remote: clientIP(r)}, []string{rawURL})
+	var limited *RateLimitError
+	switch {
+	case err == nil:
+		writePingPage(w, http.StatusOK, "Ping received", pingThanks(n), rawURL)
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		writePingPage(w, http.StatusTooManyRequests, "Too many pings", "This URL was pinged too often; please wait before pinging it again.", rawURL)
+	case errors.Is(err, hub.ErrInvalid):
+		writePingPage(w, http.StatusBadRequest, "Ping refused", err.Error(), rawURL)
+	default:
+		writePingPage(w, http.StatusInternalServerError, "Ping not recorded", "The ping could not be recorded; please try again later.", rawURL)
+	}
+}
+
+var pingPage = template.Must(template.New("ping").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>{{.Title}} – pingd</title></head>
+<body>
+<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
+{{- if .URL}}
+<p>URL: <code>{{.URL}}</code></p>
+{{- end}}
+</body>
+</html>
+`))
+
+func writePingPage(w http.ResponseWriter, code int, title, message, rawURL string) {
+	var b bytes.Buffer
+	if err := pingPage.Execute(&b, struct{ Title, Message, URL string }{title, message, rawURL}); err != nil {
+		writeText(w, http.StatusInternalServerError, "internal error: cannot render the page")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}

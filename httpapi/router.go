@@ -1,0 +1,265 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Config configures the HTTP API.
+type Config struct {
+	Hub *hub.Hub
+	// PublicURL is the base of every URL pingd writes into documents and
+	// links, e.g. "http://localhost:8080".
+	PublicURL string
+	// ComponentJID is the XMPP address of pingd's pubsub service.
+	ComponentJID string
+	// Ready reports whether the component is connected (GET /readyz).
+	Ready  func() bool
+	Logger *slog.Logger
+	// MaxBodyBytes caps every request body; default 1 MiB.
+	MaxBodyBytes int64
+	Version      string
+	// Rate limits; zero values take the defaults: pings 1 per second per
+	// pinged URL in bursts of 10, the admin API 20 per second per client
+	// IP in bursts of 40.
+	PingRate   float64
+	PingBurst  int
+	AdminRate  float64
+	AdminBurst int
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultPingRate     = 1
+	DefaultPingBurst    = 10
+	DefaultAdminRate    = 20
+	DefaultAdminBurst   = 40
+)
+
+// API is pingd's HTTP handler.
+type API struct {
+	cfg       Config
+	hub       *hub.Hub
+	log       *slog.Logger
+	publicURL string
+	router    *mux.Router
+
+	pingLimit  *keyedLimiter
+	adminLimit *keyedLimiter
+
+	rpcMu sync.RWMutex
+	rpc   map[string]RPCMethod
+}
+
+// New returns the API with every route installed.
+func New(cfg Config) (*API, error) {
+	if cfg.Hub == nil {
+		return nil, errors.New("httpapi: no hub")
+	}
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("httpapi: public URL %q is not an absolute http(s) URL", cfg.PublicURL)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.PingRate <= 0 {
+		cfg.PingRate = DefaultPingRate
+	}
+	if cfg.PingBurst <= 0 {
+		cfg.PingBurst = DefaultPingBurst
+	}
+	if cfg.AdminRate <= 0 {
+		cfg.AdminRate = DefaultAdminRate
+	}
+	if cfg.AdminBurst <= 0 {
+		cfg.AdminBurst = DefaultAdminBurst
+	}
+	a := &API{
+		cfg:        cfg,
+		hub:        cfg.Hub,
+		log:        cfg.Logger.With("component", "http"),
+		publicURL:  strings.TrimRight(cfg.PublicURL, "/"),
+		pingLimit:  newKeyedLimiter(cfg.PingRate, cfg.PingBurst),
+		adminLimit: newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
+		rpc:        map[string]RPCMethod{},
+	}
+	a.router = mux.NewRouter()
+	// Node names are one percent-encoded path segment ("feeds%2Fdemo"), so
+	// routes match the encoded path and handlers unescape the variables.
+	// Paths are not cleaned: "." and ".." are valid node names.
+	a.router.UseEncodedPath()
+	a.router.SkipClean(true)
+	a.router.NotFoundHandler = http.HandlerFunc(a.notFound)
+	a.router.MethodNotAllowedHandler = http.HandlerFunc(a.methodNotAllowed)
+	a.routes()
+	return a, nil
+}
+
+// routes installs every area's routes. Each area keeps its routes in its
+// own file; add a line here for a new one. Routes are matched in order, so
+// a catch-all (the status page "/") must come last.
+func (a *API) routes() {
+	r := a.router
+	a.healthRoutes(r)
+	a.adminRoutes(r)
+	a.pingRoutes(r)
+	a.rpcRoutes(r)
+	a.changesRoutes(r)
+}
+
+// Router gives access to the router, to add routes from outside the package.
+func (a *API) Router() *mux.Router { return a.router }
+
+// ServeHTTP logs every request at debug level and dispatches it.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	a.router.ServeHTTP(rec, r)
+	if a.log.Enabled(r.Context(), slog.LevelDebug) {
+		// The query string is left out: it may carry secrets of protocols
+		// added later; headers (Authorization) are never logged.
+		a.log.DebugContext(r.Context(), "http request",
+			"method", r.Method,
+			"path", r.URL.EscapedPath(),
+			"status", rec.status(),
+			"bytes", rec.bytes,
+			"duration", time.Since(start),
+			"remote", clientIP(r),
+			"user_agent", r.UserAgent())
+	}
+}
+
+// statusRecorder remembers the status and size of a response for the
+// access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+func (s *statusRecorder) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	writeText(w, http.StatusNotFound, "not found: "+r.URL.EscapedPath())
+}
+
+// methodNotAllowed answers 405 with the Allow header listing the methods
+// the path's routes accept.
+func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	_ = a.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		var m mux.RouteMatch
+		if route.Match(r, &m) || errors.Is(m.MatchErr, mux.ErrMethodMismatch) {
+			if methods, err := route.GetMethods(); err == nil {
+				allowed = append(allowed, methods...)
+			}
+		}
+		return nil
+	})
+	slices.Sort(allowed)
+	allowed = slices.Compact(allowed)
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeText(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; allowed: "+strings.Join(allowed, ", "))
+}
+
+// pathVar returns the unescaped route variable; ok is false when it is not
+// a valid percent-encoding.
+func pathVar(r *http.Request, name string) (string, bool) {
+	v, err := url.PathUnescape(mux.Vars(r)[name])
+	return v, err == nil
+}
+
+// clientIP is the address of the peer. Forwarding headers are not trusted:
+// they would let anyone choose their own rate-limit bucket.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// limitBody caps the request body at MaxBodyBytes. It reports false, after
+// answering 413 with the given writer, when the declared length is already
+// too large.
+func (a *API) limitBody(w http.ResponseWriter, r *http.Request, tooLarge func(msg string)) bool {
+	if r.ContentLength > a.cfg.MaxBodyBytes {
+		tooLarge(a.tooLargeMessage())
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
+	return true
+}
+
+func (a *API) tooLargeMessage() string {
+	return fmt.Sprintf("request body larger than %d bytes", a.cfg.MaxBodyBytes)
+}
+
+// isTooLarge reports whether err came from reading past the body cap.
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintln(w, msg)
+}
+
+// setRetryAfter sets Retry-After in whole seconds, at least one.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	secs := int((d + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(secs))
+}
+
+// nodeURL is the public URL of a node's resource under prefix ("feeds",
+// "xrds", "atom", "rss").
+func (a *API) nodeURL(prefix, node string) string {
+	return a.publicURL + "/" + prefix + "/" + url.PathEscape(node)
+}

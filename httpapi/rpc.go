@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// RPCRequest is one XML-RPC call as a method sees it.
+type RPCRequest struct {
+	Method string
+	Params []any
+	// Remote is the caller's IP address.
+	Remote string
+	// HTTP is the request that carried the call.
+	HTTP *http.Request
+}
+
+// RPCMethod implements one XML-RPC method. It returns the value of the
+// response, or an error: a *xmlrpc.Fault is answered as that fault, a
+// *RateLimitError as HTTP 429 with Retry-After, and any other error as an
+// internal-error fault (logged, its text not shown).
+type RPCMethod func(ctx context.Context, req *RPCRequest) (any, error)
+
+// RateLimitError says the caller must wait before trying again.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	What       string
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limited: %s; retry in %s", e.What, e.RetryAfter.Round(time.Second))
+}
+
+// HandleRPC makes fn the implementation of the XML-RPC method name on
+// POST /RPC2, replacing any earlier one. This is the hook for the rssCloud
+// registration methods (rssCloud.pleaseNotify,
+// xmlStorageSystem.rssPleaseNotify) and any later method.
+func (a *API) HandleRPC(name string, fn RPCMethod) {
+	a.rpcMu.Lock()
+	defer a.rpcMu.Unlock()
+	a.rpc[name] = fn
+}
+
+func (a *API) rpcMethod(name string) RPCMethod {
+	a.rpcMu.RLock()
+	defer a.rpcMu.RUnlock()
+	return a.rpc[name]
+}
+
+func (a *API) rpcRoutes(r *mux.Router) {
+	r.HandleFunc("/RPC2", a.serveRPC).Methods(http.MethodPost)
+	// The method table: each area registers its methods here.
+	a.pingRPCMethods()
+}
+
+// serveRPC decodes a <methodCall>, runs the method and answers with a
+// <methodResponse>. Every failure the caller can act on is a fault with
+// HTTP 200, as XML-RPC clients expect; only an oversized body (413) and a
+// rate limit (429) use HTTP statuses.
+func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if !a.limitBody(w, r, func(msg string) { writeText(w, http.StatusRequestEntityTooLarge, msg) }) {
+		return
+	}
+	call, err := xmlrpc.DecodeCall(r.Body, xmlrpc.Limits{MaxBytes: a.cfg.MaxBodyBytes})
+	switch {
+	case err == nil:
+	case isTooLarge(err) || errors.Is(err, xmlrpc.ErrTooLarge):
+		writeText(w, http.StatusRequestEntityTooLarge, a.tooLargeMessage())
+		return
+	case xmlrpc.IsDecodeError(err):
+		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultParse, "%v", err))
+		return
+	default:
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			a.log.DebugContext(r.Context(), "XML-RPC: reading the call failed", "err", err)
+		}
+		writeText(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	fn := a.rpcMethod(call.Method)
+	if fn == nil {
+		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultMethodNotFound, "unknown method %s", call.Method))
+		return
+	}
+	result, err := fn(r.Context(), &RPCRequest{Method: call.Method, Params: call.Params, Remote: clientIP(r), HTTP: r})
+	var (
+		fault   *xmlrpc.Fault
+		limited *RateLimitError
+	)
+	switch {
+	case err == nil:
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		writeFault(w, http.StatusTooManyRequests, xmlrpc.Errorf(xmlrpc.FaultApplication, "%s", limited.Error()))
+		return
+	case errors.As(err, &fault):
+		writeFault(w, http.StatusOK, fault)
+		return
+	default:
+		a.log.ErrorContext(r.Context(), "XML-RPC method failed", "method", call.Method, "err", err)
+		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultInternal, "%s failed: internal error", call.Method))
+		return
+	}
+	body, err := xmlrpc.MarshalResponse(result)
+	if err != nil {
+		a.log.ErrorContext(r.Context(), "XML-RPC: cannot encode the result", "method", call.Method, "err", err)
+		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultInternal, "%s: cannot encode the result", call.Method))
+		return
+	}
+	writeXML(w, http.StatusOK, body)
+}
+
+func writeFault(w http.ResponseWriter, code int, f *xmlrpc.Fault) {
+	writeXML(w, code, xmlrpc.MarshalFault(f))
+}
+
+// writeXML answers with an XML-RPC document. The content type is the
+// specification's, without parameters: the document declares its encoding.
+func writeXML(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// Parameter helpers for RPC methods: each answers a wrong count or type
+// with an invalid-params fault naming the parameter.
+
+// wantParams checks that the call has between min and max parameters.
+func wantParams(req *RPCRequest, min, max int, signature string) error {
+	if n := len(req.Params); n < min || n > max {
+		return xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s takes %s; got %d parameters", req.Method, signature, n)
+	}
+	return nil
+}
+
+// stringParam returns parameter i (from 0), which must be a string.
+func stringParam(req *RPCRequest, i int, name string) (string, error) {
+	s, ok := req.Params[i].(string)
+	if !ok {
+		return "", xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: parameter %d (%s) must be a string, not %s",
+			req.Method, i+1, name, xmlrpc.TypeName(req.Params[i]))
+	}
+	return s, nil
+}
