@@ -1,2 +1,24 @@
-// Package delivery sends pingd's outbound HTTP notifications durably.
+// Package delivery sends pingd's outbound HTTP notifications durably: GetPingd
+// webhooks, WebSub content distribution, rssCloud notify calls and CNWS
+// resourceChange posts, and the verification-of-intent requests before them.
+//
+// Its room: the delivery engine (claims, per-host limits, retries with
+// backoff and jitter, ageing, removal and suspension rules), one Sender per
+// subscriber kind that knows that protocol's wire format, request signing,
+// and the SSRF-guarded HTTP client. It may not touch XMPP or inbound HTTP,
+// and it reads and writes state only through hub.Store.
+//
+// Why publishing stays cheap as subscribers grow: there is no per-subscriber
+// outbox row written on the publish path. Publishing appends each new event
+// once to the node's log (hub.Store.Append). Every HTTP subscription carries
+// a cursor, the sequence of the last event it was sent. The engine claims
+// subscriptions whose cursor is behind their node's newest sequence
+// (hub.Store.ClaimDeliveries, an indexed query with leases so that several
+// pingd instances never serve one subscription at once), reads the events
+// after the cursor, sends them in one request, and only then advances the
+// cursor. A subscription's row changes only when that subscriber is served,
+// so a publish costs O(events) writes whatever the number of subscribers, a
+// receiver that was down gets everything it missed in order when it comes
+// back, and a crash between sending and saving repeats a delivery (at least
+// once) rather than losing it.
 package delivery

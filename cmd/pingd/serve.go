@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/component"
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
@@ -80,6 +82,29 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	h.Register(comp, hub.KindXMPP)
 
+	// Deliveries do not follow redirects: a callback that moved answers
+	// 3xx, which is retried and shows in its delivery state.
+	deliveryClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
+	deliveryClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	httpSender := delivery.HTTPSender{
+		Client:    deliveryClient,
+		PublicURL: cfg.PublicURL,
+		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
+	}
+	deliveries, err := delivery.New(delivery.Config{
+		Store:    st,
+		Instance: h.Instance(),
+		Logger:   log,
+		Senders: map[hub.Kind]delivery.Sender{
+			hub.KindWebhook: &delivery.Webhook{HTTPSender: httpSender},
+			hub.KindWebSub:  &delivery.WebSub{HTTPSender: httpSender, Store: st},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	h.Register(deliveries, deliveries.Kinds()...)
+
 	api, err := httpapi.New(httpapi.Config{
 		Hub:          h,
 		PublicURL:    cfg.PublicURL,
@@ -113,6 +138,11 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	wg.Go(func() {
 		if err := h.Run(workCtx); err != nil {
 			log.Error("hub stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := deliveries.Run(workCtx); err != nil {
+			log.Error("deliveries stopped", "err", err)
 		}
 	})
 	wg.Go(func() {

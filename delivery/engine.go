@@ -1,0 +1,490 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Sender speaks one subscriber kind's protocol.
+type Sender interface {
+	// Wants reports whether an event is delivered to this subscriber
+	// (item-level kinds take items, URL-level kinds any change).
+	Wants(sub *hub.Subscription, ev hub.Event) bool
+	// Deliver sends the events to the subscriber in one request.
+	Deliver(ctx context.Context, d *Delivery) Result
+	// Verify checks a pending subscribe or unsubscribe request with the
+	// subscriber; on success for a subscribe it returns the expiry of the
+	// subscription (zero: none).
+	Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error)
+	// Policy says how failures are handled for this kind.
+	Policy() Policy
+}
+
+// Policy is a kind's failure rules.
+type Policy struct {
+	// RetryWindow is how long a failing receiver is retried, with one last
+	// retry at its end, before the subscription is removed.
+	RetryWindow time.Duration
+	// SuspendAfter, when > 0, suspends the subscription after that many
+	// consecutive errors instead (rssCloud: until it is renewed).
+	SuspendAfter int
+}
+
+// Delivery is one request's worth of work.
+type Delivery struct {
+	Sub  *hub.Subscription
+	Node *hub.Node
+	// Events are the events after the cursor this kind wants, oldest first.
+	Events []hub.Event
+}
+
+// Result is what a receiver answered.
+type Result struct {
+	Status int
+	// Err is nil on success.
+	Err error
+	// Remove says the receiver asked to be dropped (410, a false status,
+	// a CNWS HTTP error): the subscription is deleted without retries.
+	Remove bool
+}
+
+// Config configures an Engine.
+type Config struct {
+	Store   hub.Store
+	Senders map[hub.Kind]Sender
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// Instance names this process in leases.
+	Instance string
+	// Workers bounds concurrent deliveries (default 32), PerHost those to
+	// one receiver host (default 4), so one slow receiver cannot hold up
+	// the others.
+	Workers int
+	PerHost int
+	// Lease is how long a claimed subscription stays ours (default 2m).
+	Lease time.Duration
+	// MinBackoff and MaxBackoff bound the retry delays (30s and 1h).
+	MinBackoff, MaxBackoff time.Duration
+	// Batch is the most events sent in one request (default 100).
+	Batch int
+	// PollInterval is how often due retries are looked for (default 1s).
+	PollInterval time.Duration
+	// Observe, if set, is told the outcome of every attempt (metrics).
+	Observe func(kind hub.Kind, outcome string, d time.Duration)
+}
+
+// Outcomes passed to Config.Observe.
+const (
+	OutcomeDelivered = "delivered"
+	OutcomeRetry     = "retry"
+	OutcomeRemoved   = "removed"
+	OutcomeSuspended = "suspended"
+	OutcomeVerified  = "verified"
+	OutcomeRefused   = "verify_failed"
+)
+
+// Engine runs deliveries. It implements hub.Transport.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	wake  chan struct{}
+	mu    sync.Mutex
+	woken map[int64]bool
+	hosts *hostSlots
+	rand  func() float64
+}
+
+// New returns an engine; Run starts it.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("delivery: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = hub.RandomID()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	if cfg.PerHost <= 0 {
+		cfg.PerHost = 4
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 30 * time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = time.Hour
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 100
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	return &Engine{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		wake:  make(chan struct{}, 1),
+		woken: map[int64]bool{},
+		hosts: &hostSlots{max: cfg.PerHost, slots: map[string]*hostSlot{}},
+		rand:  rand.Float64,
+	}, nil
+}
+
+// Kinds lists the kinds this engine has senders for (to register it).
+func (e *Engine) Kinds() []hub.Kind {
+	kinds := make([]hub.Kind, 0, len(e.cfg.Senders))
+	for k := range e.cfg.Senders {
+		kinds = append(kinds, k)
+	}
+	return kinds
+}
+
+// Wake makes the engine look at the node's subscriptions (0: any work).
+func (e *Engine) Wake(nodeID int64) {
+	e.mu.Lock()
+	e.woken[nodeID] = true
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
+
+// Run delivers until ctx ends. Deliveries in flight when it ends are
+// finished within their timeouts or, if cut off, left leased: the lease
+// expires and they are redone, so nothing is lost.
+func (e *Engine) Run(ctx context.Context) error {
+	workers := make(chan struct{}, e.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	e.Wake(0) // catch up on work left by an earlier run
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.wake:
+		case <-ticker.C:
+			e.mu.Lock()
+			e.woken[0] = true
+			e.mu.Unlock()
+		}
+		e.mu.Lock()
+		nodes := e.woken
+		e.woken = map[int64]bool{}
+		e.mu.Unlock()
+		for nodeID := range nodes {
+			for ctx.Err() == nil {
+				free := cap(workers) - len(workers)
+				if free == 0 {
+					// Wait for a worker, then look again.
+					select {
+					case workers <- struct{}{}:
+						<-workers
+						continue
+					case <-ctx.Done():
+						return nil
+					}
+				}
+				now := e.now()
+				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, free, e.cfg.Instance, now.Add(e.cfg.Lease))
+				if err != nil {
+					if ctx.Err() == nil {
+						e.log.ErrorContext(ctx, "claim deliveries", "node_id", nodeID, "err", err)
+					}
+					break
+				}
+				for _, sub := range subs {
+					workers <- struct{}{}
+					wg.Go(func() {
+						defer func() { <-workers }()
+						e.serve(ctx, &sub)
+					})
+				}
+				if len(subs) < free {
+					break
+				}
+			}
+		}
+	}
+}
+
+// serve does the work of one claimed subscription and saves its state.
+func (e *Engine) serve(ctx context.Context, sub *hub.Subscription) {
+	sender, ok := e.cfg.Senders[sub.Kind]
+	if !ok {
+		e.log.ErrorContext(ctx, "no sender for subscription kind", "kind", sub.Kind, "subscription", sub.ID)
+		return
+	}
+	release := e.hosts.acquire(ctx, hostOf(sub.Address))
+	if release == nil {
+		return // shutting down; the lease expires and the work is redone
+	}
+	defer release()
+	node, err := e.cfg.Store.NodeByID(ctx, sub.NodeID)
+	if errors.Is(err, hub.ErrNotFound) {
+		return // the node was deleted meanwhile, with its subscriptions
+	}
+	if err != nil {
+		e.log.ErrorContext(ctx, "load node", "node_id", sub.NodeID, "err", err)
+		return
+	}
+	switch sub.State {
+	case hub.SubPending, hub.SubUnsubscribing:
+		e.verify(ctx, sender, sub, node)
+	case hub.SubActive:
+		e.deliver(ctx, sender, sub, node)
+	}
+}
+
+func (e *Engine) observe(kind hub.Kind, outcome string, start time.Time) {
+	if e.cfg.Observe != nil {
+		e.cfg.Observe(kind, outcome, time.Since(start))
+	}
+}
+
+func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscription, node *hub.Node) {
+	start := time.Now()
+	mode := "subscribe"
+	if sub.State == hub.SubUnsubscribing {
+		mode = "unsubscribe"
+	}
+	expires, err := sender.Verify(ctx, sub, node, mode)
+	if ctx.Err() != nil {
+		return
+	}
+	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "mode", mode)
+	switch {
+	case err != nil && mode == "subscribe":
+		e.observe(sub.Kind, OutcomeRefused, start)
+		log.WarnContext(ctx, "verification of intent failed; subscription dropped", "err", err)
+		e.remove(ctx, sub)
+	case err != nil:
+		e.observe(sub.Kind, OutcomeRefused, start)
+		log.WarnContext(ctx, "unsubscribe not confirmed; subscription kept", "err", err)
+		e.setState(ctx, sub, hub.SubActive, sub.ExpiresAt)
+	case mode == "unsubscribe":
+		e.observe(sub.Kind, OutcomeVerified, start)
+		log.InfoContext(ctx, "unsubscribed")
+		e.remove(ctx, sub)
+	default:
+		e.observe(sub.Kind, OutcomeVerified, start)
+		log.InfoContext(ctx, "subscription verified", "expires", expires)
+		e.setState(ctx, sub, hub.SubActive, expires)
+		e.Wake(node.ID) // events may have arrived while it was pending
+	}
+}
+
+func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.SubState, expires time.Time) {
+	if err := e.cfg.Store.SetSubscriptionState(ctx, sub.ID, st, expires); err != nil && !errors.Is(err, hub.ErrNotFound) {
+		e.log.ErrorContext(ctx, "save subscription state", "subscription", sub.ID, "err", err)
+		return
+	}
+	ds := sub.DeliveryState
+	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
+	ds.NextAttemptAt = time.Time{}
+	e.save(ctx, sub, ds)
+}
+
+func (e *Engine) remove(ctx context.Context, sub *hub.Subscription) {
+	if err := e.cfg.Store.DeleteSubscription(ctx, sub.ID); err != nil && !errors.Is(err, hub.ErrNotFound) {
+		e.log.ErrorContext(ctx, "remove subscription", "subscription", sub.ID, "err", err)
+	}
+}
+
+func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.DeliveryState) {
+	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
+	if err := e.cfg.Store.SaveDeliveryState(ctx, sub.ID, ds); err != nil && !errors.Is(err, hub.ErrNotFound) {
+		// The lease expires and the delivery is repeated: at least once.
+		e.log.ErrorContext(ctx, "save delivery state", "subscription", sub.ID, "err", err)
+	}
+}
+
+func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscription, node *hub.Node) {
+	events, err := e.cfg.Store.EventsAfter(ctx, node.ID, sub.Cursor, e.cfg.Batch)
+	if err != nil {
+		e.log.ErrorContext(ctx, "read node log", "node", node.Name, "err", err)
+		return
+	}
+	ds := sub.DeliveryState
+	if len(events) == 0 {
+		// The log was pruned past the cursor or nothing is left: catch up.
+		ds.Cursor = max(ds.Cursor, node.LastSeq)
+		e.save(ctx, sub, ds)
+		return
+	}
+	last := events[len(events)-1].Seq
+	wanted := events[:0:0]
+	for _, ev := range events {
+		if sender.Wants(sub, ev) {
+			wanted = append(wanted, ev)
+		}
+	}
+	if len(wanted) == 0 {
+		ds.Cursor = last
+		e.save(ctx, sub, ds)
+		e.Wake(node.ID)
+		return
+	}
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	res := sender.Deliver(dctx, &Delivery{Sub: sub, Node: node, Events: wanted})
+	cancel()
+	if ctx.Err() != nil && res.Err != nil {
+		return // cut off by shutdown: the lease expires and it is redone
+	}
+	now := e.now()
+	ds.Attempts++
+	ds.LastStatus = res.Status
+	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "status", res.Status)
+	switch {
+	case res.Err == nil:
+		ds.Cursor = last
+		ds.ConsecutiveErrors, ds.FirstFailureAt, ds.NextAttemptAt, ds.LastError = 0, time.Time{}, time.Time{}, ""
+		ds.LastDeliveredAt = now
+		e.observe(sub.Kind, OutcomeDelivered, start)
+		log.DebugContext(ctx, "delivered", "events", len(wanted), "cursor", last)
+		e.save(ctx, sub, ds)
+		e.Wake(node.ID) // more may have come meanwhile
+	case res.Remove:
+		e.observe(sub.Kind, OutcomeRemoved, start)
+		log.InfoContext(ctx, "receiver asked to be removed; subscription deleted", "err", res.Err)
+		e.remove(ctx, sub)
+	default:
+		ds.LastError = res.Err.Error()
+		ds.ConsecutiveErrors++
+		if ds.FirstFailureAt.IsZero() {
+			ds.FirstFailureAt = now
+		}
+		policy := sender.Policy()
+		if policy.SuspendAfter > 0 && ds.ConsecutiveErrors >= policy.SuspendAfter {
+			e.observe(sub.Kind, OutcomeSuspended, start)
+			log.WarnContext(ctx, "subscription suspended until renewed", "errors_in_a_row", ds.ConsecutiveErrors, "err", res.Err)
+			if err := e.cfg.Store.SetSubscriptionState(ctx, sub.ID, hub.SubSuspended, sub.ExpiresAt); err != nil && !errors.Is(err, hub.ErrNotFound) {
+				log.ErrorContext(ctx, "suspend subscription", "err", err)
+			}
+			e.save(ctx, sub, ds)
+			return
+		}
+		next, giveUp := e.nextAttempt(now, ds, policy)
+		if giveUp {
+			e.observe(sub.Kind, OutcomeRemoved, start)
+			log.WarnContext(ctx, "receiver failed for the whole retry window; subscription removed",
+				"failing_since", ds.FirstFailureAt, "attempts", ds.ConsecutiveErrors, "err", res.Err)
+			e.remove(ctx, sub)
+			return
+		}
+		ds.NextAttemptAt = next
+		e.observe(sub.Kind, OutcomeRetry, start)
+		log.InfoContext(ctx, "delivery failed; will retry", "next_attempt", next, "errors_in_a_row", ds.ConsecutiveErrors, "err", res.Err)
+		e.save(ctx, sub, ds)
+	}
+}
+
+// nextAttempt schedules the retry after a failure at now: exponential
+// backoff with ±20% jitter, never past the end of the retry window, where
+// one last retry happens; giveUp is true once that last retry failed.
+func (e *Engine) nextAttempt(now time.Time, ds hub.DeliveryState, p Policy) (next time.Time, giveUp bool) {
+	window := p.RetryWindow
+	if window <= 0 {
+		window = 24 * time.Hour
+	}
+	deadline := ds.FirstFailureAt.Add(window)
+	if !now.Before(deadline) {
+		return time.Time{}, true
+	}
+	d := e.cfg.MinBackoff << min(ds.ConsecutiveErrors-1, 20)
+	if d <= 0 || d > e.cfg.MaxBackoff {
+		d = e.cfg.MaxBackoff
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*e.rand()))
+	next = now.Add(d)
+	if next.After(deadline) {
+		next = deadline
+	}
+	return next, false
+}
+
+// hostSlots bounds concurrent deliveries per receiver host. Entries live
+// only while some delivery to that host waits or runs.
+type hostSlots struct {
+	mu    sync.Mutex
+	max   int
+	slots map[string]*hostSlot
+}
+
+type hostSlot struct {
+	sem   chan struct{}
+	users int
+}
+
+func (h *hostSlots) acquire(ctx context.Context, host string) func() {
+	h.mu.Lock()
+	s, ok := h.slots[host]
+	if !ok {
+		s = &hostSlot{sem: make(chan struct{}, h.max)}
+		h.slots[host] = s
+	}
+	s.users++
+	h.mu.Unlock()
+	done := func() {
+		h.mu.Lock()
+		if s.users--; s.users == 0 {
+			delete(h.slots, host)
+		}
+		h.mu.Unlock()
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return func() { <-s.sem; done() }
+	case <-ctx.Done():
+		done()
+		return nil
+	}
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return strings.ToLower(u.Host)
+}
+
+// redactURL drops the query and user info of a callback URL for logs:
+// receivers often put secrets there.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	return u.String()
+}
+
+// errStatus formats an unexpected HTTP status as an error.
+func errStatus(code int) error { return fmt.Errorf("HTTP %d", code) }

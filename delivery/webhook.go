@@ -1,0 +1,148 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/feed"
+	"github.com/pingd/pingd/hub"
+)
+
+// Diff formats a GetPingd webhook subscriber may ask for.
+const (
+	DiffNone      = "none"
+	DiffPatchOps  = "application/patch-ops+xml"
+	DiffXMLPatch  = "application/xml-patch+xml" // RFC 7351's name, accepted as an alias
+	MethodPost    = "POST"
+	MethodNotify  = "NOTIFY"
+	atomMediaType = "application/atom+xml"
+)
+
+// HTTPSender is what the HTTP-based senders share: the guarded client and
+// the addresses pingd signs its requests with.
+type HTTPSender struct {
+	Client    *http.Client
+	PublicURL string
+	UserAgent string
+	// RetryWindow overrides the 24-hour retry window (tests).
+	RetryWindow time.Duration
+}
+
+func (h *HTTPSender) links(node *hub.Node) (discovery.Links, error) {
+	return discovery.NodeLinks(h.PublicURL, node.Name)
+}
+
+func (h *HTTPSender) window() time.Duration {
+	if h.RetryWindow > 0 {
+		return h.RetryWindow
+	}
+	return 24 * time.Hour
+}
+
+// Webhook delivers to GetPingd HTTP subscribers: each change as an Atom
+// feed document of the new entries, or as an XML patch of the node's
+// previous Atom document, with the method they asked for.
+type Webhook struct{ HTTPSender }
+
+// Wants takes items, and retractions for patch subscribers.
+func (w *Webhook) Wants(sub *hub.Subscription, ev hub.Event) bool {
+	switch ev.Kind {
+	case hub.EventItem:
+		return true
+	case hub.EventRetract:
+		return isPatch(sub.Options.Diff)
+	}
+	return false
+}
+
+func isPatch(diff string) bool { return diff == DiffPatchOps || diff == DiffXMLPatch }
+
+// Policy: retried for 24 hours with a last retry; 410 removes.
+func (w *Webhook) Policy() Policy { return Policy{RetryWindow: w.window()} }
+
+// Verify asks the callback to echo a challenge (GetPingd follows WebSub's
+// verification of intent), with the node's descriptor URL as the topic.
+func (w *Webhook) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
+	links, err := w.links(node)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Time{}, verifyIntent(ctx, w.Client, w.UserAgent, sub.Address, url.Values{
+		"hub.mode": {mode}, "hub.topic": {links.Descriptor},
+	})
+}
+
+// Deliver sends the new entries (or the patch) in one request.
+func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
+	links, err := w.links(d.Node)
+	if err != nil {
+		return Result{Err: err}
+	}
+	items, retracted := latestItems(d.Events)
+	var body []byte
+	contentType := atomMediaType
+	if isPatch(d.Sub.Options.Diff) {
+		body = feed.Patch(items, retracted)
+		contentType = d.Sub.Options.Diff
+	} else {
+		if len(items) == 0 {
+			return Result{} // only retractions, which a full-entries subscriber does not get
+		}
+		body = feed.AtomFeed(nodeFeedMeta(d.Node, links), items)
+	}
+	method := d.Sub.Options.Method
+	if method == "" {
+		method = MethodPost
+	}
+	header := http.Header{}
+	header.Set("Link", linkHeader(links.Hub, links.Descriptor))
+	if secret := d.Sub.Options.Secret; secret != "" {
+		sig, err := signature("sha256", secret, body)
+		if err != nil {
+			return Result{Err: err}
+		}
+		header.Set("X-Hub-Signature", sig)
+	}
+	resp, err := do(ctx, w.Client, w.UserAgent, request{Method: method, URL: d.Sub.Address, ContentType: contentType, Body: body, Header: header})
+	if err != nil {
+		return Result{Err: err}
+	}
+	return judge(resp)
+}
+
+// judge maps an answer to a result: 2xx is delivered unless its body
+// says false; 410 removes; anything else is retried.
+func judge(resp response) Result {
+	switch {
+	case resp.Status == http.StatusGone:
+		return Result{Status: resp.Status, Err: errStatus(resp.Status), Remove: true}
+	case resp.Status >= 200 && resp.Status <= 299:
+		if strings.EqualFold(strings.TrimSpace(string(resp.Body)), "false") {
+			return Result{Status: resp.Status, Err: fmt.Errorf("receiver answered false"), Remove: true}
+		}
+		return Result{Status: resp.Status}
+	default:
+		return Result{Status: resp.Status, Err: errStatus(resp.Status)}
+	}
+}
+
+// nodeFeedMeta describes the node's own Atom feed.
+func nodeFeedMeta(node *hub.Node, links discovery.Links) feed.FeedMeta {
+	title := node.Title
+	if title == "" {
+		title = node.Name
+	}
+	return feed.FeedMeta{
+		ID:           links.Atom,
+		Title:        title,
+		SelfURL:      links.Atom,
+		HubURL:       links.Hub,
+		AlternateURL: node.SourceURL,
+		Updated:      time.Now().UTC(),
+	}
+}
