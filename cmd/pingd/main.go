@@ -41,6 +41,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = serveCommand(ctx, rest, stderr, getenv)
 	case "config":
 		err = configCommand(rest, stdout, stderr, getenv)
+	case "node":
+		err = nodeCommand(rest, stdout, stderr, getenv)
+	case "whitelist":
+		err = whitelistCommand(rest, stdout, stderr, getenv)
+	case "subscribers":
+		err = subscribersCommand(rest, stdout, stderr, getenv)
+	case "ping":
+		err = pingCommand(rest, stdout, stderr, getenv)
+	case "status":
+		err = statusCommand(rest, stdout, stderr, getenv)
 	default:
 		fmt.Fprintf(stderr, "pingd: unknown command %q\n\n", cmd)
 		usage(stderr)
@@ -66,6 +76,15 @@ Usage:
   pingd serve [options]    run the daemon
   pingd config [options]   print the effective configuration (secrets redacted)
   pingd version            print the version
+
+Admin commands (talk to a running pingd's admin API at --server, default
+http://PINGD_HTTP_ADDR, with PINGD_ADMIN_TOKEN; --json for JSON output):
+  pingd node create NAME [--source URL] [--title T] [--access open|whitelist]
+  pingd node list | show NAME | delete NAME | token NAME
+  pingd whitelist add|remove NODE JID | list NODE
+  pingd subscribers NODE   every subscriber of a node, of every kind
+  pingd ping URL           tell pingd that URL changed
+  pingd status             health, XMPP connection, node count
   pingd --help             this text
 
 Options (each also an environment variable; flags win over the variables,

@@ -13,10 +13,10 @@ import (
 
 	"github.com/pingd/pingd/component"
 	"github.com/pingd/pingd/delivery"
-	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
 )
 
