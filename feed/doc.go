@@ -4,6 +4,19 @@
 // stable ids and Atom payloads, schedules polls from a source's hints, and
 // renders the Atom and RSS documents and XML patches pingd serves and sends.
 //
+// Its rooms:
+//   - fetcher.go, decode.go, delta.go, xmlredirect.go: Fetcher, the
+//     hub.Fetcher (redirects followed by hand, content decoding, charset
+//     conversion to UTF-8, merging "226 IM Used" deltas, RSS Feed State XML
+//     redirects);
+//   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
+//     the document's polling hints;
+//   - scheduler.go: Scheduler, the hub.Scheduler;
+//   - render.go, patch.go: AtomFeed, RSSFeed, Patch and ApplyPatch for the
+//     HTTP side and deliveries.
+//
 // It implements hub.Fetcher and hub.Scheduler and knows nothing of
-// subscribers, XMPP or the database.
+// subscribers, XMPP, HTTP routing or the database: it turns bytes from the
+// web into hub types and hub types into documents. Its outbound
+// connections go through internal/netguard.
 package feed

@@ -1,0 +1,467 @@
+package feed
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/beevik/etree"
+	"github.com/mmcdole/gofeed"
+	"github.com/mmcdole/gofeed/atom"
+	"github.com/mmcdole/gofeed/rss"
+	"golang.org/x/net/html"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// AtomNS is the Atom 1.0 namespace.
+const AtomNS = "http://www.w3.org/2005/Atom"
+
+// MaxSummaryRunes caps Entry.Summary, the plain-text copy carried by
+// protocols without payloads (CNWS, chat).
+const MaxSummaryRunes = 500
+
+// Document is what a fetched body says: a feed with entries, or a resource
+// that is not a feed (then one entry stands for the whole body).
+type Document struct {
+	IsFeed      bool
+	Title       string
+	Description string
+	SiteURL     string
+	// Entries are in document order, each id once (the first occurrence of
+	// a duplicated id wins).
+	Entries []hub.Entry
+	// Hints holds the document's polling hints (ttl, skipHours, skipDays,
+	// sy:*); header hints are the fetcher's.
+	Hints hub.PollHints
+}
+
+// Parse reads body, the representation of sourceURL fetched at fetchedAt,
+// as RSS (0.91, 0.92, 1.0, 2.0) or Atom (0.3, 1.0). A body that is neither
+// is not an error: it gives a Document with IsFeed false and one entry
+// whose id is the hex SHA-256 of the body and whose payload links to
+// sourceURL. Parse never fails and never panics.
+func Parse(body []byte, sourceURL string, fetchedAt time.Time) *Document {
+	fetchedAt = fetchedAt.UTC()
+	if doc := parseFeed(body, sourceURL, fetchedAt); doc != nil {
+		return doc
+	}
+	return changedResource(body, sourceURL, fetchedAt)
+}
+
+// parseFeed returns nil when body is not an RSS or Atom feed.
+func parseFeed(body []byte, sourceURL string, fetchedAt time.Time) *Document {
+	switch gofeed.DetectFeedType(bytes.NewReader(body)) {
+	case gofeed.FeedTypeRSS, gofeed.FeedTypeAtom:
+	default:
+		return nil
+	}
+	p := gofeed.NewParser()
+	p.KeepOriginalFeed = true
+	f, err := p.Parse(bytes.NewReader(body))
+	if err != nil || f == nil {
+		return nil
+	}
+	doc := &Document{
+		IsFeed:      true,
+		Title:       plainText(f.Title, 0),
+		Description: plainText(f.Description, MaxSummaryRunes),
+		SiteURL:     absURL(sourceURL, strings.TrimSpace(f.Link)),
+	}
+	var atomEntries []*atom.Entry
+	switch orig := f.OriginalFeed().(type) {
+	case *rss.Feed:
+		doc.Hints = rssHints(orig)
+	case *atom.Feed:
+		atomEntries = orig.Entries
+	}
+	syHints(&doc.Hints, f)
+
+	base := doc.SiteURL
+	if base == "" {
+		base = sourceURL
+	}
+	seen := make(map[string]bool, len(f.Items))
+	for i, it := range f.Items {
+		if it == nil {
+			continue
+		}
+		var ae *atom.Entry
+		if i < len(atomEntries) {
+			ae = atomEntries[i]
+		}
+		e := buildEntry(it, ae, base, sourceURL, fetchedAt)
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		doc.Entries = append(doc.Entries, e)
+	}
+	return doc
+}
+
+// EntryID is the stable id of an entry with neither an Atom id nor an RSS
+// guid: the hex SHA-256 of its link and title.
+func EntryID(link, title string) string {
+	sum := sha256.Sum256([]byte(link + "\n" + title))
+	return hex.EncodeToString(sum[:])
+}
+
+func itemID(it *gofeed.Item) string {
+	if id := strings.TrimSpace(it.GUID); id != "" {
+		return id
+	}
+	return EntryID(strings.TrimSpace(it.Link), strings.TrimSpace(it.Title))
+}
+
+var (
+	// An IRI as Atom needs it: a scheme, and none of the characters RFC 3987
+	// leaves out (white space, controls, <>"{}|\^`).
+	uriScheme = regexp.MustCompile("^[A-Za-z][A-Za-z0-9+.-]*:[^\\s\\x00-\\x1f\\x7f<>\"{}|\\\\^`]+$")
+	hexID     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// AtomID is the Atom <id> (an IRI) of the item with the stable id itemID:
+// itemID itself when it is already an absolute URI, else a urn:sha256: name
+// (the hash ids pingd makes are used as they are; other strings are
+// hashed). Rendered feeds and patches use it so that an item's Atom id
+// follows from its item id alone.
+func AtomID(itemID string) string {
+	if len(itemID) <= hub.MaxURLBytes && uriScheme.MatchString(itemID) && validXMLText(itemID) {
+		if u, err := url.Parse(itemID); err == nil && u.Scheme != "" &&
+			((u.Scheme != "http" && u.Scheme != "https") || u.Host != "") {
+			return itemID
+		}
+	}
+	if hexID.MatchString(itemID) {
+		return "urn:sha256:" + itemID
+	}
+	sum := sha256.Sum256([]byte(itemID))
+	return "urn:sha256:" + hex.EncodeToString(sum[:])
+}
+
+// validXMLText reports whether s is UTF-8 made only of characters XML 1.0
+// allows.
+func validXMLText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == 0x9 || r == 0xA || r == 0xD,
+			r >= 0x20 && r <= 0xD7FF,
+			r >= 0xE000 && r <= 0xFFFD,
+			r >= 0x10000 && r <= 0x10FFFF:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetchedAt time.Time) hub.Entry {
+	id := itemID(it)
+	link := absURL(base, strings.TrimSpace(it.Link))
+	updated := fetchedAt
+	var published time.Time
+	if it.PublishedParsed != nil && validTime(*it.PublishedParsed) {
+		published = it.PublishedParsed.UTC()
+		updated = published
+	}
+	if it.UpdatedParsed != nil && validTime(*it.UpdatedParsed) {
+		updated = it.UpdatedParsed.UTC()
+	}
+	title := plainText(it.Title, 0)
+	summarySrc := it.Description
+	if strings.TrimSpace(summarySrc) == "" {
+		summarySrc = it.Content
+	}
+	e := hub.Entry{
+		ID:      id,
+		Title:   title,
+		Summary: plainText(summarySrc, MaxSummaryRunes),
+		Link:    link,
+		Updated: updated,
+	}
+	alt := link
+	if alt == "" {
+		alt = sourceURL
+	}
+
+	el := newAtomEntry(AtomID(id), title, alt, updated)
+	if !published.IsZero() && !published.Equal(updated) {
+		el.CreateElement("published").SetText(published.Format(time.RFC3339))
+	}
+	for _, p := range it.Authors {
+		if p == nil || (p.Name == "" && p.Email == "") {
+			continue
+		}
+		a := el.CreateElement("author")
+		name := strings.TrimSpace(p.Name)
+		if name == "" {
+			name = strings.TrimSpace(p.Email)
+		}
+		a.CreateElement("name").SetText(name)
+		if p.Email != "" {
+			a.CreateElement("email").SetText(strings.TrimSpace(p.Email))
+		}
+	}
+	for _, c := range it.Categories {
+		if c = strings.TrimSpace(c); c != "" {
+			el.CreateElement("category").CreateAttr("term", c)
+		}
+	}
+	for _, enc := range it.Enclosures {
+		if enc == nil || enc.URL == "" {
+			continue
+		}
+		l := el.CreateElement("link")
+		l.CreateAttr("rel", "enclosure")
+		l.CreateAttr("href", absURL(base, strings.TrimSpace(enc.URL)))
+		if enc.Type != "" {
+			l.CreateAttr("type", enc.Type)
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(enc.Length), 10, 64); err == nil && n > 0 {
+			l.CreateAttr("length", strconv.FormatInt(n, 10))
+		}
+	}
+	if s := strings.TrimSpace(it.Description); s != "" {
+		sum := el.CreateElement("summary")
+		sum.CreateAttr("type", "html")
+		sum.SetText(s)
+	}
+	switch {
+	case ae != nil && ae.Content != nil && ae.Content.Src != "":
+		c := el.CreateElement("content")
+		c.CreateAttr("src", absURL(base, ae.Content.Src))
+		if ae.Content.Type != "" {
+			c.CreateAttr("type", ae.Content.Type)
+		}
+	case strings.TrimSpace(it.Content) != "":
+		c := el.CreateElement("content")
+		if ae != nil && ae.Content != nil && ae.Content.Type == "text" {
+			c.CreateAttr("type", "text")
+		} else {
+			c.CreateAttr("type", "html")
+		}
+		c.SetText(it.Content)
+	}
+	e.Payload = serializeElement(el)
+	return e
+}
+
+// changedResource is the single entry that stands for a non-feed body.
+func changedResource(body []byte, sourceURL string, fetchedAt time.Time) *Document {
+	sum := sha256.Sum256(body)
+	id := hex.EncodeToString(sum[:])
+	title := sourceURL + " changed"
+	el := newAtomEntry(AtomID(id), title, sourceURL, fetchedAt)
+	return &Document{
+		Entries: []hub.Entry{{
+			ID:      id,
+			Title:   title,
+			Link:    sourceURL,
+			Updated: fetchedAt,
+			Payload: serializeElement(el),
+		}},
+	}
+}
+
+// newAtomEntry starts a self-contained Atom entry with the elements every
+// payload carries.
+func newAtomEntry(id, title, link string, updated time.Time) *etree.Element {
+	el := etree.NewElement("entry")
+	el.CreateAttr("xmlns", AtomNS)
+	el.CreateElement("id").SetText(id)
+	t := el.CreateElement("title")
+	t.CreateAttr("type", "text")
+	t.SetText(title)
+	if link != "" {
+		l := el.CreateElement("link")
+		l.CreateAttr("rel", "alternate")
+		l.CreateAttr("href", link)
+	}
+	el.CreateElement("updated").SetText(updated.UTC().Format(time.RFC3339))
+	return el
+}
+
+func serializeElement(el *etree.Element) []byte {
+	doc := etree.NewDocument()
+	doc.WriteSettings = etree.WriteSettings{CanonicalText: true, CanonicalAttrVal: true}
+	doc.SetRoot(el)
+	b, err := doc.WriteToBytes()
+	if err != nil {
+		return nil // a bytes.Buffer does not fail
+	}
+	return b
+}
+
+func validTime(t time.Time) bool {
+	return !t.IsZero() && t.Year() >= 1970 && t.Year() < 10000
+}
+
+// absURL resolves ref against base; it returns ref unchanged when either
+// does not parse, and "" for an empty ref.
+func absURL(base, ref string) string {
+	if ref == "" {
+		return ""
+	}
+	r, err := url.Parse(ref)
+	if err != nil || r.IsAbs() {
+		return ref
+	}
+	b, err := url.Parse(base)
+	if err != nil || !b.IsAbs() {
+		return ref
+	}
+	return b.ResolveReference(r).String()
+}
+
+// plainText strips markup from s (HTML or text), collapses white space and
+// caps the result at max runes (0: no cap).
+func plainText(s string, max int) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	if strings.ContainsAny(s, "<&") {
+		z := html.NewTokenizer(strings.NewReader(s))
+		skip := 0
+		for {
+			tt := z.Next()
+			if tt == html.ErrorToken {
+				break
+			}
+			switch tt {
+			case html.StartTagToken, html.EndTagToken:
+				name, _ := z.TagName()
+				if string(name) == "script" || string(name) == "style" {
+					if tt == html.StartTagToken {
+						skip++
+					} else if skip > 0 {
+						skip--
+					}
+				}
+				b.WriteByte(' ')
+			case html.TextToken:
+				if skip == 0 {
+					b.Write(z.Text())
+				}
+			}
+		}
+	} else {
+		b.WriteString(s)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	out = strings.ToValidUTF8(out, "\uFFFD")
+	if max > 0 && utf8.RuneCountInString(out) > max {
+		r := []rune(out)
+		out = strings.TrimRight(string(r[:max-1]), " ") + "…"
+	}
+	return out
+}
+
+// rssHints reads ttl, skipHours and skipDays.
+func rssHints(f *rss.Feed) hub.PollHints {
+	var h hub.PollHints
+	if n, err := strconv.Atoi(strings.TrimSpace(f.TTL)); err == nil && n > 0 {
+		h.TTL = time.Duration(min(n, 60*24*365)) * time.Minute
+	}
+	for _, s := range f.SkipHours {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 || n > 24 {
+			continue
+		}
+		n %= 24 // some feeds write 24 for midnight
+		if !slices.Contains(h.SkipHours, n) {
+			h.SkipHours = append(h.SkipHours, n)
+		}
+	}
+	slices.Sort(h.SkipHours)
+	for _, s := range f.SkipDays {
+		if d, ok := parseWeekday(s); ok && !slices.Contains(h.SkipDays, d) {
+			h.SkipDays = append(h.SkipDays, d)
+		}
+	}
+	slices.Sort(h.SkipDays)
+	return h
+}
+
+func parseWeekday(s string) (time.Weekday, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if len(s) < 3 {
+		return 0, false
+	}
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		name := strings.ToLower(d.String())
+		if s == name || s == name[:3] {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// syPeriods are the sy:updatePeriod values of the RSS 1.0 Syndication module.
+var syPeriods = map[string]time.Duration{
+	"hourly":  time.Hour,
+	"daily":   24 * time.Hour,
+	"weekly":  7 * 24 * time.Hour,
+	"monthly": 30 * 24 * time.Hour,
+	"yearly":  365 * 24 * time.Hour,
+}
+
+// syHints reads sy:updatePeriod, sy:updateFrequency and sy:updateBase,
+// which RSS 1.0, RSS 2.0 and Atom documents may all carry.
+func syHints(h *hub.PollHints, f *gofeed.Feed) {
+	sy := f.Extensions["sy"]
+	if sy == nil {
+		return
+	}
+	first := func(name string) string {
+		if v := sy[name]; len(v) > 0 {
+			return strings.TrimSpace(v[0].Value)
+		}
+		return ""
+	}
+	period := strings.ToLower(first("updatePeriod"))
+	if _, ok := syPeriods[period]; !ok {
+		return
+	}
+	h.UpdatePeriod = period
+	h.UpdateFrequency = 1
+	if n, err := strconv.Atoi(first("updateFrequency")); err == nil && n > 0 {
+		h.UpdateFrequency = min(n, 10000)
+	}
+	if t, ok := parseW3CDTF(first("updateBase")); ok {
+		h.UpdateBase = t
+	}
+}
+
+// parseW3CDTF parses the date profile sy:updateBase uses.
+func parseW3CDTF(s string) (time.Time, bool) {
+	for _, layout := range []string{
+		time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02", "2006-01", "2006",
+	} {
+		if t, err := time.Parse(layout, s); err == nil && validTime(t) {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// SyInterval is the interval a sy:updatePeriod and sy:updateFrequency pair
+// describe (period divided by frequency), or 0.
+func SyInterval(h hub.PollHints) time.Duration {
+	p, ok := syPeriods[h.UpdatePeriod]
+	if !ok {
+		return 0
+	}
+	return p / time.Duration(max(h.UpdateFrequency, 1))
+}

@@ -1,0 +1,429 @@
+package feed
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/beevik/etree"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// FeedMeta describes a feed document pingd serves or sends.
+type FeedMeta struct {
+	// ID is the feed's Atom id; default SelfURL.
+	ID       string
+	Title    string
+	Subtitle string
+	// SelfURL is where the document is served (rel="self").
+	SelfURL string
+	// HubURL is pingd's WebSub hub (rel="hub").
+	HubURL string
+	// AlternateURL is the page the feed is about (rel="alternate"), such as
+	// the followed source's site.
+	AlternateURL string
+	// Updated is the feed's last change; default the newest item's time.
+	Updated time.Time
+	// Author names the feed's author, required by Atom when entries have
+	// none; default "pingd".
+	Author string
+}
+
+// Cloud is the RSS 2.0 <cloud> element: where rssCloud subscribers register.
+type Cloud struct {
+	Domain            string
+	Port              int
+	Path              string
+	RegisterProcedure string
+	Protocol          string
+}
+
+// atomPrefix binds the Atom namespace in RSS documents (self and hub links).
+const (
+	atomPrefix = "atom"
+	generator  = "pingd"
+)
+
+var writeSettings = etree.WriteSettings{CanonicalText: true, CanonicalAttrVal: true}
+
+// AtomFeed renders an Atom 1.0 feed document of items (newest first, as a
+// node's items are read). Each entry is the item's Atom payload with its
+// <id> set to AtomID(ItemID), so entries are identified by their item ids;
+// an item whose payload is not an Atom entry gets one made from its plain
+// fields, with the payload as XML content. Events other than items are
+// skipped. The feed's <updated> is its last metadata element, which is
+// where Patch adds new entries.
+func AtomFeed(meta FeedMeta, items []hub.Event) []byte {
+	doc := etree.NewDocument()
+	doc.WriteSettings = writeSettings
+	doc.CreateProcInst("xml", `version="1.0" encoding="utf-8"`)
+	doc.CreateText("\n")
+	f := doc.CreateElement("feed")
+	f.CreateAttr("xmlns", AtomNS)
+	id := meta.ID
+	if id == "" {
+		id = meta.SelfURL
+	}
+	f.CreateElement("id").SetText(id)
+	t := f.CreateElement("title")
+	t.CreateAttr("type", "text")
+	t.SetText(meta.Title)
+	if meta.Subtitle != "" {
+		st := f.CreateElement("subtitle")
+		st.CreateAttr("type", "text")
+		st.SetText(meta.Subtitle)
+	}
+	if meta.AlternateURL != "" {
+		atomLink(f, "", "alternate", meta.AlternateURL, "")
+	}
+	if meta.SelfURL != "" {
+		atomLink(f, "", "self", meta.SelfURL, "application/atom+xml")
+	}
+	if meta.HubURL != "" {
+		atomLink(f, "", "hub", meta.HubURL, "")
+	}
+	author := meta.Author
+	if author == "" {
+		author = generator
+	}
+	f.CreateElement("author").CreateElement("name").SetText(author)
+	f.CreateElement("generator").SetText(generator)
+	f.CreateElement("updated").SetText(feedUpdated(meta.Updated, items).Format(time.RFC3339))
+	for _, ev := range items {
+		if ev.Kind != "" && ev.Kind != hub.EventItem {
+			continue
+		}
+		e := atomEntry(ev)
+		dropRedundantAtomNS(e)
+		f.AddChild(e)
+	}
+	spaceChildren(f)
+	return writeDoc(doc)
+}
+
+// RSSFeed renders an RSS 2.0 document of items (newest first) with the
+// rssCloud <cloud> element (when cloud is set), <ttl> in minutes (when
+// positive), and atom:link rel="self" and rel="hub". Items are converted
+// from their Atom payloads: title, link, guid (isPermaLink="false", the
+// item id), pubDate, description, categories and enclosures.
+func RSSFeed(meta FeedMeta, cloud *Cloud, ttl int, items []hub.Event) []byte {
+	doc := etree.NewDocument()
+	doc.WriteSettings = writeSettings
+	doc.CreateProcInst("xml", `version="1.0" encoding="utf-8"`)
+	doc.CreateText("\n")
+	rss := doc.CreateElement("rss")
+	rss.CreateAttr("version", "2.0")
+	rss.CreateAttr("xmlns:"+atomPrefix, AtomNS)
+	ch := rss.CreateElement("channel")
+	ch.CreateElement("title").SetText(meta.Title)
+	link := meta.AlternateURL
+	if link == "" {
+		link = meta.SelfURL
+	}
+	ch.CreateElement("link").SetText(link)
+	desc := meta.Subtitle
+	if desc == "" {
+		desc = meta.Title
+	}
+	ch.CreateElement("description").SetText(desc)
+	if meta.SelfURL != "" {
+		atomLink(ch, atomPrefix, "self", meta.SelfURL, "application/rss+xml")
+	}
+	if meta.HubURL != "" {
+		atomLink(ch, atomPrefix, "hub", meta.HubURL, "")
+	}
+	if cloud != nil {
+		c := ch.CreateElement("cloud")
+		c.CreateAttr("domain", cloud.Domain)
+		c.CreateAttr("port", strconv.Itoa(cloud.Port))
+		c.CreateAttr("path", cloud.Path)
+		c.CreateAttr("registerProcedure", cloud.RegisterProcedure)
+		c.CreateAttr("protocol", cloud.Protocol)
+	}
+	if ttl > 0 {
+		ch.CreateElement("ttl").SetText(strconv.Itoa(ttl))
+	}
+	ch.CreateElement("lastBuildDate").SetText(feedUpdated(meta.Updated, items).Format(time.RFC1123Z))
+	ch.CreateElement("generator").SetText(generator)
+	for _, ev := range items {
+		if ev.Kind != "" && ev.Kind != hub.EventItem {
+			continue
+		}
+		rssItem(ch, ev)
+	}
+	spaceChildren(ch)
+	return writeDoc(doc)
+}
+
+func rssItem(ch *etree.Element, ev hub.Event) {
+	e := atomEntry(ev)
+	it := ch.CreateElement("item")
+	title := ev.Title
+	if te := atomChild(e, "title"); te != nil {
+		title = plainText(elementText(te), 0)
+	}
+	if title != "" {
+		it.CreateElement("title").SetText(title)
+	}
+	link := ev.Link
+	for _, l := range atomChildren(e, "link") {
+		if l.SelectAttrValue("rel", "alternate") == "alternate" && l.SelectAttrValue("href", "") != "" {
+			link = l.SelectAttrValue("href", "")
+			break
+		}
+	}
+	if link != "" {
+		it.CreateElement("link").SetText(link)
+	}
+	g := it.CreateElement("guid")
+	g.CreateAttr("isPermaLink", "false")
+	g.SetText(ev.ItemID)
+	date := entryTime(e, "published")
+	if date.IsZero() {
+		date = entryTime(e, "updated")
+	}
+	if date.IsZero() {
+		date = eventTime(ev)
+	}
+	it.CreateElement("pubDate").SetText(date.UTC().Format(time.RFC1123Z))
+	var description string
+	for _, name := range []string{"summary", "content"} {
+		if c := atomChild(e, name); c != nil && c.SelectAttrValue("src", "") == "" {
+			switch c.SelectAttrValue("type", "text") {
+			case "html":
+				description = elementText(c)
+			case "text":
+				description = escapeHTML(elementText(c))
+			case "xhtml":
+				description = innerXML(c)
+			}
+			if strings.TrimSpace(description) != "" {
+				break
+			}
+		}
+	}
+	if strings.TrimSpace(description) == "" {
+		description = escapeHTML(ev.Summary)
+	}
+	if description != "" {
+		it.CreateElement("description").SetText(description)
+	}
+	for _, c := range atomChildren(e, "category") {
+		if term := c.SelectAttrValue("term", ""); term != "" {
+			it.CreateElement("category").SetText(term)
+		}
+	}
+	for _, l := range atomChildren(e, "link") {
+		if l.SelectAttrValue("rel", "") != "enclosure" {
+			continue
+		}
+		enc := it.CreateElement("enclosure")
+		enc.CreateAttr("url", l.SelectAttrValue("href", ""))
+		enc.CreateAttr("length", l.SelectAttrValue("length", "0"))
+		enc.CreateAttr("type", l.SelectAttrValue("type", "application/octet-stream"))
+	}
+}
+
+// atomEntry is the Atom entry element for an item event (see AtomFeed).
+func atomEntry(ev hub.Event) *etree.Element {
+	updated := eventTime(ev)
+	if e := parseAtomEntry(ev.Payload); e != nil {
+		if ev.ItemID != "" {
+			setAtomChild(e, "id", AtomID(ev.ItemID), 0)
+		}
+		if atomChild(e, "title") == nil {
+			setAtomChild(e, "title", ev.Title, 1)
+		}
+		if atomChild(e, "updated") == nil {
+			setAtomChild(e, "updated", updated.Format(time.RFC3339), -1)
+		}
+		return e
+	}
+	title := ev.Title
+	if title == "" {
+		title = ev.ItemID
+	}
+	e := newAtomEntry(AtomID(ev.ItemID), title, ev.Link, updated)
+	if ev.Summary != "" {
+		s := e.CreateElement("summary")
+		s.CreateAttr("type", "text")
+		s.SetText(ev.Summary)
+	}
+	if p := bytes.TrimSpace(ev.Payload); len(p) > 0 {
+		c := e.CreateElement("content")
+		if x, err := readXML(p); err == nil {
+			c.CreateAttr("type", "application/xml")
+			importElement(x.Root(), c, -1)
+		} else {
+			c.CreateAttr("type", "text")
+			c.SetText(string(p))
+		}
+	}
+	return e
+}
+
+// parseAtomEntry returns the payload's root when it is an Atom entry.
+func parseAtomEntry(payload []byte) *etree.Element {
+	if len(bytes.TrimSpace(payload)) == 0 {
+		return nil
+	}
+	doc, err := readXML(payload)
+	if err != nil {
+		return nil
+	}
+	root := doc.Root()
+	if root.Tag != "entry" || elementNS(root) != AtomNS {
+		return nil
+	}
+	// Detach into a fresh tree so namespace lookups stay inside it.
+	e := etree.NewElement("x")
+	return importElement(root, e, -1)
+}
+
+// setAtomChild sets the text of e's Atom child name, creating it (at index
+// among the children, -1 for last) when missing.
+func setAtomChild(e *etree.Element, name, text string, index int) {
+	if c := atomChild(e, name); c != nil {
+		for len(c.Child) > 0 {
+			c.RemoveChildAt(0)
+		}
+		c.SetText(text)
+		return
+	}
+	c := etree.NewElement(name)
+	if e.Space != "" {
+		c.Space = e.Space
+	}
+	c.SetText(text)
+	if index < 0 || index > len(e.Child) {
+		e.AddChild(c)
+	} else {
+		e.InsertChildAt(index, c)
+	}
+}
+
+func atomChild(e *etree.Element, name string) *etree.Element {
+	for _, c := range e.ChildElements() {
+		if c.Tag == name && elementNS(c) == AtomNS {
+			return c
+		}
+	}
+	return nil
+}
+
+func atomChildren(e *etree.Element, name string) []*etree.Element {
+	var out []*etree.Element
+	for _, c := range e.ChildElements() {
+		if c.Tag == name && elementNS(c) == AtomNS {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func entryTime(e *etree.Element, name string) time.Time {
+	c := atomChild(e, name)
+	if c == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(c.Text()))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func eventTime(ev hub.Event) time.Time {
+	switch {
+	case !ev.Updated.IsZero():
+		return ev.Updated.UTC()
+	case !ev.Created.IsZero():
+		return ev.Created.UTC()
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+func feedUpdated(t time.Time, items []hub.Event) time.Time {
+	if !t.IsZero() {
+		return t.UTC()
+	}
+	newest := time.Unix(0, 0).UTC()
+	for _, ev := range items {
+		if et := eventTime(ev); et.After(newest) {
+			newest = et
+		}
+	}
+	return newest
+}
+
+func atomLink(parent *etree.Element, prefix, rel, href, typ string) {
+	name := "link"
+	if prefix != "" {
+		name = prefix + ":link"
+	}
+	l := parent.CreateElement(name)
+	l.CreateAttr("rel", rel)
+	if typ != "" {
+		l.CreateAttr("type", typ)
+	}
+	l.CreateAttr("href", href)
+}
+
+// dropRedundantAtomNS removes an entry's own default-namespace declaration
+// when it repeats the feed's.
+func dropRedundantAtomNS(e *etree.Element) {
+	if e.Space == "" && e.SelectAttrValue("xmlns", "") == AtomNS {
+		e.RemoveAttr("xmlns")
+	}
+}
+
+// elementText is the string value of e: all its descendant text.
+func elementText(e *etree.Element) string {
+	var b strings.Builder
+	var walk func(*etree.Element)
+	walk = func(e *etree.Element) {
+		for _, t := range e.Child {
+			switch t := t.(type) {
+			case *etree.CharData:
+				b.WriteString(t.Data)
+			case *etree.Element:
+				walk(t)
+			}
+		}
+	}
+	walk(e)
+	return b.String()
+}
+
+// innerXML serializes e's children.
+func innerXML(e *etree.Element) string {
+	var b bytes.Buffer
+	for _, t := range e.Child {
+		t.WriteTo(&b, &writeSettings)
+	}
+	return b.String()
+}
+
+func escapeHTML(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// spaceChildren puts each child element of e on its own line.
+func spaceChildren(e *etree.Element) {
+	for i := len(e.Child) - 1; i >= 0; i-- {
+		if _, ok := e.Child[i].(*etree.Element); ok {
+			e.InsertChildAt(i, etree.NewText("\n"))
+		}
+	}
+	e.AddChild(etree.NewText("\n"))
+}
+
+func writeDoc(doc *etree.Document) []byte {
+	b, err := doc.WriteToBytes()
+	if err != nil {
+		return nil // writing to memory does not fail
+	}
+	return append(b, '\n')
+}
