@@ -5,4 +5,32 @@
 // It may not make decisions that belong to the hub beyond what the
 // hub.Store contract states (which entries are new for a source, how an
 // item replaces another); it never talks to the network.
+//
+// One implementation serves both backends through database/sql; the SQL is
+// written once with $n placeholders and the differences live in a small
+// dialect (row locks, time encoding). The layout:
+//
+//   - Open picks the backend from the DSN, connects and migrates
+//     (migrations/<backend>/NNNN_name.sql, one transaction each, recorded
+//     in schema_migrations; a newer recorded version is refused with
+//     hub.ErrSchemaTooNew).
+//   - A node's log is the events table (node_id, seq); the items table
+//     names the current item of each item id, so replacing, retracting,
+//     purging and max_items touch only that table. Publishing writes the
+//     node row, the events and the items, never a row per subscriber:
+//     subscribers keep cursors into the log (hub's delivery model).
+//   - The seen table remembers every entry id of a source, keyed by the
+//     source so a source that moves keeps them.
+//   - Claims (sources to fetch, subscriptions to deliver) are leases in the
+//     rows themselves. On PostgreSQL they are taken with FOR UPDATE SKIP
+//     LOCKED, so several pingd processes can share one database; nothing
+//     relies on an in-process lock. SQLite runs its writes through one
+//     connection whose transactions begin IMMEDIATE, so writers queue
+//     rather than fail, and reads use separate read-only connections (WAL).
+//
+// Every statement runs under Options.QueryTimeout. Times are stored to the
+// microsecond in UTC (SQLite: fixed-width text that sorts as time; zero
+// times are NULL).
+//
+// The conformance test every backend passes is store/storetest.
 package store

@@ -1,0 +1,288 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// sqlStore implements Store on database/sql for both backends. The SQL is
+// written once, with $n placeholders (which SQLite accepts too); the few
+// differences between the backends are in dialect.
+type sqlStore struct {
+	dialect
+	// read serves single statements outside transactions; write serves
+	// transactions and writes. On SQLite write is one connection, so writers
+	// queue in the process instead of fighting over the file lock; on
+	// PostgreSQL both are the same pool.
+	read, write *sql.DB
+	timeout     time.Duration
+	log         *slog.Logger
+	closeFn     func() error
+}
+
+// dialect is what differs between SQLite and PostgreSQL.
+type dialect struct {
+	backend string
+	// rowLocks says the database has row locks (PostgreSQL): SELECTs whose
+	// rows a transaction goes on to change lock them (forUpdate), and
+	// claims pass over rows other transactions hold (skipLocked). SQLite's
+	// write transactions are serial and need neither.
+	rowLocks bool
+	// timeArg turns a time into a query argument (NULL for the zero time).
+	timeArg func(time.Time) any
+	// retryable reports a transaction error worth another try (PostgreSQL
+	// deadlocks and serialization failures).
+	retryable func(error) bool
+}
+
+// forUpdate locks the rows a SELECT reads until the transaction ends.
+func (d dialect) forUpdate() string { return d.lockClause("", "") }
+
+// forUpdateOf locks the rows of table (an alias in the query).
+func (d dialect) forUpdateOf(table string) string { return d.lockClause(table, "") }
+
+// skipLocked locks the rows of table that no other transaction holds and
+// leaves the others out.
+func (d dialect) skipLocked(table string) string { return d.lockClause(table, " SKIP LOCKED") }
+
+func (d dialect) lockClause(table, wait string) string {
+	if !d.rowLocks {
+		return ""
+	}
+	if table != "" {
+		return " FOR UPDATE OF " + table + wait
+	}
+	return " FOR UPDATE" + wait
+}
+
+// Backend names the database behind the store.
+func (s *sqlStore) Backend() string { return s.backend }
+
+// Close closes the connection pools.
+func (s *sqlStore) Close() error { return s.closeFn() }
+
+// Check answers nil while the database answers.
+func (s *sqlStore) Check(ctx context.Context) error {
+	var one int
+	if err := s.queryRow(ctx, s.read, `SELECT 1`, nil, &one); err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	return nil
+}
+
+// querier is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// exec runs one statement under the per-query timeout.
+func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return q.ExecContext(ctx, query, args...)
+}
+
+// execCount runs one statement and returns the number of rows it changed.
+func (s *sqlStore) execCount(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	res, err := s.exec(ctx, q, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// queryRow runs a query that returns one row and scans it into dest;
+// sql.ErrNoRows when there is none.
+func (s *sqlStore) queryRow(ctx context.Context, q querier, query string, args []any, dest ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return q.QueryRowContext(ctx, query, args...).Scan(dest...)
+}
+
+// query runs a query and calls each for every row, under one per-query
+// timeout covering the reading of the rows.
+func (s *sqlStore) query(ctx context.Context, q querier, query string, args []any, each func(*sql.Rows) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// queryInts returns the first column of every row as int64.
+func (s *sqlStore) queryInts(ctx context.Context, q querier, query string, args ...any) ([]int64, error) {
+	var out []int64
+	err := s.query(ctx, q, query, args, func(r *sql.Rows) error {
+		var v int64
+		if err := r.Scan(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// txAttempts bounds retries of a transaction PostgreSQL aborted to break a
+// deadlock or a serialization conflict.
+const txAttempts = 3
+
+// inTx runs fn in a write transaction and commits it when fn returns nil.
+// The transaction as a whole may take a few query timeouts; each statement
+// in it has its own.
+func (s *sqlStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= txAttempts; attempt++ {
+		err = s.tryTx(ctx, fn)
+		if err == nil || !s.retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.DebugContext(ctx, "retrying transaction", "attempt", attempt, "err", err)
+	}
+	return err
+}
+
+func (s *sqlStore) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout)
+	defer cancel()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Times are kept to the microsecond (PostgreSQL's precision) in UTC.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// dbTimeOf normalises t the way the database keeps it.
+func dbTimeOf(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// sqliteTime formats t for SQLite; years beyond 9999 are clamped so text
+// order stays time order.
+func sqliteTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	t = dbTimeOf(t)
+	if t.Year() > 9999 {
+		t = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	}
+	if t.Year() < 1 {
+		t = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return t.Format(sqliteTimeLayout)
+}
+
+func postgresTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return dbTimeOf(t)
+}
+
+// timeCol scans a time column of either backend (NULL → zero time).
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.t = time.Time{}
+	case time.Time:
+		*c.t = v.UTC()
+	case string:
+		return c.parse(v)
+	case []byte:
+		return c.parse(string(v))
+	default:
+		return fmt.Errorf("time column holds %T", src)
+	}
+	return nil
+}
+
+func (c timeCol) parse(s string) error {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("time column: %w", err)
+	}
+	*c.t = t.UTC()
+	return nil
+}
+
+// tc scans into t.
+func tc(t *time.Time) timeCol { return timeCol{t} }
+
+// placeholders returns "$from, $from+1, …" for n arguments.
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(from + i))
+	}
+	return b.String()
+}
+
+// chunkSize bounds the arguments of one IN list.
+const chunkSize = 500
+
+// chunks splits ids into slices of at most chunkSize.
+func chunks[T any](ids []T) [][]T {
+	var out [][]T
+	for len(ids) > chunkSize {
+		out = append(out, ids[:chunkSize])
+		ids = ids[chunkSize:]
+	}
+	if len(ids) > 0 {
+		out = append(out, ids)
+	}
+	return out
+}
+
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+// notFound wraps hub.ErrNotFound for sql.ErrNoRows and passes other errors.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, hub.ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,188 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+const eventColumns = `e.node_id, e.seq, e.kind, e.item_id, e.payload, e.title, e.summary, e.link,
+	e.address, e.publisher, e.updated, e.created`
+
+func scanEvent(r rowScanner) (hub.Event, error) {
+	var e hub.Event
+	var kind string
+	err := r.Scan(&e.NodeID, &e.Seq, &kind, &e.ItemID, &e.Payload, &e.Title, &e.Summary, &e.Link,
+		&e.Address, &e.Publisher, tc(&e.Updated), tc(&e.Created))
+	e.Kind = hub.EventKind(kind)
+	return e, err
+}
+
+func (s *sqlStore) events(ctx context.Context, query string, args ...any) ([]hub.Event, error) {
+	var out []hub.Event
+	err := s.query(ctx, s.read, query, args, func(r *sql.Rows) error {
+		e, err := scanEvent(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// validEvent checks what the log needs from an event.
+func validEvent(e *hub.Event) error {
+	switch e.Kind {
+	case hub.EventItem, hub.EventRetract:
+		if e.ItemID == "" {
+			return fmt.Errorf("%w: %s event without an item id", hub.ErrInvalid, e.Kind)
+		}
+	case hub.EventPurge, hub.EventChange, hub.EventRevoke:
+	default:
+		return fmt.Errorf("%w: event kind %q", hub.ErrInvalid, e.Kind)
+	}
+	return nil
+}
+
+// Append adds events to the node's log in one transaction.
+func (s *sqlStore) Append(ctx context.Context, nodeID int64, events []hub.Event) ([]hub.Event, error) {
+	for i := range events {
+		if err := validEvent(&events[i]); err != nil {
+			return nil, err
+		}
+	}
+	if len(events) == 0 {
+		var one int
+		err := s.queryRow(ctx, s.read, `SELECT 1 FROM nodes WHERE id = $1`, []any{nodeID}, &one)
+		return nil, notFound(err, fmt.Sprintf("append to node %d", nodeID))
+	}
+	var out []hub.Event
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.appendTx(ctx, tx, nodeID, events, time.Now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// appendTx appends events to one node's log inside tx. Its writes do not
+// depend on the number of subscribers: one UPDATE of the node, one INSERT
+// per event, one change of the current-items table per item, retraction or
+// purge, and at most one DELETE for items that scrolled off.
+func (s *sqlStore) appendTx(ctx context.Context, tx *sql.Tx, nodeID int64, events []hub.Event, now time.Time) ([]hub.Event, error) {
+	// Taking the sequence numbers first locks the node row (PostgreSQL) so
+	// concurrent appends to one node get consecutive, distinct numbers.
+	var last int64
+	var maxItems int
+	err := s.queryRow(ctx, tx, `UPDATE nodes SET last_seq = last_seq + $1 WHERE id = $2
+		RETURNING last_seq, max_items`, []any{len(events), nodeID}, &last, &maxItems)
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("append to node %d", nodeID))
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	created := dbTimeOf(now)
+	out := make([]hub.Event, len(events))
+	seq := last - int64(len(events))
+	items := false
+	for i, e := range events {
+		seq++
+		e.NodeID, e.Seq, e.Created = nodeID, seq, created
+		e.Updated = dbTimeOf(e.Updated)
+		out[i] = e
+		if _, err := s.exec(ctx, tx, `INSERT INTO events (node_id, seq, kind, item_id, payload,
+			title, summary, link, address, publisher, updated, created)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			nodeID, seq, string(e.Kind), e.ItemID, e.Payload, e.Title, e.Summary, e.Link,
+			e.Address, e.Publisher, s.timeArg(e.Updated), s.timeArg(created)); err != nil {
+			return nil, fmt.Errorf("append to node %d: %w", nodeID, err)
+		}
+		switch e.Kind {
+		case hub.EventItem:
+			items = true
+			_, err = s.exec(ctx, tx, `INSERT INTO items (node_id, item_id, seq) VALUES ($1, $2, $3)
+				ON CONFLICT (node_id, item_id) DO UPDATE SET seq = excluded.seq`, nodeID, e.ItemID, seq)
+		case hub.EventRetract:
+			_, err = s.exec(ctx, tx, `DELETE FROM items WHERE node_id = $1 AND item_id = $2`, nodeID, e.ItemID)
+		case hub.EventPurge:
+			_, err = s.exec(ctx, tx, `DELETE FROM items WHERE node_id = $1`, nodeID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update items of node %d: %w", nodeID, err)
+		}
+	}
+	if items && maxItems > 0 {
+		// Items beyond max_items scroll off, oldest first.
+		if _, err := s.exec(ctx, tx, `DELETE FROM items WHERE node_id = $1 AND seq <= (
+			SELECT seq FROM items WHERE node_id = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
+			nodeID, maxItems); err != nil {
+			return nil, fmt.Errorf("trim items of node %d: %w", nodeID, err)
+		}
+	}
+	return out, nil
+}
+
+// Items returns the node's current items, newest first.
+func (s *sqlStore) Items(ctx context.Context, nodeID int64, ids []string, max int) ([]hub.Event, error) {
+	const from = ` FROM items i JOIN events e ON e.node_id = i.node_id AND e.seq = i.seq WHERE i.node_id = $1`
+	if len(ids) == 0 {
+		query := `SELECT ` + eventColumns + from + ` ORDER BY i.seq DESC`
+		args := []any{nodeID}
+		if max > 0 {
+			query += ` LIMIT $2`
+			args = append(args, max)
+		}
+		out, err := s.events(ctx, query, args...)
+		if err != nil {
+			return nil, fmt.Errorf("items of node %d: %w", nodeID, err)
+		}
+		return out, nil
+	}
+	var out []hub.Event
+	for _, chunk := range chunks(uniqueStrings(ids)) {
+		query := `SELECT ` + eventColumns + from + ` AND i.item_id IN (` + placeholders(2, len(chunk)) + `)`
+		got, err := s.events(ctx, query, append([]any{nodeID}, anys(chunk)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("items of node %d: %w", nodeID, err)
+		}
+		out = append(out, got...)
+	}
+	sortEventsNewestFirst(out)
+	return out, nil
+}
+
+func sortEventsNewestFirst(es []hub.Event) {
+	slices.SortFunc(es, func(a, b hub.Event) int { return cmp.Compare(b.Seq, a.Seq) })
+}
+
+func uniqueStrings(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// EventsAfter returns up to limit events with Seq > after, oldest first
+// (all of them when limit <= 0).
+func (s *sqlStore) EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]hub.Event, error) {
+	query := `SELECT ` + eventColumns + ` FROM events e WHERE e.node_id = $1 AND e.seq > $2 ORDER BY e.seq`
+	args := []any{nodeID, after}
+	if limit > 0 {
+		query += ` LIMIT $3`
+		args = append(args, limit)
+	}
+	out, err := s.events(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events of node %d: %w", nodeID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// The schema of each backend is a numbered series of migrations,
+// NNNN_name.sql, applied in order, each in its own transaction, and
+// recorded in schema_migrations.
+//
+//go:embed migrations
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrationsFor returns the backend's migrations in version order.
+func migrationsFor(backend string) ([]migration, error) {
+	dir := path.Join("migrations", backend)
+	entries, err := fs.ReadDir(migrationFiles, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: the name must start with a version number and '_'", e.Name())
+		}
+		body, err := fs.ReadFile(migrationFiles, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// migrationLockID keys the PostgreSQL advisory lock that keeps several
+// pingd processes starting at once from migrating together.
+const migrationLockID = 0x70696e6764 // "pingd"
+
+// migrate brings the schema up to version target (0: the newest), and
+// refuses a database recorded as newer than this binary knows.
+func (s *sqlStore) migrate(ctx context.Context, target int) error {
+	ms, err := migrationsFor(s.backend)
+	if err != nil {
+		return err
+	}
+	if target <= 0 || target > len(ms) {
+		target = len(ms)
+	}
+	for _, m := range ms[:target] {
+		applied := false
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			applied = false
+			current, err := s.schemaVersion(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if current > len(ms) {
+				return fmt.Errorf("schema version %d, this pingd knows up to %d: %w", current, len(ms), hub.ErrSchemaTooNew)
+			}
+			if current >= m.version {
+				return nil
+			}
+			if current != m.version-1 {
+				return fmt.Errorf("schema version %d cannot take migration %s", current, m.name)
+			}
+			// A migration may take longer than one query: give it its own
+			// budget within the transaction.
+			mctx, cancel := context.WithTimeout(ctx, 10*s.timeout)
+			defer cancel()
+			if _, err := tx.ExecContext(mctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			if _, err := s.exec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
+				m.version, s.timeArg(time.Now())); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.name, err)
+			}
+			applied = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if applied {
+			s.log.InfoContext(ctx, "database migrated", "backend", s.backend, "version", m.version, "migration", m.name)
+		}
+	}
+	return nil
+}
+
+// schemaVersion creates schema_migrations if needed and returns the
+// newest version recorded there (0 for an empty database). On PostgreSQL
+// it first takes a transaction-scoped advisory lock, so concurrent
+// starters migrate one after the other.
+func (s *sqlStore) schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	if s.backend == backendPostgres {
+		if _, err := s.exec(ctx, tx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockID)); err != nil {
+			return 0, fmt.Errorf("lock schema: %w", err)
+		}
+	}
+	colType := "TEXT"
+	if s.backend == backendPostgres {
+		colType = "TIMESTAMPTZ"
+	}
+	if _, err := s.exec(ctx, tx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at `+colType+` NOT NULL)`); err != nil {
+		return 0, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var v int
+	if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`, nil, &v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// SetAffiliation sets jid's affiliation on the node; AffNone removes it.
+func (s *sqlStore) SetAffiliation(ctx context.Context, nodeID int64, jid string, a hub.Affiliation) error {
+	if !a.Valid() {
+		return fmt.Errorf("%w: affiliation %q", hub.ErrInvalid, a)
+	}
+	var err error
+	if a == hub.AffNone {
+		_, err = s.exec(ctx, s.write, `DELETE FROM affiliations WHERE node_id = $1 AND jid = $2`, nodeID, jid)
+	} else {
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			var id int64
+			if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{nodeID}, &id); err != nil {
+				return notFound(err, fmt.Sprintf("node %d", nodeID))
+			}
+			_, err := s.exec(ctx, tx, `INSERT INTO affiliations (node_id, jid, affiliation) VALUES ($1, $2, $3)
+				ON CONFLICT (node_id, jid) DO UPDATE SET affiliation = excluded.affiliation`, nodeID, jid, string(a))
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("set affiliation of %s on node %d: %w", jid, nodeID, err)
+	}
+	return nil
+}
+
+// Affiliation returns jid's affiliation (AffNone if it has none).
+func (s *sqlStore) Affiliation(ctx context.Context, nodeID int64, jid string) (hub.Affiliation, error) {
+	var a string
+	err := s.queryRow(ctx, s.read, `SELECT affiliation FROM affiliations WHERE node_id = $1 AND jid = $2`,
+		[]any{nodeID, jid}, &a)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.AffNone, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("affiliation of %s on node %d: %w", jid, nodeID, err)
+	}
+	return hub.Affiliation(a), nil
+}
+
+// Affiliations lists the node's affiliations by JID.
+func (s *sqlStore) Affiliations(ctx context.Context, nodeID int64) (map[string]hub.Affiliation, error) {
+	out := map[string]hub.Affiliation{}
+	err := s.query(ctx, s.read, `SELECT jid, affiliation FROM affiliations WHERE node_id = $1 ORDER BY jid`,
+		[]any{nodeID}, func(r *sql.Rows) error {
+			var jid, a string
+			if err := r.Scan(&jid, &a); err != nil {
+				return err
+			}
+			out[jid] = hub.Affiliation(a)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("affiliations of node %d: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// RecordPing stores a received ping, sets its ID and counts it.
+func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
+	if p.ReceivedAt.IsZero() {
+		p.ReceivedAt = time.Now()
+	}
+	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, remote, received_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+			[]any{p.Dialect, p.Name, p.URL, p.Remote, s.timeArg(p.ReceivedAt)}, &p.ID); err != nil {
+			return err
+		}
+		_, err := s.exec(ctx, tx, `UPDATE counters SET value = value + 1 WHERE name = 'pings'`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record ping of %s: %w", p.URL, err)
+	}
+	return nil
+}
+
+// Pings returns pings received since the given time, newest first (all of
+// them when limit <= 0), and the number of pings ever received.
+func (s *sqlStore) Pings(ctx context.Context, since time.Time, limit int) ([]hub.Ping, int64, error) {
+	var total int64
+	if err := s.queryRow(ctx, s.read, `SELECT value FROM counters WHERE name = 'pings'`, nil, &total); err != nil {
+		return nil, 0, fmt.Errorf("count pings: %w", err)
+	}
+	query := `SELECT id, dialect, name, url, remote, received_at FROM pings`
+	var args []any
+	if !since.IsZero() {
+		query += ` WHERE received_at >= $1`
+		args = append(args, s.timeArg(since))
+	}
+	query += ` ORDER BY received_at DESC, id DESC`
+	if limit > 0 {
+		args = append(args, limit)
+		query += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	var out []hub.Ping
+	err := s.query(ctx, s.read, query, args, func(r *sql.Rows) error {
+		var p hub.Ping
+		if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.Remote, tc(&p.ReceivedAt)); err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list pings: %w", err)
+	}
+	return out, total, nil
+}
+
+// Prune removes pings older than pingsBefore and, node by node, the log
+// events that the XMPP stream and every HTTP subscription have passed and
+// that are not current items.
+func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
+	if !pingsBefore.IsZero() {
+		if _, err := s.exec(ctx, s.write, `DELETE FROM pings WHERE received_at < $1`, s.timeArg(pingsBefore)); err != nil {
+			return fmt.Errorf("prune pings: %w", err)
+		}
+	}
+	type bound struct{ node, seq int64 }
+	var bounds []bound
+	// A node's bound is the lowest of its XMPP cursor and the cursors of
+	// its HTTP subscriptions, whatever their state: a pending or suspended
+	// subscription still delivers from its cursor later.
+	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq,
+		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id AND s.kind <> 'xmpp')
+		FROM nodes n WHERE EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.id)`, nil,
+		func(r *sql.Rows) error {
+			var b bound
+			var minCursor sql.NullInt64
+			if err := r.Scan(&b.node, &b.seq, &minCursor); err != nil {
+				return err
+			}
+			if minCursor.Valid && minCursor.Int64 < b.seq {
+				b.seq = minCursor.Int64
+			}
+			if b.seq > 0 {
+				bounds = append(bounds, b)
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("prune: find cursors: %w", err)
+	}
+	for _, b := range bounds {
+		if _, err := s.exec(ctx, s.write, `DELETE FROM events WHERE node_id = $1 AND seq <= $2
+			AND NOT EXISTS (SELECT 1 FROM items i WHERE i.node_id = events.node_id AND i.seq = events.seq)`,
+			b.node, b.seq); err != nil {
+			return fmt.Errorf("prune log of node %d: %w", b.node, err)
+		}
+	}
+	return nil
+}

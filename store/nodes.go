@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+const nodeColumns = `n.id, n.name, n.title, n.access_model, n.max_items, n.deliver_payloads,
+	n.notification_type, COALESCE(n.source_id, 0), COALESCE(src.url, ''), n.is_implicit,
+	n.token_hash, n.last_seq, n.xmpp_seq, n.created_at, n.updated_at`
+
+const nodesFrom = ` FROM nodes n LEFT JOIN sources src ON src.id = n.source_id`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanNode(r rowScanner) (hub.Node, error) {
+	var n hub.Node
+	var access, notify string
+	err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.MaxItems, &n.DeliverPayloads,
+		&notify, &n.SourceID, &n.SourceURL, &n.Implicit,
+		&n.TokenHash, &n.LastSeq, &n.XMPPSeq, tc(&n.CreatedAt), tc(&n.UpdatedAt))
+	n.AccessModel = hub.AccessModel(access)
+	n.NotificationType = notify
+	return n, err
+}
+
+func (s *sqlStore) nodesWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Node, error) {
+	var out []hub.Node
+	err := s.query(ctx, q, `SELECT `+nodeColumns+nodesFrom+` `+where, args, func(r *sql.Rows) error {
+		n, err := scanNode(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, n)
+		return nil
+	})
+	return out, err
+}
+
+func (s *sqlStore) oneNode(ctx context.Context, q querier, what, where string, args ...any) (*hub.Node, error) {
+	n, err := scanNode(rowOf(s, ctx, q, `SELECT `+nodeColumns+nodesFrom+` `+where, args))
+	if err != nil {
+		return nil, notFound(err, what)
+	}
+	return &n, nil
+}
+
+// boundRow is a *sql.Row whose per-query timeout ends once it is scanned.
+type boundRow struct {
+	row    *sql.Row
+	cancel context.CancelFunc
+}
+
+func (b boundRow) Scan(dest ...any) error {
+	defer b.cancel()
+	return b.row.Scan(dest...)
+}
+
+func rowOf(s *sqlStore, ctx context.Context, q querier, query string, args []any) boundRow {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	return boundRow{row: q.QueryRowContext(ctx, query, args...), cancel: cancel}
+}
+
+// CreateNode stores n and sets its ID, CreatedAt and UpdatedAt; ErrExists
+// if the name is taken.
+func (s *sqlStore) CreateNode(ctx context.Context, n *hub.Node) error {
+	now := dbTimeOf(time.Now())
+	var source any
+	if n.SourceID != 0 {
+		source = n.SourceID
+	}
+	var id int64
+	err := s.queryRow(ctx, s.write, `INSERT INTO nodes (name, title, access_model, max_items,
+		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+		ON CONFLICT (name) DO NOTHING RETURNING id`,
+		[]any{n.Name, n.Title, string(n.AccessModel), n.MaxItems, n.DeliverPayloads, n.NotificationType,
+			source, n.Implicit, n.TokenHash, s.timeArg(now)}, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("node %q: %w", n.Name, hub.ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create node %q: %w", n.Name, err)
+	}
+	n.ID, n.CreatedAt, n.UpdatedAt = id, now, now
+	n.LastSeq, n.XMPPSeq = 0, 0
+	return nil
+}
+
+// Node returns the node by name.
+func (s *sqlStore) Node(ctx context.Context, name string) (*hub.Node, error) {
+	return s.oneNode(ctx, s.read, fmt.Sprintf("node %q", name), `WHERE n.name = $1`, name)
+}
+
+// NodeByID returns the node by id.
+func (s *sqlStore) NodeByID(ctx context.Context, id int64) (*hub.Node, error) {
+	return s.oneNode(ctx, s.read, fmt.Sprintf("node %d", id), `WHERE n.id = $1`, id)
+}
+
+// Nodes lists every node by name.
+func (s *sqlStore) Nodes(ctx context.Context) ([]hub.Node, error) {
+	out, err := s.nodesWhere(ctx, s.read, `ORDER BY n.name`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// NodesBySource lists the nodes following a source, oldest first.
+func (s *sqlStore) NodesBySource(ctx context.Context, sourceID int64) ([]hub.Node, error) {
+	out, err := s.nodesWhere(ctx, s.read, `WHERE n.source_id = $1 ORDER BY n.id`, sourceID)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes of source %d: %w", sourceID, err)
+	}
+	return out, nil
+}
+
+// NodesBehindXMPP lists nodes whose log is ahead of the XMPP stream.
+func (s *sqlStore) NodesBehindXMPP(ctx context.Context) ([]hub.Node, error) {
+	out, err := s.nodesWhere(ctx, s.read, `WHERE n.last_seq > n.xmpp_seq ORDER BY n.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes behind XMPP: %w", err)
+	}
+	return out, nil
+}
+
+// updateNode runs an UPDATE of one node by name; ErrNotFound.
+func (s *sqlStore) updateNode(ctx context.Context, what, name, set string, args ...any) error {
+	n := len(args)
+	args = append(args, name, s.timeArg(time.Now()))
+	count, err := s.execCount(ctx, s.write,
+		fmt.Sprintf(`UPDATE nodes SET %s, updated_at = $%d WHERE name = $%d`, set, n+2, n+1), args...)
+	if err != nil {
+		return fmt.Errorf("%s of node %q: %w", what, name, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("node %q: %w", name, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// UpdateNodeConfig replaces a node's configuration.
+func (s *sqlStore) UpdateNodeConfig(ctx context.Context, name string, cfg hub.NodeConfig) error {
+	return s.updateNode(ctx, "configure", name,
+		`title = $1, access_model = $2, max_items = $3, deliver_payloads = $4, notification_type = $5`,
+		cfg.Title, string(cfg.AccessModel), cfg.MaxItems, cfg.DeliverPayloads, cfg.NotificationType)
+}
+
+// SetNodeToken replaces the hash of the node's token.
+func (s *sqlStore) SetNodeToken(ctx context.Context, name string, hash []byte) error {
+	return s.updateNode(ctx, "set token", name, `token_hash = $1`, hash)
+}
+
+// SetNodeSource points the node at a source (0: none).
+func (s *sqlStore) SetNodeSource(ctx context.Context, name string, sourceID int64) error {
+	var source any
+	if sourceID != 0 {
+		source = sourceID
+	}
+	return s.updateNode(ctx, "set source", name, `source_id = $1`, source)
+}
+
+// DeleteNode removes the node; its log, items, subscriptions and
+// affiliations go with it (ON DELETE CASCADE).
+func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
+	count, err := s.execCount(ctx, s.write, `DELETE FROM nodes WHERE name = $1`, name)
+	if err != nil {
+		return fmt.Errorf("delete node %q: %w", name, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("node %q: %w", name, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// SetXMPPSeq records that events up to seq were written to the XMPP stream.
+func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error {
+	count, err := s.execCount(ctx, s.write, `UPDATE nodes SET xmpp_seq = $1 WHERE id = $2`, seq, nodeID)
+	if err != nil {
+		return fmt.Errorf("set XMPP sequence of node %d: %w", nodeID, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("node %d: %w", nodeID, hub.ErrNotFound)
+	}
+	return nil
+}

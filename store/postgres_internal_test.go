@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// TestClaimDeliveriesPlanPostgres checks, on 50,000 subscriptions with
+// fresh statistics, that PostgreSQL finds the subscriptions behind their
+// node through subscriptions_behind instead of walking the table.
+func TestClaimDeliveriesPlanPostgres(t *testing.T) {
+	ctx := context.Background()
+	s0, err := Open(ctx, testPostgresURL(t), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s0.Close()
+	s := s0.(*sqlStore)
+	var ids []int64
+	for i := range 50 {
+		n := &hub.Node{Name: fmt.Sprintf("n%d", i), NodeConfig: hub.DefaultNodeConfig()}
+		if err := s.CreateNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+	}
+	for _, id := range ids {
+		if _, err := s.exec(ctx, s.write, `INSERT INTO subscriptions (node_id, kind, address, state, created_at, updated_at)
+			SELECT $1, CASE WHEN i % 2 = 0 THEN 'webhook' ELSE 'xmpp' END, 'sub-' || i, 'active', $2, $2
+			FROM generate_series(1, 1000) AS i`, id, s.timeArg(time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.exec(ctx, s.write, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, ids[25], []hub.Event{{Kind: hub.EventChange}}); err != nil {
+		t.Fatal(err)
+	}
+	_, behind := s.claimDeliveriesSQL(false)
+	var plan []string
+	err = s.query(ctx, s.read, "EXPLAIN "+behind, []any{s.timeArg(time.Now()), 10}, func(r *sql.Rows) error {
+		var line string
+		if err := r.Scan(&line); err != nil {
+			return err
+		}
+		plan = append(plan, strings.TrimSpace(line))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "Index Scan using subscriptions_behind on subscriptions s") ||
+		strings.Contains(text, "Seq Scan on subscriptions") || strings.Contains(text, "subscriptions_pkey") {
+		t.Fatalf("plan reads subscriptions without their node:\n%s", text)
+	}
+}
+
+// TestOpenPostgresUnreachable needs no server: nothing listens on the port
+// of a socket this test opened and closed again.
+func TestOpenPostgresUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dsn := "postgres://pingd:hunter2@" + addr + "/pingd?sslmode=disable&connect_timeout=5"
+	_, err = Open(context.Background(), dsn, quietOptions())
+	if err == nil {
+		t.Fatal("Open succeeded without a server")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, `open database "postgres://pingd:xxxxx@`+addr) || strings.Contains(msg, "hunter2") || strings.Contains(msg, "\n") {
+		t.Fatalf("error %q: want one line naming the database without its password", msg)
+	}
+	t.Log(msg)
+}

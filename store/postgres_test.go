@@ -1,0 +1,28 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pingd/pingd/store"
+	"github.com/pingd/pingd/store/storetest"
+)
+
+// openPostgres opens a store in a fresh schema of the PINGD_TEST_POSTGRES
+// server; the schema is dropped when the test ends.
+func openPostgres(t *testing.T) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), store.TestPostgresURL(t), store.Options{Logger: quietLogger(), MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Backend() != "postgres" {
+		t.Fatalf("Backend() = %q", s.Backend())
+	}
+	return s
+}
+
+func TestPostgres(t *testing.T) {
+	store.SkipWithoutPostgres(t)
+	storetest.Run(t, openPostgres)
+}

@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+const sourceColumns = `s.id, s.original_url, s.url, s.etag, s.last_modified, s.body_hash, s.content_type,
+	s.body, s.is_feed, s.title, s.description, s.site_url, s.hints, s.baselined, s.gone,
+	s.moved_from, s.moved_at, s.last_fetch_at, s.last_status, s.last_bytes, s.last_new_items,
+	s.last_error, s.consecutive_errors, s.unchanged, s.last_change_at, s.last_ping_at,
+	s.next_fetch_at, s.next_fetch_reason, s.has_note, s.note_title, s.note_description,
+	s.lease_owner, s.lease_until, s.created_at`
+
+func scanSource(r rowScanner) (hub.Source, error) {
+	var src hub.Source
+	var hints []byte
+	var hasNote bool
+	var note hub.ChangeNote
+	st := &src.SourceState
+	err := r.Scan(&src.ID, &src.OriginalURL, &st.URL, &st.ETag, &st.LastModified, &st.BodyHash, &st.ContentType,
+		&st.Body, &st.IsFeed, &st.Title, &st.Description, &st.SiteURL, &hints, &st.Baselined, &st.Gone,
+		&st.MovedFrom, tc(&st.MovedAt), tc(&st.LastFetchAt), &st.LastStatus, &st.LastBytes, &st.LastNewItems,
+		&st.LastError, &st.ConsecutiveErrors, &st.Unchanged, tc(&st.LastChangeAt), tc(&st.LastPingAt),
+		tc(&st.NextFetchAt), &st.NextFetchReason, &hasNote, &note.Title, &note.Description,
+		&src.LeaseOwner, tc(&src.LeaseUntil), tc(&src.CreatedAt))
+	if err != nil {
+		return src, err
+	}
+	if len(hints) > 0 {
+		if err := json.Unmarshal(hints, &st.Hints); err != nil {
+			return src, fmt.Errorf("source %d: poll hints: %w", src.ID, err)
+		}
+	}
+	if hasNote {
+		src.PendingNote = &note
+	}
+	return src, nil
+}
+
+func (s *sqlStore) sourcesWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Source, error) {
+	var out []hub.Source
+	err := s.query(ctx, q, `SELECT `+sourceColumns+` FROM sources s `+where, args, func(r *sql.Rows) error {
+		src, err := scanSource(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, src)
+		return nil
+	})
+	return out, err
+}
+
+// EnsureSource returns the source with this URL (original or current),
+// creating it if needed.
+func (s *sqlStore) EnsureSource(ctx context.Context, url string) (*hub.Source, bool, error) {
+	if url == "" {
+		return nil, false, fmt.Errorf("%w: empty source URL", hub.ErrInvalid)
+	}
+	find := func(q querier) (*hub.Source, error) {
+		found, err := s.sourcesWhere(ctx, q, `WHERE s.original_url = $1 OR s.url = $1 ORDER BY s.id LIMIT 1`, url)
+		if err != nil || len(found) == 0 {
+			return nil, err
+		}
+		return &found[0], nil
+	}
+	src, err := find(s.read)
+	if err != nil {
+		return nil, false, fmt.Errorf("find source %s: %w", url, err)
+	}
+	if src != nil {
+		return src, false, nil
+	}
+	created := false
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		n, err := s.execCount(ctx, tx, `INSERT INTO sources (original_url, url, created_at)
+			VALUES ($1, $1, $2) ON CONFLICT (original_url) DO NOTHING`, url, s.timeArg(time.Now()))
+		if err != nil {
+			return err
+		}
+		created = n == 1
+		src, err = find(tx)
+		if err == nil && src == nil {
+			err = errors.New("source vanished after insert")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("create source %s: %w", url, err)
+	}
+	return src, created, nil
+}
+
+// Source returns a source by id.
+func (s *sqlStore) Source(ctx context.Context, id int64) (*hub.Source, error) {
+	src, err := scanSource(rowOf(s, ctx, s.read, `SELECT `+sourceColumns+` FROM sources s WHERE s.id = $1`, []any{id}))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("source %d", id))
+	}
+	return &src, nil
+}
+
+// SourcesMatching returns the sources whose original, current or site URL
+// is url.
+func (s *sqlStore) SourcesMatching(ctx context.Context, url string) ([]hub.Source, error) {
+	if url == "" {
+		return nil, nil
+	}
+	out, err := s.sourcesWhere(ctx, s.read,
+		`WHERE s.original_url = $1 OR s.url = $1 OR (s.site_url = $1 AND s.site_url <> '') ORDER BY s.id`, url)
+	if err != nil {
+		return nil, fmt.Errorf("find sources of %s: %w", url, err)
+	}
+	return out, nil
+}
+
+// Sources lists every source followed by at least one node.
+func (s *sqlStore) Sources(ctx context.Context) ([]hub.Source, error) {
+	out, err := s.sourcesWhere(ctx, s.read,
+		`WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.source_id = s.id) ORDER BY s.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	return out, nil
+}
+
+// MarkSourceDue makes the source due at `at` (earlier only), records the
+// ping time and keeps note for the next fetch.
+func (s *sqlStore) MarkSourceDue(ctx context.Context, id int64, at time.Time, note *hub.ChangeNote) error {
+	atArg := s.timeArg(at)
+	query := `UPDATE sources SET
+		next_fetch_at = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $1 ELSE next_fetch_at END,
+		last_ping_at = $1`
+	args := []any{atArg, id}
+	if note != nil {
+		query += `, has_note = TRUE, note_title = $3, note_description = $4`
+		args = append(args, note.Title, note.Description)
+	}
+	count, err := s.execCount(ctx, s.write, query+` WHERE id = $2`, args...)
+	if err != nil {
+		return fmt.Errorf("mark source %d due: %w", id, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("source %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// ClaimDueSources leases up to limit due sources that are not gone, not
+// leased and followed by a node. A live lease of the same owner is not
+// taken again: that fetch is still running.
+func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]hub.Source, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	nowArg := s.timeArg(now)
+	var out []hub.Source
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		ids, err := s.queryInts(ctx, tx, s.claimSourcesSQL(), nowArg, limit)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		in := placeholders(3, len(ids))
+		if _, err := s.exec(ctx, tx, `UPDATE sources SET lease_owner = $1, lease_until = $2 WHERE id IN (`+in+`)`,
+			append([]any{owner, s.timeArg(until)}, anys(ids)...)...); err != nil {
+			return err
+		}
+		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+placeholders(1, len(ids))+`)
+			ORDER BY s.next_fetch_at, s.id`, anys(ids)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due sources: %w", err)
+	}
+	return out, nil
+}
+
+// claimSourcesSQL selects the sources to claim ($1 = now, $2 = limit),
+// from the sources_due index.
+func (s *sqlStore) claimSourcesSQL() string {
+	return `SELECT s.id FROM sources s
+		WHERE NOT s.gone AND s.next_fetch_at IS NOT NULL AND s.next_fetch_at <= $1
+		AND (s.lease_until IS NULL OR s.lease_until <= $1)
+		AND EXISTS (SELECT 1 FROM nodes n WHERE n.source_id = s.id)
+		ORDER BY s.next_fetch_at, s.id LIMIT $2` + s.skipLocked("s")
+}
+
+// SubscriberCount counts the subscriptions of every kind of the nodes
+// following the source.
+func (s *sqlStore) SubscriberCount(ctx context.Context, sourceID int64) (int, error) {
+	var n int
+	err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions sub
+		JOIN nodes n ON n.id = sub.node_id WHERE n.source_id = $1`, []any{sourceID}, &n)
+	if err != nil {
+		return 0, fmt.Errorf("count subscribers of source %d: %w", sourceID, err)
+	}
+	return n, nil
+}
+
+// ApplyFetch stores a fetch's outcome in one transaction.
+func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.FetchApplied, error) {
+	hints, err := json.Marshal(o.State.Hints)
+	if err != nil {
+		return hub.FetchApplied{}, fmt.Errorf("apply fetch of source %d: poll hints: %w", o.SourceID, err)
+	}
+	entries := distinctEntries(o.Entries)
+	var applied hub.FetchApplied
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		applied = hub.FetchApplied{}
+		now := time.Now()
+		var baselined bool
+		var lastPing time.Time
+		err := s.queryRow(ctx, tx, `SELECT baselined, last_ping_at FROM sources WHERE id = $1`+s.forUpdate(),
+			[]any{o.SourceID}, &baselined, tc(&lastPing))
+		if err != nil {
+			return notFound(err, fmt.Sprintf("source %d", o.SourceID))
+		}
+		applied.Baseline = !baselined && o.Changed
+
+		// Record every entry id; those inserted now were never seen.
+		var fresh []hub.Entry
+		for _, e := range entries {
+			n, err := s.execCount(ctx, tx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES ($1, $2, $3)
+				ON CONFLICT (source_id, entry_id) DO NOTHING`, o.SourceID, e.ID, s.timeArg(now))
+			if err != nil {
+				return fmt.Errorf("record seen entries: %w", err)
+			}
+			if n == 1 && !applied.Baseline {
+				fresh = append(fresh, e)
+			}
+		}
+		applied.New = fresh
+
+		events := make([]hub.Event, 0, len(fresh)+1)
+		for _, e := range fresh {
+			events = append(events, hub.Event{Kind: hub.EventItem, ItemID: e.ID, Payload: e.Payload,
+				Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
+		}
+		switch {
+		case o.Note != nil:
+			// A trusted announcement is a change even when the fetch shows
+			// none; it stands in for the plain change event.
+			events = append(events, hub.Event{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description})
+		case o.Changed && !applied.Baseline && len(fresh) == 0:
+			events = append(events, hub.Event{Kind: hub.EventChange})
+		}
+		if len(events) > 0 {
+			nodeIDs, err := s.queryInts(ctx, tx, `SELECT id FROM nodes WHERE source_id = $1 ORDER BY id`, o.SourceID)
+			if err != nil {
+				return fmt.Errorf("nodes of source %d: %w", o.SourceID, err)
+			}
+			for _, id := range nodeIDs {
+				if _, err := s.appendTx(ctx, tx, id, events, now); err != nil {
+					return err
+				}
+				applied.Nodes = append(applied.Nodes, id)
+			}
+		}
+
+		st := o.State
+		nextFetch := st.NextFetchAt
+		if !lastPing.IsZero() && lastPing.After(dbTimeOf(st.LastPingAt)) {
+			// A ping came while this fetch ran: what it announced may be
+			// newer than what was fetched, so fetch again at once.
+			st.LastPingAt = lastPing
+			if !st.Gone && (nextFetch.IsZero() || lastPing.Before(nextFetch)) {
+				nextFetch = lastPing
+			}
+		}
+		if st.Gone {
+			nextFetch = time.Time{}
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE sources SET url = $2, etag = $3, last_modified = $4,
+			body_hash = $5, content_type = $6, body = $7, is_feed = $8, title = $9, description = $10,
+			site_url = $11, hints = $12, baselined = $13, gone = $14, moved_from = $15, moved_at = $16,
+			last_fetch_at = $17, last_status = $18, last_bytes = $19, last_new_items = $20,
+			last_error = $21, consecutive_errors = $22, unchanged = $23, last_change_at = $24,
+			last_ping_at = $25, next_fetch_at = $26, next_fetch_reason = $27,
+			lease_owner = '', lease_until = NULL
+			WHERE id = $1`,
+			o.SourceID, st.URL, st.ETag, st.LastModified, st.BodyHash, st.ContentType, st.Body, st.IsFeed,
+			st.Title, st.Description, st.SiteURL, string(hints), st.Baselined || baselined || applied.Baseline, st.Gone,
+			st.MovedFrom, s.timeArg(st.MovedAt), s.timeArg(st.LastFetchAt), st.LastStatus, st.LastBytes,
+			len(fresh), st.LastError, st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastChangeAt),
+			s.timeArg(st.LastPingAt), s.timeArg(nextFetch), st.NextFetchReason); err != nil {
+			return fmt.Errorf("store state of source %d: %w", o.SourceID, err)
+		}
+		if o.Note != nil {
+			// Clear the note this fetch consumed, unless another one
+			// replaced it meanwhile.
+			if _, err := s.exec(ctx, tx, `UPDATE sources SET has_note = FALSE, note_title = '', note_description = ''
+				WHERE id = $1 AND has_note AND note_title = $2 AND note_description = $3`,
+				o.SourceID, o.Note.Title, o.Note.Description); err != nil {
+				return fmt.Errorf("clear note of source %d: %w", o.SourceID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return hub.FetchApplied{}, fmt.Errorf("apply fetch of source %d: %w", o.SourceID, err)
+	}
+	return applied, nil
+}
+
+// distinctEntries drops entries without an id and repeats of an id, keeping
+// the first in publishing order.
+func distinctEntries(entries []hub.Entry) []hub.Entry {
+	seen := make(map[string]bool, len(entries))
+	out := make([]hub.Entry, 0, len(entries))
+	for _, e := range entries {
+		if e.ID == "" || seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		out = append(out, e)
+	}
+	return out
+}

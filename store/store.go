@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Store is hub.Store plus what only operators need.
+type Store interface {
+	hub.Store
+	// Backend names the database behind the store: "sqlite" or "postgres".
+	Backend() string
+}
+
+// Options tune a store; zero values take the defaults.
+type Options struct {
+	// QueryTimeout bounds each query; default 5s.
+	QueryTimeout time.Duration
+	// MaxConns is the PostgreSQL pool size; default 10.
+	MaxConns int
+	Logger   *slog.Logger
+}
+
+const (
+	defaultQueryTimeout = 5 * time.Second
+	defaultMaxConns     = 10
+)
+
+func (o *Options) setDefaults() {
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = defaultQueryTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = defaultMaxConns
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Open opens (creating if needed) and migrates the database named by dsn:
+// "postgres://…" or "postgresql://…" is PostgreSQL; "sqlite:PATH",
+// "file:PATH" or a plain path is an SQLite file.
+func Open(ctx context.Context, dsn string, opt Options) (Store, error) {
+	opt.setDefaults()
+	target, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch target.backend {
+	case backendPostgres:
+		return openPostgres(ctx, target.location, opt)
+	default:
+		return openSQLite(ctx, target.location, target.params, opt)
+	}
+}
+
+const (
+	backendSQLite   = "sqlite"
+	backendPostgres = "postgres"
+)
+
+// dsnTarget is what a DSN names.
+type dsnTarget struct {
+	backend string
+	// location is the PostgreSQL URL or the SQLite file path.
+	location string
+	// params are SQLite URI parameters given with "file:PATH?…".
+	params url.Values
+}
+
+// parseDSN tells the backend from the DSN. A "file:" DSN may carry SQLite
+// URI parameters after "?"; the other SQLite forms are taken as literal
+// paths.
+func parseDSN(dsn string) (dsnTarget, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return dsnTarget{}, fmt.Errorf("open database: empty database name")
+	}
+	if strings.ContainsRune(dsn, 0) {
+		return dsnTarget{}, fmt.Errorf("open database: the database name contains a NUL byte")
+	}
+	lower := strings.ToLower(dsn)
+	switch {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return dsnTarget{backend: backendPostgres, location: dsn}, nil
+	case strings.HasPrefix(lower, "sqlite:"):
+		return sqliteTarget(dsn[len("sqlite:"):], nil, true)
+	case strings.HasPrefix(lower, "file:"):
+		path, query, _ := strings.Cut(dsn[len("file:"):], "?")
+		params, err := url.ParseQuery(query)
+		if err != nil {
+			return dsnTarget{}, fmt.Errorf("open database %q: parameters: %w", dsn, err)
+		}
+		return sqliteTarget(path, params, true)
+	}
+	return sqliteTarget(dsn, nil, false)
+}
+
+// sqliteTarget checks an SQLite path; uriForm says it came after "sqlite:"
+// or "file:", where "//" starts a host.
+func sqliteTarget(path string, params url.Values, uriForm bool) (dsnTarget, error) {
+	if uriForm {
+		// "sqlite:///abs/path" and "file:///abs/path" name an absolute path.
+		if strings.HasPrefix(path, "///") {
+			path = path[2:]
+		} else if strings.HasPrefix(path, "//") {
+			return dsnTarget{}, fmt.Errorf("open database %q: a host in an SQLite name is not supported", path)
+		}
+	}
+	if path == "" {
+		return dsnTarget{}, fmt.Errorf("open database: empty SQLite path")
+	}
+	if path == ":memory:" {
+		return dsnTarget{}, fmt.Errorf("open database: in-memory SQLite databases are not supported (they would lose everything on exit)")
+	}
+	return dsnTarget{backend: backendSQLite, location: path, params: params}, nil
+}

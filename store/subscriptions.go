@@ -1,0 +1,355 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+const subColumns = `s.id, s.node_id, n.name, s.kind, s.address, s.bare_jid, s.sub_id, s.state, s.options,
+	s.expires_at, s.created_at, s.updated_at, s.cursor_seq, s.attempts, s.consecutive_errors,
+	s.first_failure_at, s.next_attempt_at, s.last_error, s.last_delivered_at, s.last_status,
+	s.lease_owner, s.lease_until`
+
+const subsFrom = ` FROM subscriptions s JOIN nodes n ON n.id = s.node_id`
+
+func scanSubscription(r rowScanner) (hub.Subscription, error) {
+	var sub hub.Subscription
+	var kind, state string
+	var options []byte
+	d := &sub.DeliveryState
+	err := r.Scan(&sub.ID, &sub.NodeID, &sub.NodeName, &kind, &sub.Address, &sub.BareJID, &sub.SubID, &state, &options,
+		tc(&sub.ExpiresAt), tc(&sub.CreatedAt), tc(&sub.UpdatedAt), &d.Cursor, &d.Attempts, &d.ConsecutiveErrors,
+		tc(&d.FirstFailureAt), tc(&d.NextAttemptAt), &d.LastError, tc(&d.LastDeliveredAt), &d.LastStatus,
+		&d.LeaseOwner, tc(&d.LeaseUntil))
+	if err != nil {
+		return sub, err
+	}
+	sub.Kind, sub.State = hub.Kind(kind), hub.SubState(state)
+	if len(options) > 0 {
+		if err := json.Unmarshal(options, &sub.Options); err != nil {
+			return sub, fmt.Errorf("subscription %d: options: %w", sub.ID, err)
+		}
+	}
+	return sub, nil
+}
+
+func (s *sqlStore) subsWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Subscription, error) {
+	var out []hub.Subscription
+	err := s.query(ctx, q, `SELECT `+subColumns+subsFrom+` `+where, args, func(r *sql.Rows) error {
+		sub, err := scanSubscription(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, sub)
+		return nil
+	})
+	return out, err
+}
+
+// subsByIDs reads subscriptions by id, in id order.
+func (s *sqlStore) subsByIDs(ctx context.Context, q querier, ids []int64) ([]hub.Subscription, error) {
+	var out []hub.Subscription
+	for _, chunk := range chunks(ids) {
+		got, err := s.subsWhere(ctx, q, `WHERE s.id IN (`+placeholders(1, len(chunk))+`) ORDER BY s.id`, anys(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// PutSubscription inserts sub or updates the one with the same node, kind
+// and address, keeping its cursor; it fills sub from the stored row.
+func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (bool, error) {
+	if !sub.Kind.Valid() {
+		return false, fmt.Errorf("%w: subscription kind %q", hub.ErrInvalid, sub.Kind)
+	}
+	if sub.Address == "" {
+		return false, fmt.Errorf("%w: empty subscriber address", hub.ErrInvalid)
+	}
+	if sub.State == "" {
+		sub.State = hub.SubActive
+	}
+	options, err := json.Marshal(sub.Options)
+	if err != nil {
+		return false, fmt.Errorf("subscription options: %w", err)
+	}
+	now := s.timeArg(time.Now())
+	created := false
+	var stored hub.Subscription
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		d := sub.DeliveryState
+		var id int64
+		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &id); err != nil {
+			return notFound(err, fmt.Sprintf("node %d", sub.NodeID))
+		}
+		err := s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
+			options, expires_at, created_at, updated_at, cursor_seq, attempts, consecutive_errors,
+			first_failure_at, next_attempt_at, last_error, last_delivered_at, last_status)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			ON CONFLICT (node_id, kind, address) DO NOTHING RETURNING id`,
+			[]any{sub.NodeID, string(sub.Kind), sub.Address, sub.BareJID, sub.SubID, string(sub.State),
+				string(options), s.timeArg(sub.ExpiresAt), now, d.Cursor, d.Attempts, d.ConsecutiveErrors,
+				s.timeArg(d.FirstFailureAt), s.timeArg(d.NextAttemptAt), d.LastError,
+				s.timeArg(d.LastDeliveredAt), d.LastStatus}, &id)
+		switch {
+		case err == nil:
+			created = true
+		case errors.Is(err, sql.ErrNoRows):
+			err = s.queryRow(ctx, tx, `UPDATE subscriptions SET state = $4, options = $5, sub_id = $6,
+				expires_at = $7, updated_at = $8
+				WHERE node_id = $1 AND kind = $2 AND address = $3 RETURNING id`,
+				[]any{sub.NodeID, string(sub.Kind), sub.Address, string(sub.State), string(options), sub.SubID,
+					s.timeArg(sub.ExpiresAt), now}, &id)
+			if err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+		got, err := s.subsByIDs(ctx, tx, []int64{id})
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 {
+			return fmt.Errorf("subscription %d vanished", id)
+		}
+		stored = got[0]
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("store %s subscription of %s: %w", sub.Kind, sub.Address, err)
+	}
+	*sub = stored
+	return created, nil
+}
+
+// Subscription returns one subscription by id.
+func (s *sqlStore) Subscription(ctx context.Context, id int64) (*hub.Subscription, error) {
+	sub, err := scanSubscription(rowOf(s, ctx, s.read, `SELECT `+subColumns+subsFrom+` WHERE s.id = $1`, []any{id}))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("subscription %d", id))
+	}
+	return &sub, nil
+}
+
+// filterWhere turns a filter into a WHERE clause on subscriptions s.
+func filterWhere(f hub.SubscriptionFilter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1))
+	}
+	if f.NodeID != 0 {
+		add("s.node_id = ?", f.NodeID)
+	}
+	if f.Kind != "" {
+		add("s.kind = ?", string(f.Kind))
+	}
+	if f.Address != "" {
+		add("s.address = ?", f.Address)
+	}
+	if f.BareJID != "" {
+		add("s.bare_jid = ?", f.BareJID)
+	}
+	if f.State != "" {
+		add("s.state = ?", string(f.State))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return "WHERE " + strings.Join(conds, " AND "), args
+}
+
+// Subscriptions lists the subscriptions matching f, oldest first.
+func (s *sqlStore) Subscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error) {
+	where, args := filterWhere(f)
+	out, err := s.subsWhere(ctx, s.read, where+` ORDER BY s.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSubscriptions removes the subscriptions matching f and returns
+// them; f must name a node or a bare JID.
+func (s *sqlStore) DeleteSubscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error) {
+	if f.NodeID == 0 && f.BareJID == "" {
+		return nil, fmt.Errorf("%w: deleting subscriptions needs a node or a bare JID", hub.ErrInvalid)
+	}
+	where, args := filterWhere(f)
+	var out []hub.Subscription
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.subsWhere(ctx, tx, where+` ORDER BY s.id`+s.forUpdateOf("s"), args...)
+		if err != nil {
+			return err
+		}
+		return s.deleteSubs(ctx, tx, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) deleteSubs(ctx context.Context, tx *sql.Tx, subs []hub.Subscription) error {
+	ids := make([]int64, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.ID
+	}
+	for _, chunk := range chunks(ids) {
+		if _, err := s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id IN (`+placeholders(1, len(chunk))+`)`,
+			anys(chunk)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteSubscription removes one subscription.
+func (s *sqlStore) DeleteSubscription(ctx context.Context, id int64) error {
+	n, err := s.execCount(ctx, s.write, `DELETE FROM subscriptions WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete subscription %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("subscription %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// SetSubscriptionState changes a subscription's state and expiry;
+// ErrNotFound if it does not exist.
+func (s *sqlStore) SetSubscriptionState(ctx context.Context, id int64, state hub.SubState, expires time.Time) error {
+	n, err := s.execCount(ctx, s.write, `UPDATE subscriptions SET state = $1, expires_at = $2, updated_at = $3
+		WHERE id = $4`, string(state), s.timeArg(expires), s.timeArg(time.Now()), id)
+	if err != nil {
+		return fmt.Errorf("set state of subscription %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("subscription %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// ClaimDeliveries leases up to limit HTTP subscriptions that have work at
+// now. Two indexed queries find them, so the claim never reads every
+// subscription: the ones waiting for verification (subscriptions_waiting)
+// and the active ones whose cursor is behind their node's log
+// (subscriptions_behind, one range per node).
+//
+// A live lease is not taken again even by its own owner: that delivery is
+// still under way, and handing it out twice would deliver twice and let
+// one busy subscription crowd out the others of a repeated claim.
+func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]hub.Subscription, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	args := []any{s.timeArg(now), 0}
+	if nodeID > 0 {
+		args = append(args, nodeID)
+	}
+	waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
+	var out []hub.Subscription
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		args[1] = limit
+		waiting, err := s.queryInts(ctx, tx, waitingSQL, args...)
+		if err != nil {
+			return err
+		}
+		ids := waiting
+		if len(ids) < limit {
+			args[1] = limit - len(ids)
+			behind, err := s.queryInts(ctx, tx, behindSQL, args...)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, behind...)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET lease_owner = $1, lease_until = $2 WHERE id IN (`+
+			placeholders(3, len(ids))+`)`, append([]any{owner, s.timeArg(until)}, anys(ids)...)...); err != nil {
+			return err
+		}
+		out, err = s.subsByIDs(ctx, tx, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// claimDeliveriesSQL returns the two queries of ClaimDeliveries, with
+// $1 = now, $2 = limit and, when byNode, $3 = the node id.
+func (s *sqlStore) claimDeliveriesSQL(byNode bool) (waiting, behind string) {
+	const ready = ` AND s.kind <> 'xmpp'
+		AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= $1)
+		AND (s.lease_until IS NULL OR s.lease_until <= $1)`
+	nodeCond := ""
+	if byNode {
+		nodeCond = ` AND s.node_id = $3`
+	}
+	waiting = `SELECT s.id FROM subscriptions s
+		WHERE s.state IN ('pending', 'unsubscribing')` + ready + nodeCond + `
+		ORDER BY s.id LIMIT $2` + s.skipLocked("s")
+	// The plan wanted is: walk the nodes and, per node, the range of its
+	// subscriptions behind the node's last_seq (subscriptions_behind).
+	// CROSS JOIN makes SQLite keep that join order (without statistics it
+	// would read every active subscription), and ordering by the node lets
+	// PostgreSQL stop after limit rows instead of walking the subscriptions
+	// in id order; PostgreSQL treats CROSS JOIN as a plain join.
+	behind = `SELECT s.id FROM nodes n CROSS JOIN subscriptions s
+		WHERE s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + nodeCond + `
+		ORDER BY n.id LIMIT $2` + s.skipLocked("s")
+	return waiting, behind
+}
+
+// SaveDeliveryState writes a subscription's delivery bookkeeping and
+// releases its lease.
+func (s *sqlStore) SaveDeliveryState(ctx context.Context, id int64, st hub.DeliveryState) error {
+	n, err := s.execCount(ctx, s.write, `UPDATE subscriptions SET cursor_seq = $2, attempts = $3,
+		consecutive_errors = $4, first_failure_at = $5, next_attempt_at = $6, last_error = $7,
+		last_delivered_at = $8, last_status = $9, lease_owner = '', lease_until = NULL
+		WHERE id = $1`, id, st.Cursor, st.Attempts, st.ConsecutiveErrors, s.timeArg(st.FirstFailureAt),
+		s.timeArg(st.NextAttemptAt), st.LastError, s.timeArg(st.LastDeliveredAt), st.LastStatus)
+	if err != nil {
+		return fmt.Errorf("save delivery state of subscription %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("subscription %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteExpiredSubscriptions removes subscriptions whose expiry passed and
+// returns them.
+func (s *sqlStore) DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]hub.Subscription, error) {
+	var out []hub.Subscription
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.subsWhere(ctx, tx, `WHERE s.expires_at IS NOT NULL AND s.expires_at <= $1
+			ORDER BY s.id`+s.forUpdateOf("s"), s.timeArg(now))
+		if err != nil {
+			return err
+		}
+		return s.deleteSubs(ctx, tx, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete expired subscriptions: %w", err)
+	}
+	return out, nil
+}
