@@ -1,0 +1,111 @@
+// Package metrics defines every Prometheus series pingd exports, all named
+// pingd_…, in one registry served at /metrics. Packages record through the
+// small functions here (or through hooks that cmd/pingd points here), so the
+// names, labels and buckets stay in one place.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry holds pingd's series plus the Go runtime and process collectors.
+var Registry = prometheus.NewRegistry()
+
+// latencyBuckets span a loopback millisecond to a slow minute.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+var (
+	// Pings counts pings by dialect and outcome (accepted, invalid, rate_limited, error).
+	Pings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pingd_pings_total", Help: "Pings received, by dialect and outcome.",
+	}, []string{"dialect", "outcome"})
+	// Fetches counts source fetches by status class (2xx, 226, 304, 3xx, 4xx, 410, 5xx, error).
+	Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pingd_fetches_total", Help: "Source fetches, by HTTP status class.",
+	}, []string{"class"})
+	FetchDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "pingd_fetch_duration_seconds", Help: "Time to fetch a source.", Buckets: latencyBuckets,
+	})
+	// ItemsPublished counts items appended to node logs (from fetches and XMPP publishes).
+	ItemsPublished = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "pingd_items_published_total", Help: "Items appended to node logs.",
+	})
+	// Notifications counts notifications by transport and outcome.
+	Notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pingd_notifications_total", Help: "Notifications sent, by transport (xmpp, webhook, websub, rsscloud, cnws) and outcome.",
+	}, []string{"transport", "outcome"})
+	// DeliveryDuration is the time of one outbound HTTP delivery attempt.
+	DeliveryDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "pingd_delivery_duration_seconds", Help: "Duration of outbound HTTP delivery attempts, by transport.", Buckets: latencyBuckets,
+	}, []string{"transport"})
+	// Retries counts failed HTTP deliveries that were scheduled again.
+	Retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pingd_delivery_retries_total", Help: "HTTP deliveries scheduled for a retry, by transport.",
+	}, []string{"transport"})
+	// PingToPublish is the time from a ping to its items being in the log.
+	PingToPublish = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "pingd_ping_to_publish_seconds", Help: "Time from a ping to the fetched items being stored.", Buckets: latencyBuckets,
+	})
+	// PublishToNotification is the time an event waits in the log before it
+	// is sent; with PingToPublish it gives ping→notification.
+	PublishToNotification = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "pingd_publish_to_notification_seconds", Help: "Time from an item being stored to its notification being sent, by transport.", Buckets: latencyBuckets,
+	}, []string{"transport"})
+	ComponentConnected = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pingd_component_connected", Help: "1 while the XMPP component stream is up.",
+	})
+	ComponentReconnects = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "pingd_component_reconnects_total", Help: "Successful component (re)connections after the first.",
+	})
+)
+
+func init() {
+	Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "pingd"}),
+		Pings, Fetches, FetchDuration, ItemsPublished, Notifications, DeliveryDuration,
+		Retries, PingToPublish, PublishToNotification, ComponentConnected, ComponentReconnects,
+	)
+}
+
+// Handler serves the registry in the Prometheus text format.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+}
+
+// FetchClass is the label of a fetch outcome.
+func FetchClass(status int, err error) string {
+	switch {
+	case status == 0 && err != nil:
+		return "error"
+	case status == 226, status == 304, status == 410:
+		return strconv.Itoa(status)
+	case status >= 200 && status < 300:
+		return "2xx"
+	case status >= 300 && status < 400:
+		return "3xx"
+	case status >= 400 && status < 500:
+		return "4xx"
+	case status >= 500:
+		return "5xx"
+	}
+	return "error"
+}
+
+// Since observes the seconds since t in h, ignoring zero times.
+func Since(h prometheus.Observer, t time.Time) {
+	if !t.IsZero() {
+		h.Observe(time.Since(t).Seconds())
+	}
+}
+
+// GaugeFunc registers a gauge computed on each scrape (queue depth and age).
+func GaugeFunc(name, help string, f func() float64) {
+	Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+}
