@@ -21,4 +21,11 @@
 // receiver that was down gets everything it missed in order when it comes
 // back, and a crash between sending and saving repeats a delivery (at least
 // once) rather than losing it.
+//
+// Per-host limits never hold a worker: a claimed subscription whose receiver
+// host has no free slot is given back with its next attempt put off by about
+// the time that host needs to serve the ones before it, so a slow receiver
+// with many subscriptions cannot hold up the others. A request is bounded by
+// Config.Timeout, well within the claim lease, so a delivery is never handed
+// out twice while it runs.
 package delivery

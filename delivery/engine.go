@@ -72,6 +72,10 @@ type Config struct {
 	PerHost int
 	// Lease is how long a claimed subscription stays ours (default 2m).
 	Lease time.Duration
+	// Timeout bounds one delivery request (default a quarter of Lease),
+	// so that a delivery ends well within its lease and is never handed
+	// out twice.
+	Timeout time.Duration
 	// MinBackoff and MaxBackoff bound the retry delays (30s and 1h).
 	MinBackoff, MaxBackoff time.Duration
 	// Batch is the most events sent in one request (default 100).
@@ -125,6 +129,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Timeout <= 0 || cfg.Timeout > cfg.Lease/2 {
+		cfg.Timeout = cfg.Lease / 4
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 30 * time.Second
@@ -215,10 +222,22 @@ func (e *Engine) Run(ctx context.Context) error {
 					}
 					break
 				}
+				// A subscription whose host has no free slot is put off
+				// rather than waited for: waiting would hold a worker, and
+				// enough subscriptions of one slow host would hold them all.
+				postponed := map[string]int{}
 				for _, sub := range subs {
+					host := hostOf(sub.Address)
+					release, ok := e.hosts.tryAcquire(host)
+					if !ok {
+						e.postpone(ctx, &sub, now.Add(e.hosts.busyDelay(host, postponed[host])))
+						postponed[host]++
+						continue
+					}
 					workers <- struct{}{}
 					wg.Go(func() {
 						defer func() { <-workers }()
+						defer release()
 						e.serve(ctx, &sub)
 					})
 				}
@@ -237,11 +256,6 @@ func (e *Engine) serve(ctx context.Context, sub *hub.Subscription) {
 		e.log.ErrorContext(ctx, "no sender for subscription kind", "kind", sub.Kind, "subscription", sub.ID)
 		return
 	}
-	release := e.hosts.acquire(ctx, hostOf(sub.Address))
-	if release == nil {
-		return // shutting down; the lease expires and the work is redone
-	}
-	defer release()
 	node, err := e.cfg.Store.NodeByID(ctx, sub.NodeID)
 	if errors.Is(err, hub.ErrNotFound) {
 		return // the node was deleted meanwhile, with its subscriptions
@@ -291,6 +305,9 @@ func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscriptio
 	default:
 		e.observe(sub.Kind, OutcomeVerified, start)
 		log.InfoContext(ctx, "subscription verified", "expires", expires)
+		// A verified (re)subscription starts with a clean record: errors
+		// from before a renewal must not suspend or age it at once.
+		sub.ConsecutiveErrors, sub.FirstFailureAt, sub.LastError = 0, time.Time{}, ""
 		e.setState(ctx, sub, hub.SubActive, expires)
 		e.Wake(node.ID) // events may have arrived while it was pending
 	}
@@ -348,7 +365,7 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 		return
 	}
 	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	dctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	res := sender.Deliver(dctx, &Delivery{Sub: sub, Node: node, Events: wanted})
 	cancel()
 	if ctx.Err() != nil && res.Err != nil {
@@ -426,8 +443,16 @@ func (e *Engine) nextAttempt(now time.Time, ds hub.DeliveryState, p Policy) (nex
 	return next, false
 }
 
-// hostSlots bounds concurrent deliveries per receiver host. Entries live
-// only while some delivery to that host waits or runs.
+// Bounds of the delay before another try at a subscription whose host was
+// busy.
+const (
+	minBusyDelay = 250 * time.Millisecond
+	maxBusyDelay = time.Minute
+)
+
+// hostSlots bounds concurrent deliveries per receiver host and keeps a
+// moving average of how long that host takes to answer. Entries live only
+// while some delivery to that host runs.
 type hostSlots struct {
 	mu    sync.Mutex
 	max   int
@@ -435,33 +460,64 @@ type hostSlots struct {
 }
 
 type hostSlot struct {
-	sem   chan struct{}
-	users int
+	busy int
+	avg  time.Duration
 }
 
-func (h *hostSlots) acquire(ctx context.Context, host string) func() {
+// tryAcquire takes a slot for host if one is free; release gives it back.
+func (h *hostSlots) tryAcquire(host string) (release func(), ok bool) {
 	h.mu.Lock()
-	s, ok := h.slots[host]
-	if !ok {
-		s = &hostSlot{sem: make(chan struct{}, h.max)}
+	defer h.mu.Unlock()
+	s, found := h.slots[host]
+	if !found {
+		s = &hostSlot{}
 		h.slots[host] = s
 	}
-	s.users++
-	h.mu.Unlock()
-	done := func() {
+	if s.busy >= h.max {
+		return nil, false
+	}
+	s.busy++
+	start := time.Now()
+	return func() {
+		took := time.Since(start)
 		h.mu.Lock()
-		if s.users--; s.users == 0 {
+		defer h.mu.Unlock()
+		if s.avg == 0 {
+			s.avg = took
+		} else {
+			s.avg = (4*s.avg + took) / 5
+		}
+		if s.busy--; s.busy == 0 {
 			delete(h.slots, host)
 		}
-		h.mu.Unlock()
+	}, true
+}
+
+// busyDelay is how long to put off the n-th (from 0) subscription found
+// waiting for a busy host: about when the host will have served the ones
+// before it, from its recent answer times, so that the postponed ones
+// come back spread out rather than all at once.
+func (h *hostSlots) busyDelay(host string, n int) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	avg := time.Second
+	if s := h.slots[host]; s != nil && s.avg > 0 {
+		avg = s.avg
 	}
-	select {
-	case s.sem <- struct{}{}:
-		return func() { <-s.sem; done() }
-	case <-ctx.Done():
-		done()
-		return nil
+	d := avg * time.Duration(1+n/h.max)
+	return min(max(d, minBusyDelay), maxBusyDelay)
+}
+
+// postpone gives back a claimed subscription untouched but for its next
+// attempt time, for when its host had no free slot.
+func (e *Engine) postpone(ctx context.Context, sub *hub.Subscription, at time.Time) {
+	ds := sub.DeliveryState
+	if at.After(ds.NextAttemptAt) {
+		ds.NextAttemptAt = at
 	}
+	e.log.DebugContext(ctx, "receiver host busy; postponed", "subscription", sub.ID,
+		"subscriber", redactURL(sub.Address), "until", ds.NextAttemptAt)
+	e.save(ctx, sub, ds)
 }
 
 func hostOf(raw string) string {

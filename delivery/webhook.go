@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beevik/etree"
+
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
@@ -49,12 +51,12 @@ func (h *HTTPSender) window() time.Duration {
 // previous Atom document, with the method they asked for.
 type Webhook struct{ HTTPSender }
 
-// Wants takes items, and retractions for patch subscribers.
+// Wants takes items, and retractions and purges for patch subscribers.
 func (w *Webhook) Wants(sub *hub.Subscription, ev hub.Event) bool {
 	switch ev.Kind {
 	case hub.EventItem:
 		return true
-	case hub.EventRetract:
+	case hub.EventRetract, hub.EventPurge:
 		return isPatch(sub.Options.Diff)
 	}
 	return false
@@ -83,13 +85,15 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	items, retracted := latestItems(d.Events)
 	var body []byte
 	contentType := atomMediaType
 	if isPatch(d.Sub.Options.Diff) {
-		body = feed.Patch(items, retracted)
+		if body, err = patchOf(d.Node, nodeFeedMeta(d.Node, links), d.Events); err != nil {
+			return Result{Err: err}
+		}
 		contentType = d.Sub.Options.Diff
 	} else {
+		items, _ := latestItems(d.Events)
 		if len(items) == 0 {
 			return Result{} // only retractions, which a full-entries subscriber does not get
 		}
@@ -113,6 +117,64 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 		return Result{Err: err}
 	}
 	return judge(resp)
+}
+
+// patchOf renders a batch of events as an XML patch of the node's Atom
+// document as it was before the batch. Retractions become <remove>s only
+// for the entries that document held: those whose first event in the
+// batch is their retraction (pingd retracts only current items); an entry
+// both published and retracted within the batch is left out. A purge
+// removes entries the batch does not name, so a batch with one replaces
+// the whole document with the entries published after the last purge.
+func patchOf(node *hub.Node, meta feed.FeedMeta, events []hub.Event) ([]byte, error) {
+	lastPurge := -1
+	for i, ev := range events {
+		if ev.Kind == hub.EventPurge {
+			lastPurge = i
+		}
+	}
+	if lastPurge >= 0 {
+		items, _ := latestItems(events[lastPurge+1:])
+		if node.MaxItems > 0 && len(items) > node.MaxItems {
+			items = items[:node.MaxItems]
+		}
+		return replaceFeedPatch(feed.AtomFeed(meta, items))
+	}
+	items, _ := latestItems(events)
+	first := map[string]bool{}
+	var removed []string
+	for _, ev := range events {
+		if ev.Kind != hub.EventItem && ev.Kind != hub.EventRetract || first[ev.ItemID] {
+			continue
+		}
+		first[ev.ItemID] = true
+		if ev.Kind == hub.EventRetract {
+			removed = append(removed, ev.ItemID)
+		}
+	}
+	return feed.Patch(items, removed), nil
+}
+
+// replaceFeedPatch is an RFC 7351 patch replacing the whole feed document
+// with doc's root.
+func replaceFeedPatch(doc []byte) ([]byte, error) {
+	d := etree.NewDocument()
+	if err := d.ReadFromBytes(doc); err != nil || d.Root() == nil {
+		return nil, fmt.Errorf("render the replacement feed: %v", err)
+	}
+	out := etree.NewDocument()
+	out.CreateProcInst("xml", `version="1.0" encoding="utf-8"`)
+	p := out.CreateElement("p:patch")
+	p.CreateAttr("xmlns:p", feed.PatchNS)
+	p.CreateAttr("xmlns:a", feed.AtomNS)
+	r := p.CreateElement("p:replace")
+	r.CreateAttr("sel", "/a:feed")
+	r.AddChild(d.Root())
+	b, err := out.WriteToBytes()
+	if err != nil {
+		return nil, fmt.Errorf("write the replacement patch: %w", err)
+	}
+	return b, nil
 }
 
 // judge maps an answer to a result: 2xx is delivered unless its body

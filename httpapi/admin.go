@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"mellium.im/xmpp/jid"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 )
 
@@ -80,18 +81,21 @@ type nodeJSON struct {
 	Updated          time.Time       `json:"updated"`
 	LastSeq          int64           `json:"last_seq"`
 	Links            nodeLinks       `json:"links"`
+	// Snippets are what a publisher pastes into its pages and feeds.
+	Snippets discovery.PublisherSnippets `json:"snippets"`
 	// Token is set only in the answer that creates the node.
 	Token string `json:"token,omitempty"`
 }
 
-type nodeLinks struct {
-	Descriptor string `json:"descriptor"`
-	XRDS       string `json:"xrds"`
-	Atom       string `json:"atom"`
-	RSS        string `json:"rss"`
-}
+// nodeLinks are the node's URLs: descriptor, subscribe, xrds, atom, rss,
+// hub and please_notify.
+type nodeLinks = discovery.Links
 
 func (a *API) nodeJSON(n *hub.Node) nodeJSON {
+	// The public URL was validated by New, so neither call fails; if one
+	// did, the answer would lack links rather than fail.
+	links, _ := discovery.NodeLinks(a.publicURL, n.Name)
+	snippets, _ := discovery.Snippets(links)
 	return nodeJSON{
 		Name:             n.Name,
 		Title:            n.Title,
@@ -104,12 +108,8 @@ func (a *API) nodeJSON(n *hub.Node) nodeJSON {
 		Created:          n.CreatedAt,
 		Updated:          n.UpdatedAt,
 		LastSeq:          n.LastSeq,
-		Links: nodeLinks{
-			Descriptor: a.nodeURL("feeds", n.Name),
-			XRDS:       a.nodeURL("xrds", n.Name),
-			Atom:       a.nodeURL("atom", n.Name),
-			RSS:        a.nodeURL("rss", n.Name),
-		},
+		Links:            links,
+		Snippets:         snippets,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 )
 
@@ -229,7 +230,8 @@ func TestAdminEncodedNodeNames(t *testing.T) {
 			if got.Name != name {
 				t.Errorf("name = %q, want %q", got.Name, name)
 			}
-			if want := "http://pingd.test:8080/feeds/" + url.PathEscape(name); got.Links.Descriptor != want {
+			// "." and ".." are escaped further, or clients would resolve them.
+			if want := "http://pingd.test:8080/feeds/" + discovery.PathSegment(name); got.Links.Descriptor != want {
 				t.Errorf("descriptor = %q, want %q", got.Links.Descriptor, want)
 			}
 			wantStatus(t, e.admin(http.MethodGet, path+"/status", nil), http.StatusOK)

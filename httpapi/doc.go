@@ -16,6 +16,15 @@
 // methods. Rate limits (ratelimit.go) are per pinged URL for pings and per
 // client IP for the admin API; both answer 429 with Retry-After.
 //
+// GetPingd (getpingd.go): the descriptor page and XRDS document, and the
+// subscription requests, dispatched on their Content-Type to the whitelist
+// Service or to the webhook parser (ParseWebhookRequest); webhook
+// subscriptions are stored pending and verified by the delivery engine.
+// The nodes' own feeds (nodefeeds.go): Atom and RSS with strong ETags,
+// conditional GET, gzip and RFC 3229 deltas. Whatever reads a whitelist
+// node's content over HTTP (its feeds, webhook and WebSub subscriptions)
+// checks the bearer token with requireReader.
+//
 // Requests are logged with slog at debug level, without query strings or
 // headers, so no token reaches the logs. Read timeouts belong to the
 // http.Server that cmd/pingd builds.

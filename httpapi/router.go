@@ -122,6 +122,8 @@ func (a *API) routes() {
 	a.pingRoutes(r)
 	a.rpcRoutes(r)
 	a.changesRoutes(r)
+	a.getPingdRoutes(r)
+	a.nodeFeedRoutes(r)
 }
 
 // Router gives access to the router, to add routes from outside the package.

@@ -1,0 +1,543 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/whitelist"
+)
+
+// GetPingd webhook subscription values (the <url> element's attributes).
+const (
+	WebhookMethodPost   = "POST"
+	WebhookMethodNotify = "NOTIFY"
+	DiffNone            = "none"
+	DiffPatchOps        = "application/patch-ops+xml"
+	// DiffXMLPatch is RFC 7351's name for the same patch format, accepted
+	// as an alias.
+	DiffXMLPatch = "application/xml-patch+xml"
+)
+
+// MaxSubscribeBytes caps a GetPingd subscription request body (either
+// type); the documents are a few hundred bytes.
+const MaxSubscribeBytes = 64 << 10
+
+// MaxWebhookSecretBytes caps the signing secret, as WebSub caps hub.secret.
+const MaxWebhookSecretBytes = 199
+
+// maxSubscribeDepth caps element nesting: the documents are two levels
+// deep, room is left for unknown extension elements.
+const maxSubscribeDepth = 16
+
+// Errors of ParseWebhookRequest: 400 and 413.
+var (
+	ErrMalformedSubscription = errors.New("malformed subscription request")
+	ErrSubscriptionTooLarge  = fmt.Errorf("subscription request larger than %d bytes", MaxSubscribeBytes)
+)
+
+// acceptedSubscribeTypes are the request types SUBSCRIBE takes, in the
+// order the XRDS document lists them.
+var acceptedSubscribeTypes = []string{discovery.ContentTypeHTTPSubscribe, discovery.ContentTypeXMPPSubscribe}
+
+func (a *API) getPingdRoutes(r *mux.Router) {
+	r.HandleFunc("/feeds/{node}", a.descriptor).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/feeds/{node}", a.subscribeRequest).Methods(discovery.MethodSubscribe, http.MethodPost)
+	r.HandleFunc("/xrds/{node}", a.xrds).Methods(http.MethodGet, http.MethodHead)
+}
+
+// loadNode loads the node named in the path, answering 400 or 404 (plain
+// text) itself.
+func (a *API) loadNode(w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
+	name, ok := pathVar(r, "node")
+	if !ok {
+		writeText(w, http.StatusBadRequest, "the node name is not validly percent-encoded")
+		return nil, false
+	}
+	n, err := a.hub.Node(r.Context(), name)
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
+		writeText(w, http.StatusNotFound, fmt.Sprintf("no node %q", name))
+		return nil, false
+	case err != nil:
+		a.log.ErrorContext(r.Context(), "load node", "node", name, "err", err)
+		writeText(w, http.StatusInternalServerError, "load node: internal error")
+		return nil, false
+	}
+	return n, true
+}
+
+// mayRead reports whether the request may read the node's content and
+// subscribe to it over HTTP: always on an open node; on a whitelist node
+// only with "Authorization: Bearer" and the node's or the admin token.
+// tokenGiven says whether a bearer token was sent at all.
+func (a *API) mayRead(r *http.Request, n *hub.Node) (ok, tokenGiven bool) {
+	if n.AccessModel != hub.AccessWhitelist {
+		return true, false
+	}
+	token, given := bearerToken(r)
+	return given && a.hub.Authorize(n, token), given
+}
+
+// requireReader answers 401 and returns false unless mayRead allows the
+// request. The node feeds, GetPingd webhook subscriptions and WebSub
+// subscriptions of whitelist nodes go through it.
+func (a *API) requireReader(w http.ResponseWriter, r *http.Request, n *hub.Node) bool {
+	ok, given := a.mayRead(r, n)
+	if !ok {
+		unauthorized(w, given, fmt.Sprintf("%q is a whitelist node: its content needs the node's or the admin bearer token", n.Name))
+	}
+	return ok
+}
+
+// unauthorized answers 401 with a Bearer challenge; invalid says a token
+// was sent but is not the right one.
+func unauthorized(w http.ResponseWriter, invalid bool, msg string) {
+	challenge := `Bearer realm="pingd"`
+	if invalid {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeText(w, http.StatusUnauthorized, msg)
+}
+
+// descriptor serves the node's GetPingd descriptor: the XRDS document when
+// the client prefers application/xrds+xml, else the HTML page pointing at
+// it. Both carry X-XRDS-Location and say which request types SUBSCRIBE
+// takes (Accept-Post).
+func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.loadNode(w, r)
+	if !ok {
+		return
+	}
+	d, links, ok := a.descriptorOf(w, r, n)
+	if !ok {
+		return
+	}
+	h := w.Header()
+	h.Set("Vary", "Accept")
+	h.Set(discovery.XRDSLocationHeader, links.XRDS)
+	h.Set("Accept-Post", strings.Join(acceptedSubscribeTypes, ", "))
+	if discovery.PreferXRDS(r.Header.Get("Accept")) {
+		writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
+		return
+	}
+	writeBody(w, r, "text/html; charset=utf-8", discovery.DescriptorPage(d, n.Title, links.XRDS))
+}
+
+// xrds serves the node's XRDS document, with the media type exactly as
+// Yadis clients compare it.
+func (a *API) xrds(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.loadNode(w, r)
+	if !ok {
+		return
+	}
+	d, _, ok := a.descriptorOf(w, r, n)
+	if !ok {
+		return
+	}
+	writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
+}
+
+func (a *API) descriptorOf(w http.ResponseWriter, r *http.Request, n *hub.Node) (discovery.Descriptor, discovery.Links, bool) {
+	d, err := discovery.NewDescriptor(a.publicURL, a.cfg.ComponentJID, n)
+	if err == nil {
+		var links discovery.Links
+		if links, err = discovery.NodeLinks(a.publicURL, n.Name); err == nil {
+			return d, links, true
+		}
+	}
+	a.log.ErrorContext(r.Context(), "render descriptor", "node", n.Name, "err", err)
+	writeText(w, http.StatusInternalServerError, "render descriptor: internal error")
+	return discovery.Descriptor{}, discovery.Links{}, false
+}
+
+// writeBody answers 200 with a complete body (none for HEAD).
+func writeBody(w http.ResponseWriter, r *http.Request, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// writeAnswer answers a subscription request with a small XML document.
+func writeAnswer(w http.ResponseWriter, code int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/xml; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// subscribeRequest takes a GetPingd subscription request, SUBSCRIBE
+// /feeds/{node} or POST /feeds/{node}?method=subscribe, dispatched on its
+// Content-Type (parameters such as charset are ignored).
+func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.loadNode(w, r)
+	if !ok {
+		return
+	}
+	if r.Method == http.MethodPost && !strings.EqualFold(r.URL.Query().Get("method"), "subscribe") {
+		writeText(w, http.StatusBadRequest, "a POST to a descriptor is a subscription request and needs ?method=subscribe")
+		return
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mediaType {
+	case discovery.ContentTypeXMPPSubscribe, discovery.ContentTypeHTTPSubscribe:
+	default:
+		w.Header().Set("Accept-Post", strings.Join(acceptedSubscribeTypes, ", "))
+		got := r.Header.Get("Content-Type")
+		if got == "" {
+			got = "none"
+		}
+		writeText(w, http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q; this resource accepts %s",
+			got, strings.Join(acceptedSubscribeTypes, " and ")))
+		return
+	}
+	limit := min(a.cfg.MaxBodyBytes, MaxSubscribeBytes)
+	if r.ContentLength > limit {
+		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if mediaType == discovery.ContentTypeXMPPSubscribe {
+		a.whitelistRequest(w, r, n)
+		return
+	}
+	a.webhookRequest(w, r, n)
+}
+
+// whitelistRequest applies an XMPP consumer (whitelist) request.
+func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+	req, err := whitelist.ParseConsumerRequest(r.Body)
+	if err == nil {
+		token, _ := bearerToken(r)
+		var doc []byte
+		if doc, err = whitelist.NewService(a.hub, a.log).Apply(r.Context(), n.Name, req, token); err == nil {
+			writeAnswer(w, http.StatusOK, doc)
+			return
+		}
+	}
+	switch {
+	case errors.Is(err, whitelist.ErrTooLarge), isTooLarge(err):
+		writeText(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, whitelist.ErrMalformed), errors.Is(err, whitelist.ErrBadJID), errors.Is(err, hub.ErrInvalid):
+		writeText(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, whitelist.ErrUnauthorized):
+		_, given := bearerToken(r)
+		unauthorized(w, given, err.Error())
+	case errors.Is(err, hub.ErrNotFound):
+		writeText(w, http.StatusNotFound, err.Error())
+	default:
+		a.log.ErrorContext(r.Context(), "whitelist request", "node", n.Name, "err", err)
+		writeText(w, http.StatusInternalServerError, "whitelist request: internal error")
+	}
+}
+
+// webhookRequest stores a webhook subscription as pending, or marks one
+// as unsubscribing, and leaves the verification of intent to the delivery
+// engine: 202. A subscription that was never verified is cancelled at once
+// by an unsubscribe request (200): verifying the unsubscription would let a
+// failed check activate a subscription no one confirmed.
+func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+	req, err := ParseWebhookRequest(r.Body)
+	switch {
+	case errors.Is(err, ErrSubscriptionTooLarge), isTooLarge(err):
+		writeText(w, http.StatusRequestEntityTooLarge, ErrSubscriptionTooLarge.Error())
+		return
+	case err != nil:
+		writeText(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !a.requireReader(w, r, n) {
+		return
+	}
+	ctx := r.Context()
+	log := a.log.With("node", n.Name, "callback", redactCallback(req.Href))
+	if req.Action == WebhookSubscribe {
+		_, existed, err := a.hub.Subscribe(ctx, hub.Subscription{
+			NodeName: n.Name,
+			Kind:     hub.KindWebhook,
+			Address:  req.Href,
+			State:    hub.SubPending,
+			Options:  hub.Options{Method: req.Method, Diff: req.Diff, Secret: req.Secret},
+		})
+		if err != nil {
+			a.writeSubscribeError(w, r, err)
+			return
+		}
+		log.InfoContext(ctx, "webhook subscription requested; verifying intent", "method", req.Method, "diff", req.Diff,
+			"signed", req.Secret != "", "renewal", existed)
+		writeAnswer(w, http.StatusAccepted, webhookAnswer("pending", "subscribe", n.Name, req.Href))
+		return
+	}
+	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebhook, Address: req.Href})
+	if err != nil {
+		a.writeSubscribeError(w, r, err)
+		return
+	}
+	if len(subs) == 0 {
+		writeText(w, http.StatusNotFound, fmt.Sprintf("no webhook subscription of that URL to %q", n.Name))
+		return
+	}
+	sub := subs[0]
+	if sub.State == hub.SubPending {
+		if _, err := a.hub.Unsubscribe(ctx, n.Name, hub.KindWebhook, req.Href); err != nil {
+			a.writeSubscribeError(w, r, err)
+			return
+		}
+		log.InfoContext(ctx, "unverified webhook subscription cancelled")
+		writeAnswer(w, http.StatusOK, webhookAnswer("unsubscribed", "unsubscribe", n.Name, req.Href))
+		return
+	}
+	if err := a.hub.SetSubscriptionState(ctx, &sub, hub.SubUnsubscribing); err != nil {
+		a.writeSubscribeError(w, r, err)
+		return
+	}
+	log.InfoContext(ctx, "webhook unsubscription requested; verifying intent")
+	writeAnswer(w, http.StatusAccepted, webhookAnswer("pending", "unsubscribe", n.Name, req.Href))
+}
+
+func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, hub.ErrInvalid):
+		writeText(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, hub.ErrNotFound):
+		writeText(w, http.StatusNotFound, "the node or the subscription no longer exists")
+	default:
+		a.log.ErrorContext(r.Context(), "webhook subscription", "err", err)
+		writeText(w, http.StatusInternalServerError, "subscription: internal error")
+	}
+}
+
+// webhookAnswer is the answer document: <pending mode="subscribe"
+// node="…" href="…"/> while the callback is being verified, or
+// <unsubscribed mode="unsubscribe" node="…" href="…"/>.
+func webhookAnswer(name, mode, node, href string) []byte {
+	var b bytes.Buffer
+	b.WriteString("<" + name + ` mode="` + mode + `" node="`)
+	escapeAttr(&b, node)
+	b.WriteString(`" href="`)
+	escapeAttr(&b, href)
+	b.WriteString(`"/>`)
+	return b.Bytes()
+}
+
+// redactCallback drops the query of a callback URL for logs: receivers
+// often put secrets there.
+func redactCallback(href string) string {
+	base, query, found := strings.Cut(href, "?")
+	if found && query != "" {
+		return base + "?…"
+	}
+	return base
+}
+
+// WebhookAction is what a webhook request asks for.
+type WebhookAction string
+
+const (
+	WebhookSubscribe   WebhookAction = "subscribe"
+	WebhookUnsubscribe WebhookAction = "unsubscribe"
+)
+
+// WebhookRequest is a parsed GetPingd HTTP subscription request.
+type WebhookRequest struct {
+	Action WebhookAction
+	// Href is the callback URL, an absolute http(s) URL.
+	Href string
+	// Method is POST or NOTIFY, Diff one of DiffNone, DiffPatchOps and
+	// DiffXMLPatch, Secret the optional signing secret; all three are
+	// empty in an unsubscribe request.
+	Method string
+	Diff   string
+	Secret string
+}
+
+// ParseWebhookRequest reads a GetPingd HTTP (webhook) subscription request
+// of at most MaxSubscribeBytes:
+//
+//	<subscribe><url href="…" method="POST|NOTIFY" diff="none|application/patch-ops+xml" secret="…"/></subscribe>
+//	<unsubscribe><url href="…"/></unsubscribe>
+//
+// method defaults to POST and diff to none; application/xml-patch+xml is
+// taken as an alias of application/patch-ops+xml. The elements carry no
+// namespace in the GetPingd proposal; one on the root is tolerated if <url>
+// shares it, and unknown elements are skipped. The document must be valid
+// UTF-8 with one root and no DOCTYPE. Errors wrap ErrMalformedSubscription
+// or are ErrSubscriptionTooLarge.
+func ParseWebhookRequest(r io.Reader) (WebhookRequest, error) {
+	body, err := io.ReadAll(io.LimitReader(r, MaxSubscribeBytes+1))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		return WebhookRequest{}, ErrSubscriptionTooLarge // the caller's own, smaller cap
+	}
+	if err != nil {
+		return WebhookRequest{}, fmt.Errorf("reading the subscription request: %w", err)
+	}
+	if len(body) > MaxSubscribeBytes {
+		return WebhookRequest{}, ErrSubscriptionTooLarge
+	}
+	return parseWebhookRequest(body)
+}
+
+func parseWebhookRequest(body []byte) (WebhookRequest, error) {
+	malformed := func(format string, args ...any) (WebhookRequest, error) {
+		return WebhookRequest{}, fmt.Errorf("%w: %s", ErrMalformedSubscription, fmt.Sprintf(format, args...))
+	}
+	body = bytes.TrimPrefix(body, []byte("\uFEFF")) // a UTF-8 byte order mark
+	// The decoder checks UTF-8 in names, attributes and text but not in
+	// comments and processing instructions: check it all.
+	if !utf8.Valid(body) {
+		return malformed("not valid UTF-8")
+	}
+	dec := xml.NewDecoder(bytes.NewReader(body))
+	dec.Strict = true
+	// No CharsetReader: a document declaring another encoding than UTF-8
+	// is refused by the decoder.
+	var (
+		action   WebhookAction
+		rootNS   string
+		depth    int
+		roots    int
+		urlElem  *xml.StartElement
+		tokenErr error
+	)
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			tokenErr = err
+			break
+		}
+		switch t := tok.(type) {
+		case xml.Directive:
+			// DOCTYPE and friends: refused, so no entity is ever declared.
+			return malformed("DOCTYPE and other declarations are not allowed")
+		case xml.StartElement:
+			if dup := repeatedAttr(t); dup != "" {
+				return malformed("attribute %s repeated on <%s>", dup, t.Name.Local)
+			}
+			depth++
+			if depth > maxSubscribeDepth {
+				return malformed("elements nested deeper than %d", maxSubscribeDepth)
+			}
+			switch depth {
+			case 1:
+				roots++
+				if roots > 1 {
+					return malformed("more than one root element")
+				}
+				switch WebhookAction(t.Name.Local) {
+				case WebhookSubscribe, WebhookUnsubscribe:
+					action = WebhookAction(t.Name.Local)
+				default:
+					return malformed("root element <%s>, want <subscribe> or <unsubscribe>", t.Name.Local)
+				}
+				rootNS = t.Name.Space
+			case 2:
+				if t.Name.Local != "url" || t.Name.Space != rootNS {
+					continue // an extension: skipped
+				}
+				if urlElem != nil {
+					return malformed("more than one <url>")
+				}
+				urlElem = &t
+			}
+		case xml.EndElement:
+			depth--
+		case xml.CharData:
+			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
+				return malformed("text outside the root element")
+			}
+		}
+	}
+	if tokenErr != nil {
+		return malformed("%v", tokenErr)
+	}
+	if roots == 0 {
+		return malformed("no root element")
+	}
+	if urlElem == nil {
+		return malformed("no <url> element")
+	}
+	req := WebhookRequest{Action: action}
+	href, ok := unqualifiedAttr(*urlElem, "href")
+	if !ok {
+		return malformed("<url> has no href attribute")
+	}
+	href = strings.TrimSpace(href)
+	if err := hub.ValidURL(href); err != nil {
+		return malformed("href: %v", err)
+	}
+	req.Href = href
+	if action == WebhookUnsubscribe {
+		return req, nil
+	}
+	req.Method = WebhookMethodPost
+	if m, ok := unqualifiedAttr(*urlElem, "method"); ok && strings.TrimSpace(m) != "" {
+		switch m = strings.ToUpper(strings.TrimSpace(m)); m {
+		case WebhookMethodPost, WebhookMethodNotify:
+			req.Method = m
+		default:
+			return malformed("method %q, want POST or NOTIFY", m)
+		}
+	}
+	req.Diff = DiffNone
+	if d, ok := unqualifiedAttr(*urlElem, "diff"); ok && strings.TrimSpace(d) != "" {
+		switch d = strings.ToLower(strings.TrimSpace(d)); d {
+		case DiffNone, DiffPatchOps, DiffXMLPatch:
+			req.Diff = d
+		default:
+			return malformed("diff %q, want none, %s or %s", d, DiffPatchOps, DiffXMLPatch)
+		}
+	}
+	if s, ok := unqualifiedAttr(*urlElem, "secret"); ok {
+		if len(s) > MaxWebhookSecretBytes {
+			return malformed("secret longer than %d bytes", MaxWebhookSecretBytes)
+		}
+		req.Secret = s
+	}
+	return req, nil
+}
+
+// repeatedAttr returns the name of an attribute the element carries twice
+// (a well-formedness error encoding/xml lets through), or "".
+func repeatedAttr(el xml.StartElement) string {
+	seen := make(map[xml.Name]bool, len(el.Attr))
+	for _, a := range el.Attr {
+		if seen[a.Name] {
+			return a.Name.Local
+		}
+		seen[a.Name] = true
+	}
+	return ""
+}
+
+// unqualifiedAttr returns the value of the attribute name without a
+// namespace.
+func unqualifiedAttr(el xml.StartElement, name string) (string, bool) {
+	for _, a := range el.Attr {
+		if a.Name.Space == "" && a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
