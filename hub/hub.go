@@ -220,11 +220,10 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	if err := h.store.CreateNode(ctx, n); err != nil {
 		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 	}
-	if src != nil && !src.Baselined && !src.Gone {
-		if err := h.store.MarkSourceDue(ctx, src.ID, h.now(), nil); err != nil {
-			return nil, "", fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
+	if src != nil {
+		if err := h.scheduleBaseline(ctx, src); err != nil {
+			return nil, "", err
 		}
-		h.WakeFetcher()
 	}
 	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
 	return n, token, nil
@@ -346,8 +345,12 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 }
 
 // Retract removes items; ErrNotFound if one of them does not exist (and
-// then nothing is removed).
+// then nothing is removed), ErrInvalid if ids is empty.
 func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
+	if len(ids) == 0 {
+		// Items with no ids means every item: the check below would be wrong.
+		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
+	}
 	n, err := h.store.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
@@ -471,11 +474,40 @@ func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
 	if err != nil {
 		return err
 	}
+	return h.scheduleBaseline(ctx, src)
+}
+
+// reasonNewSource is the NextFetchReason of a source waiting for its
+// baseline fetch.
+const reasonNewSource = "new source"
+
+// scheduleBaseline makes a source that has no baseline yet due now.
+//
+// Learning of a source is not a ping, and must not be stored as one:
+// MarkSourceDue records a ping, and the scheduler polls a source that pings
+// only at its safety-net interval, whatever its ttl. So a source never
+// scheduled yet is made due by storing its own, unchanged state with a due
+// time (an outcome without entries or note writes no events). Nobody fetches
+// such a source meanwhile: an unscheduled source is never claimed. A source
+// already due is left alone; one waiting after failed fetches is pulled
+// forward with MarkSourceDue, since someone just asked for it.
+func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 	if src.Baselined || src.Gone {
 		return nil
 	}
-	if err := h.store.MarkSourceDue(ctx, src.ID, h.now(), nil); err != nil {
-		return err
+	now := h.now()
+	switch {
+	case !src.NextFetchAt.IsZero() && !src.NextFetchAt.After(now):
+	case src.NextFetchAt.IsZero() && src.LastFetchAt.IsZero():
+		st := src.SourceState
+		st.NextFetchAt, st.NextFetchReason = now, reasonNewSource
+		if _, err := h.store.ApplyFetch(ctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
+			return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
+		}
+	default:
+		if err := h.store.MarkSourceDue(ctx, src.ID, now, nil); err != nil {
+			return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
+		}
 	}
 	h.WakeFetcher()
 	return nil
@@ -589,12 +621,31 @@ func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node
 	if !create {
 		return nil, fmt.Errorf("%w: no node follows %s", ErrNotFound, rawURL)
 	}
-	name := ImplicitNodeName(rawURL)
-	n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
-	if errors.Is(err, ErrExists) {
-		return h.store.Node(ctx, name)
+	// The URL names the node when it can; when an owner already gave that
+	// name to a node following something else, the hashed name is used.
+	names := []string{ImplicitNodeName(rawURL), hashedNodeName(rawURL)}
+	for i, name := range names {
+		if i > 0 && name == names[0] {
+			break
+		}
+		n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
+		if !errors.Is(err, ErrExists) {
+			return n, err
+		}
+		// Taken: by a concurrent request for the same URL, or by another node.
+		existing, err := h.store.Node(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		src, _, err := h.store.EnsureSource(ctx, rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if existing.SourceID == src.ID {
+			return existing, h.ensureBaseline(ctx, src.ID)
+		}
 	}
-	return n, err
+	return nil, fmt.Errorf("%w: the node names for %s are taken by nodes following other sources", ErrExists, rawURL)
 }
 
 // ImplicitNodeName is the name of the node pingd creates for a URL: the URL
@@ -603,6 +654,11 @@ func ImplicitNodeName(rawURL string) string {
 	if ValidNodeName(rawURL) == nil {
 		return rawURL
 	}
+	return hashedNodeName(rawURL)
+}
+
+// hashedNodeName is "url:" and the hex SHA-256 of the URL.
+func hashedNodeName(rawURL string) string {
 	sum := sha256.Sum256([]byte(rawURL))
 	return "url:" + hex.EncodeToString(sum[:])
 }

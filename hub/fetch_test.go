@@ -1,0 +1,455 @@
+package hub_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// These tests run the hub's fetch loop against feeds served on loopback and
+// check what it stored: the source's state and the nodes' logs.
+
+func TestFirstFetchIsABaseline(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.origin.serve("/feed", rss{title: "Feed", ttl: 30, items: items("b", "a")}.String(), false)
+	e.run()
+	n := e.createNode("n", "/feed")
+	src := e.waitFetched(n.SourceID)
+	if !src.Baselined || src.LastStatus != http.StatusOK || !src.IsFeed || src.Title != "Feed" || src.LastNewItems != 0 {
+		t.Errorf("after the first fetch: %+v", src.SourceState)
+	}
+	if evs := e.events(n.ID); len(evs) != 0 {
+		t.Errorf("the baseline published %v", kinds(evs))
+	}
+	if e.rec.wakesOf(n.ID) != 0 {
+		t.Errorf("the baseline woke the transports")
+	}
+	if !src.NextFetchAt.After(e.clock.Now()) {
+		t.Errorf("next fetch %v is not after the baseline", src.NextFetchAt)
+	}
+}
+
+func TestChangePublishesOnlyNewEntriesOldestFirst(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	ago := func(m int) time.Time { return t0.Add(-time.Duration(m) * time.Minute) }
+	a, b, c, d := item{id: "a", date: ago(300)}, item{id: "b", date: ago(200)}, item{id: "c", date: ago(60)}, item{id: "d", date: ago(30)}
+	doc := e.origin.serve("/feed", rss{title: "Feed", items: []item{b, a}}.String(), true)
+	e.run()
+
+	// Two nodes follow the source: one pingd made for a URL subscription,
+	// one an owner made.
+	implicit, err := e.hub.NodeForURL(ctx, e.origin.url("/feed"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := e.createNode("owned", "/feed")
+	if owned.SourceID != implicit.SourceID {
+		t.Fatalf("the nodes follow different sources")
+	}
+	srcID := owned.SourceID
+	e.waitFetched(srcID)
+
+	// New entries appear at the top, newest first.
+	doc.set(rss{title: "Feed", items: []item{d, c, b, a}}.String())
+	src := e.ping(srcID, e.origin.url("/feed"), nil)
+	if src.LastNewItems != 2 || src.Unchanged != 0 || !src.LastChangeAt.Equal(e.clock.Now()) {
+		t.Errorf("source after the change: %+v", src.SourceState)
+	}
+	for _, n := range []*hub.Node{implicit, owned} {
+		evs := e.events(n.ID)
+		if got := itemIDs(evs); !slices.Equal(got, []string{"c", "d"}) {
+			t.Errorf("node %q got items %v, want [c d]", n.Name, got)
+			continue
+		}
+		if evs[1].Title != "Item d" || !evs[1].Updated.Equal(d.date) ||
+			!strings.Contains(string(evs[1].Payload), `<entry xmlns="http://www.w3.org/2005/Atom">`) {
+			t.Errorf("node %q: event %+v lost the entry", n.Name, evs[1])
+		}
+		// The loop wakes the transports once the outcome is stored.
+		waitFor(t, "node "+n.Name+"'s transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
+		if cur := e.node(n.Name); cur.LastSeq != 2 {
+			t.Errorf("node %q at %d, want 2", n.Name, cur.LastSeq)
+		}
+	}
+
+	// An edited entry is a change without new items: one change event for
+	// the URL-level subscribers, no item.
+	d.title = "Item d, corrected"
+	doc.set(rss{title: "Feed", items: []item{d, c, b, a}}.String())
+	src = e.ping(srcID, e.origin.url("/feed"), nil)
+	if src.LastNewItems != 0 {
+		t.Errorf("an edit counted %d new items", src.LastNewItems)
+	}
+	if k := kinds(e.events(owned.ID)); !slices.Equal(k, []hub.EventKind{hub.EventItem, hub.EventItem, hub.EventChange}) {
+		t.Errorf("log after an edit: %v", k)
+	}
+
+	// Entries that scroll off are not removals, and only the new one is sent.
+	doc.set(rss{title: "Feed", items: []item{{id: "e", date: ago(1)}, d, c}}.String())
+	e.ping(srcID, e.origin.url("/feed"), nil)
+	if got := itemIDs(e.events(owned.ID)); !slices.Equal(got, []string{"c", "d", "e"}) {
+		t.Errorf("items %v, want [c d e]", got)
+	}
+	if k := kinds(e.events(owned.ID)); slices.Contains(k, hub.EventRetract) {
+		t.Errorf("entries that scrolled off were retracted: %v", k)
+	}
+}
+
+func TestUnchangedPublishesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		etags      bool
+		wantStatus int
+	}{
+		{"304 to a conditional GET", true, http.StatusNotModified},
+		{"identical body", false, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			e.origin.serve("/feed", rss{title: "Feed", items: items("b", "a")}.String(), c.etags)
+			e.run()
+			n := e.createNode("n", "/feed")
+			e.waitFetched(n.SourceID)
+			for i := 1; i <= 2; i++ {
+				src := e.ping(n.SourceID, e.origin.url("/feed"), nil)
+				if src.LastStatus != c.wantStatus || src.Unchanged != i || src.ConsecutiveErrors != 0 || src.LastNewItems != 0 {
+					t.Errorf("fetch %d: status %d, unchanged %d, errors %d, new %d; want %d, %d, 0, 0",
+						i+1, src.LastStatus, src.Unchanged, src.ConsecutiveErrors, src.LastNewItems, c.wantStatus, i)
+				}
+				if !src.Baselined || src.BodyHash == "" || len(src.Body) == 0 {
+					t.Errorf("fetch %d lost the stored representation: %+v", i+1, src.SourceState)
+				}
+			}
+			if evs := e.events(n.ID); len(evs) != 0 {
+				t.Errorf("an unchanged source published %v", kinds(evs))
+			}
+			if e.rec.wakesOf(n.ID) != 0 {
+				t.Errorf("an unchanged source woke the transports")
+			}
+		})
+	}
+}
+
+// xmlRedirect is the RSS Feed State redirect document.
+func xmlRedirect(to string) string {
+	return `<?xml version="1.0"?>` + "\n<redirect>\n<newLocation>" + to + "</newLocation>\n</redirect>\n"
+}
+
+// redirectTo answers every request with a redirect of the given kind:
+// an HTTP status, or "xml" for an XML redirect document.
+func redirectTo(kind, target string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if kind == "xml" {
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprint(w, xmlRedirect(target))
+			return
+		}
+		var code int
+		fmt.Sscan(kind, &code)
+		http.Redirect(w, r, target, code)
+	}
+}
+
+func TestPermanentRedirectsMoveTheSource(t *testing.T) {
+	for _, kind := range []string{"301", "308", "xml"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			oldURL, newURL := e.origin.url("/old"), e.origin.url("/new")
+			e.origin.serve("/old", rss{title: "Feed", items: items("b", "a")}.String(), false)
+			e.run()
+			n := e.createNode("moving", "/old")
+			e.waitFetched(n.SourceID)
+
+			// The feed moves and gains an entry on the way.
+			e.origin.handle("/old", redirectTo(kind, newURL))
+			moved := e.origin.serve("/new", rss{title: "Feed", items: items("c", "b", "a")}.String(), false)
+			src := e.ping(n.SourceID, oldURL, nil)
+			if src.URL != newURL || src.MovedFrom != oldURL || !src.MovedAt.Equal(e.clock.Now()) || src.OriginalURL != oldURL {
+				t.Errorf("after the move: url %s, moved from %q at %v, original %s", src.URL, src.MovedFrom, src.MovedAt, src.OriginalURL)
+			}
+			if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"c"}) {
+				t.Errorf("items after the move %v, want only the new one [c]: seen ids must survive a move", got)
+			}
+			// The node keeps its name and now shows the new URL.
+			if got := e.node("moving"); got.SourceURL != newURL || got.SourceID != n.SourceID {
+				t.Errorf("node follows %d %s, want %d %s", got.SourceID, got.SourceURL, n.SourceID, newURL)
+			}
+
+			// Later fetches go to the new URL; pings of either URL reach it.
+			oldHits := e.origin.hitCount("/old")
+			moved.set(rss{title: "Feed", items: items("d", "c", "b", "a")}.String())
+			e.ping(n.SourceID, newURL, nil)
+			e.ping(n.SourceID, oldURL, nil)
+			if got := e.origin.hitCount("/old"); got != oldHits {
+				t.Errorf("the old URL was fetched %d more times after the move", got-oldHits)
+			}
+			if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"c", "d"}) {
+				t.Errorf("items %v, want [c d]", got)
+			}
+			if src := e.source(n.SourceID); src.MovedFrom != oldURL || src.URL != newURL {
+				t.Errorf("a fetch at the new URL forgot the move: %q → %q", src.MovedFrom, src.URL)
+			}
+		})
+	}
+}
+
+func TestTemporaryRedirectsDoNotMoveTheSource(t *testing.T) {
+	for _, code := range []string{"302", "303", "307"} {
+		t.Run(code, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			oldURL := e.origin.url("/feed")
+			e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), false)
+			e.run()
+			n := e.createNode("n", "/feed")
+			e.waitFetched(n.SourceID)
+
+			e.origin.handle("/feed", redirectTo(code, e.origin.url("/elsewhere")))
+			e.origin.serve("/elsewhere", rss{title: "Feed", items: items("b", "a")}.String(), false)
+			src := e.ping(n.SourceID, oldURL, nil)
+			if src.URL != oldURL || src.MovedFrom != "" || !src.MovedAt.IsZero() {
+				t.Errorf("a %s moved the source: url %s, moved from %q", code, src.URL, src.MovedFrom)
+			}
+			if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"b"}) {
+				t.Errorf("items %v, want [b]", got)
+			}
+			before := e.origin.hitCount("/feed")
+			e.ping(n.SourceID, oldURL, nil)
+			if e.origin.hitCount("/feed") != before+1 {
+				t.Errorf("the next fetch did not go to the original URL")
+			}
+		})
+	}
+}
+
+func TestGoneStopsPolling(t *testing.T) {
+	cases := map[string]http.HandlerFunc{
+		"410": func(w http.ResponseWriter, r *http.Request) { http.Error(w, "gone", http.StatusGone) },
+		"empty newLocation": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "<redirect><newLocation></newLocation></redirect>")
+		},
+		"self-closed newLocation": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "<redirect><newLocation/></redirect>")
+		},
+	}
+	for name, gone := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			ctx := t.Context()
+			u := e.origin.url("/feed")
+			e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), false)
+			e.run()
+			sentinel := e.createNode("sentinel", "/sentinel")
+			e.waitFetched(sentinel.SourceID)
+			n := e.createNode("n", "/feed")
+			e.waitFetched(n.SourceID)
+			for _, s := range []hub.Subscription{
+				{NodeName: "n", Kind: hub.KindXMPP, Address: "a@example.org/x", BareJID: "a@example.org"},
+				{NodeName: "n", Kind: hub.KindRSSCloud, Address: "http://127.0.0.1:1/notify"},
+			} {
+				if _, _, err := e.hub.Subscribe(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			e.origin.handle("/feed", gone)
+			src := e.ping(n.SourceID, u, nil)
+			if !src.Gone || !src.NextFetchAt.IsZero() || src.NextFetchReason != "gone" {
+				t.Errorf("after %s: gone %v, next fetch %v (%s)", name, src.Gone, src.NextFetchAt, src.NextFetchReason)
+			}
+			if evs := e.events(n.ID); len(evs) != 0 {
+				t.Errorf("going away published %v", kinds(evs))
+			}
+
+			// It is not fetched again: not by a ping, not by time.
+			hits := e.origin.hitCount("/feed")
+			if count, err := e.hub.Changed(ctx, u, nil); err != nil || count != 0 {
+				t.Errorf("a ping of a gone source scheduled %d fetches (%v)", count, err)
+			}
+			e.clock.Advance(48 * time.Hour)
+			e.settle(sentinel.SourceID)
+			if got := e.origin.hitCount("/feed"); got != hits {
+				t.Errorf("a gone source was fetched %d more times", got-hits)
+			}
+			// Its node and subscribers stay: the status shows what happened.
+			if got := e.node("n"); got.SourceID != n.SourceID {
+				t.Errorf("the node lost its source")
+			}
+			if subs, _ := e.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID}); len(subs) != 2 {
+				t.Errorf("%d subscriptions left, want both", len(subs))
+			}
+		})
+	}
+}
+
+func TestFetchErrorsBackOff(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	u := e.origin.url("/feed")
+	doc := &feedDoc{body: rss{title: "Feed", items: items("a")}.String()}
+	broken := true
+	e.origin.handle("/feed", doc.ServeHTTP)
+	e.run()
+	sentinel := e.createNode("sentinel", "/sentinel")
+	e.waitFetched(sentinel.SourceID)
+	n := e.createNode("n", "/feed")
+	e.waitFetched(n.SourceID)
+
+	e.origin.handle("/feed", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "database on fire", http.StatusInternalServerError)
+	})
+	src := e.ping(n.SourceID, u, nil)
+	if src.ConsecutiveErrors != 1 || src.LastStatus != http.StatusInternalServerError || !strings.Contains(src.LastError, "500") {
+		t.Errorf("after an error: %d errors, status %d, error %q", src.ConsecutiveErrors, src.LastStatus, src.LastError)
+	}
+	if !src.Baselined || len(src.Body) == 0 {
+		t.Errorf("an error lost the stored representation")
+	}
+	// The scheduler's error backoff: 5 minutes, doubling.
+	for i, wait := range []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute} {
+		if want := e.clock.Now().Add(wait); !src.NextFetchAt.Equal(want) || src.NextFetchReason != "error backoff" {
+			t.Fatalf("after error %d: next fetch %v (%s), want %v (error backoff)", i+1, src.NextFetchAt, src.NextFetchReason, want)
+		}
+		hits := e.origin.hitCount("/feed")
+		e.clock.Set(src.NextFetchAt.Add(-time.Second))
+		e.settle(sentinel.SourceID)
+		if e.origin.hitCount("/feed") != hits {
+			t.Fatalf("fetched again before the backoff ended")
+		}
+		e.clock.Set(src.NextFetchAt)
+		if i == 2 {
+			broken = false
+			doc.set(rss{title: "Feed", items: items("b", "a")}.String())
+			e.origin.handle("/feed", doc.ServeHTTP)
+		}
+		e.hub.WakeFetcher()
+		src = e.waitFetched(n.SourceID)
+		if broken && src.ConsecutiveErrors != i+2 {
+			t.Fatalf("after error %d: %d errors in a row", i+2, src.ConsecutiveErrors)
+		}
+	}
+	// Recovery resets the count and publishes what is new.
+	if src.ConsecutiveErrors != 0 || src.LastError != "" || src.LastStatus != http.StatusOK {
+		t.Errorf("after recovery: %d errors, %q, status %d", src.ConsecutiveErrors, src.LastError, src.LastStatus)
+	}
+	if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("items after recovery %v, want [b]", got)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		header func(now time.Time) string
+		wait   time.Duration
+	}{
+		{"503 with seconds", http.StatusServiceUnavailable, func(time.Time) string { return "7200" }, 2 * time.Hour},
+		{"429 with a date", http.StatusTooManyRequests, func(now time.Time) string { return now.Add(3 * time.Hour).Format(http.TimeFormat) }, 3 * time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), false)
+			e.run()
+			sentinel := e.createNode("sentinel", "/sentinel")
+			e.waitFetched(sentinel.SourceID)
+			n := e.createNode("n", "/feed")
+			e.waitFetched(n.SourceID)
+
+			e.origin.handle("/feed", func(w http.ResponseWriter, r *http.Request) {
+				// The ping below moves the clock by a second before the fetch.
+				w.Header().Set("Retry-After", c.header(e.clock.Now()))
+				http.Error(w, "slow down", c.status)
+			})
+			src := e.ping(n.SourceID, e.origin.url("/feed"), nil)
+			want := e.clock.Now().Add(c.wait)
+			if !src.NextFetchAt.Equal(want) || src.NextFetchReason != "retry-after" || src.ConsecutiveErrors != 1 {
+				t.Errorf("next fetch %v (%s) after %d errors, want %v (retry-after)", src.NextFetchAt, src.NextFetchReason, src.ConsecutiveErrors, want)
+			}
+			hits := e.origin.hitCount("/feed")
+			e.clock.Set(want.Add(-time.Second))
+			e.settle(sentinel.SourceID)
+			if e.origin.hitCount("/feed") != hits {
+				t.Errorf("fetched before Retry-After")
+			}
+			e.clock.Set(want)
+			e.hub.WakeFetcher()
+			e.waitFetched(n.SourceID)
+		})
+	}
+}
+
+func TestUserAgentCountsEverySubscriber(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), true)
+	e.run()
+	n := e.createNode("n", "/feed")
+	e.waitFetched(n.SourceID)
+	e.createNode("n2", "/feed")
+	e.createNode("unrelated", "/sentinel")
+
+	subs := []hub.Subscription{
+		{NodeName: "n", Kind: hub.KindXMPP, Address: "a@example.org/x", BareJID: "a@example.org"},
+		{NodeName: "n", Kind: hub.KindXMPP, Address: "b@example.org/y", BareJID: "b@example.org"},
+		{NodeName: "n", Kind: hub.KindWebhook, Address: "http://127.0.0.1:1/hook", State: hub.SubPending},
+		{NodeName: "n", Kind: hub.KindWebSub, Address: "http://127.0.0.1:1/websub"},
+		{NodeName: "n", Kind: hub.KindRSSCloud, Address: "http://127.0.0.1:1/rsscloud"},
+		{NodeName: "n", Kind: hub.KindCNWS, Address: "http://127.0.0.1:1/cnws"},
+		{NodeName: "n2", Kind: hub.KindXMPP, Address: "a@example.org/x", BareJID: "a@example.org"},
+		{NodeName: "unrelated", Kind: hub.KindXMPP, Address: "c@example.org/z", BareJID: "c@example.org"},
+	}
+	for _, s := range subs {
+		if _, _, err := e.hub.Subscribe(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.ping(n.SourceID, e.origin.url("/feed"), nil)
+	agents := e.origin.userAgents("/feed")
+	if len(agents) != 2 {
+		t.Fatalf("%d requests, want 2", len(agents))
+	}
+	if want := "pingd/test (+http://pingd.test; 0 subscribers)"; agents[0] != want {
+		t.Errorf("baseline User-Agent %q, want %q", agents[0], want)
+	}
+	if want := "pingd/test (+http://pingd.test; 7 subscribers)"; agents[1] != want {
+		t.Errorf("User-Agent %q, want %q (every kind, every node of the source)", agents[1], want)
+	}
+}
+
+func TestChangeNoteNotifiesOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	u := e.origin.url("/feed")
+	e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), true)
+	e.run()
+	n := e.createNode("n", "/feed")
+	e.waitFetched(n.SourceID)
+
+	// A publisher's resourceChange is trusted: it notifies although the
+	// fetch finds nothing new (a 304 here).
+	note := &hub.ChangeNote{Title: "Corrected a typo", Description: "The second paragraph"}
+	src := e.ping(n.SourceID, u, note)
+	if src.LastStatus != http.StatusNotModified {
+		t.Fatalf("fetch status %d, want 304", src.LastStatus)
+	}
+	if src.PendingNote != nil {
+		t.Errorf("the note is still pending after the fetch: %+v", src.PendingNote)
+	}
+	evs := e.events(n.ID)
+	if len(evs) != 1 || evs[0].Kind != hub.EventChange || evs[0].Title != note.Title || evs[0].Summary != note.Description {
+		t.Fatalf("log %+v, want one change event carrying the note", evs)
+	}
+	waitFor(t, "the transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
+
+	// Exactly once: later fetches do not repeat it.
+	e.ping(n.SourceID, u, nil)
+	e.ping(n.SourceID, u, nil)
+	if evs := e.events(n.ID); len(evs) != 1 {
+		t.Errorf("%d events after more fetches, want the one change", len(evs))
+	}
+}
