@@ -477,37 +477,19 @@ func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
 	return h.scheduleBaseline(ctx, src)
 }
 
-// reasonNewSource is the NextFetchReason of a source waiting for its
+// ReasonNewSource is the NextFetchReason of a source waiting for its
 // baseline fetch.
-const reasonNewSource = "new source"
+const ReasonNewSource = "new source"
 
 // scheduleBaseline makes a source that has no baseline yet due now.
-//
-// Learning of a source is not a ping, and must not be stored as one:
-// MarkSourceDue records a ping, and the scheduler polls a source that pings
-// only at its safety-net interval, whatever its ttl. So a source never
-// scheduled yet is made due by storing its own, unchanged state with a due
-// time (an outcome without entries or note writes no events). Nobody fetches
-// such a source meanwhile: an unscheduled source is never claimed. A source
-// already due is left alone; one waiting after failed fetches is pulled
-// forward with MarkSourceDue, since someone just asked for it.
+// Learning of a source is not a ping: the scheduler polls sources that
+// ping only at a safety-net interval, so this must not record one.
 func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 	if src.Baselined || src.Gone {
 		return nil
 	}
-	now := h.now()
-	switch {
-	case !src.NextFetchAt.IsZero() && !src.NextFetchAt.After(now):
-	case src.NextFetchAt.IsZero() && src.LastFetchAt.IsZero():
-		st := src.SourceState
-		st.NextFetchAt, st.NextFetchReason = now, reasonNewSource
-		if _, err := h.store.ApplyFetch(ctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
-			return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
-		}
-	default:
-		if err := h.store.MarkSourceDue(ctx, src.ID, now, nil); err != nil {
-			return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
-		}
+	if err := h.store.ScheduleSource(ctx, src.ID, h.now(), ReasonNewSource); err != nil {
+		return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
 	}
 	h.WakeFetcher()
 	return nil

@@ -67,6 +67,10 @@ type Store interface {
 	// a due time already sooner is kept), records the ping time, and, when
 	// note is set, keeps it for the next fetch. ErrNotFound.
 	MarkSourceDue(ctx context.Context, id int64, at time.Time, note *ChangeNote) error
+	// ScheduleSource makes the source due at `at` unless it is due sooner
+	// already, recording reason as its NextFetchReason when the due time
+	// changes. Unlike MarkSourceDue it records no ping. ErrNotFound.
+	ScheduleSource(ctx context.Context, id int64, at time.Time, reason string) error
 	// ClaimDueSources leases up to limit sources due at now that are not
 	// gone, not leased by anyone else and followed by a node.
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)

@@ -152,6 +152,22 @@ func (s *sqlStore) MarkSourceDue(ctx context.Context, id int64, at time.Time, no
 	return nil
 }
 
+// ScheduleSource makes the source due at `at` (earlier only) without
+// recording a ping.
+func (s *sqlStore) ScheduleSource(ctx context.Context, id int64, at time.Time, reason string) error {
+	count, err := s.execCount(ctx, s.write, `UPDATE sources SET
+		next_fetch_reason = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $2 ELSE next_fetch_reason END,
+		next_fetch_at = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $1 ELSE next_fetch_at END
+		WHERE id = $3`, s.timeArg(at), reason, id)
+	if err != nil {
+		return fmt.Errorf("schedule source %d: %w", id, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("source %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
 // ClaimDueSources leases up to limit due sources that are not gone, not
 // leased and followed by a node. A live lease of the same owner is not
 // taken again: that fetch is still running.

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EnsureSource", testEnsureSource},
 		{"SourcesMatchingAndFollowed", testSourcesMatching},
 		{"MarkSourceDue", testMarkSourceDue},
+		{"ScheduleSource", testScheduleSource},
 		{"ClaimDueSources", testClaimDueSources},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
 		{"FetchBaseline", testFetchBaseline},
@@ -678,6 +679,28 @@ func testMarkSourceDue(t *testing.T, s store.Store) {
 		t.Fatal("a mark without a note dropped the pending note")
 	}
 	wantErr(t, s.MarkSourceDue(ctx, src.ID+1000, t0, nil), hub.ErrNotFound)
+}
+
+func testScheduleSource(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := newSource(t, s, "https://example.org/feed", "n")
+	noErr(t, s.ScheduleSource(ctx, src.ID, t0, "new source"))
+	got := must(s.Source(ctx, src.ID))(t)
+	if !got.NextFetchAt.Equal(t0) || got.NextFetchReason != "new source" || !got.LastPingAt.IsZero() {
+		t.Fatalf("after ScheduleSource: next %v reason %q ping %v", got.NextFetchAt, got.NextFetchReason, got.LastPingAt)
+	}
+	// A later time neither postpones nor renames; an earlier one does both.
+	noErr(t, s.ScheduleSource(ctx, src.ID, t0.Add(time.Hour), "later"))
+	got = must(s.Source(ctx, src.ID))(t)
+	if !got.NextFetchAt.Equal(t0) || got.NextFetchReason != "new source" {
+		t.Fatalf("later schedule: next %v reason %q", got.NextFetchAt, got.NextFetchReason)
+	}
+	noErr(t, s.ScheduleSource(ctx, src.ID, t0.Add(-time.Hour), "sooner"))
+	got = must(s.Source(ctx, src.ID))(t)
+	if !got.NextFetchAt.Equal(t0.Add(-time.Hour)) || got.NextFetchReason != "sooner" || !got.LastPingAt.IsZero() {
+		t.Fatalf("earlier schedule: next %v reason %q ping %v", got.NextFetchAt, got.NextFetchReason, got.LastPingAt)
+	}
+	wantErr(t, s.ScheduleSource(ctx, src.ID+1000, t0, "x"), hub.ErrNotFound)
 }
 
 func testClaimDueSources(t *testing.T, s store.Store) {
