@@ -671,12 +671,10 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 }
 
 // Ping records a publisher's ping and schedules fetches of the sources
-// matching any of urls (the first is the one recorded). It fails only when
+// matching any of urls (the first non-empty one is recorded). It fails only when
 // the ping could not be stored, so a ping is never acknowledged and lost.
 func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
-	if len(urls) == 0 {
-		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
-	}
+	p.URL = ""
 	for _, u := range urls {
 		if u == "" {
 			continue
@@ -684,8 +682,13 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 		if err := ValidURL(u); err != nil {
 			return 0, err
 		}
+		if p.URL == "" {
+			p.URL = u
+		}
 	}
-	p.URL = urls[0]
+	if p.URL == "" {
+		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
+	}
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = h.now()
 	}

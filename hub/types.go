@@ -182,8 +182,9 @@ const (
 	// entry, a non-entry change, a trusted CNWS resourceChange). Only
 	// URL-level subscribers (rssCloud, CNWS) are told.
 	EventChange EventKind = "change"
-	// EventRevoke records that the subscriptions of the bare JID Address
-	// were removed because it left the whitelist; XMPP tells that JID.
+	// EventRevoke records that the subscription of the JID Address (as it
+	// subscribed, full or bare) was removed because its bare JID left the
+	// whitelist; XMPP tells that JID.
 	EventRevoke EventKind = "revoke"
 )
 
@@ -208,7 +209,7 @@ type Event struct {
 	Title   string
 	Summary string
 	Link    string
-	// Address is the bare JID of a revoke event.
+	// Address is the subscribed JID of a revoke event.
 	Address   string
 	Publisher string
 	Updated   time.Time
