@@ -28,4 +28,12 @@
 // with many subscriptions cannot hold up the others. A request is bounded by
 // Config.Timeout, well within the claim lease, so a delivery is never handed
 // out twice while it runs.
+//
+// The senders, one file each: webhook.go (GetPingd), websub.go (WebSub:
+// verification with the lease, denial notices, content in the topic's own
+// format, X-Hub-Signature), rsscloud.go (the challenge GET or test
+// notification before a registration is active, http-post, XML-RPC and
+// SOAP 1.1 notify calls, suspension after three errors in a row) and
+// cnws.go (<resourceChange> posts; removal on a false status or an HTTP
+// error, ageing when the host cannot be reached).
 package delivery

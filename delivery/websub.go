@@ -3,6 +3,8 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -14,12 +16,60 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
+// WebSub leases, in seconds: the default when a subscriber asks for none
+// and the bounds a request is clamped to (W3C WebSub §5.1 lets the hub
+// choose).
+const (
+	WebSubDefaultLease = 10 * 24 * 3600
+	WebSubMinLease     = 5 * 60
+	WebSubMaxLease     = 30 * 24 * 3600
+)
+
+// WebSubMaxSecretBytes bounds hub.secret: "MUST be less than 200 bytes".
+const WebSubMaxSecretBytes = 199
+
+// Keys of hub.Options.Verify for WebSub.
+const (
+	// WebSubDenied holds the reason a request is denied: the engine then
+	// sends the denial notice instead of a verification of intent.
+	WebSubDenied = "denied"
+)
+
+// webSubBaselineWait bounds how long the check of a new subscription waits
+// for the first fetch of its topic, to deny a topic pingd cannot fetch.
+const webSubBaselineWait = 15 * time.Second
+
+// ValidSigAlgo reports whether algo names an X-Hub-Signature method pingd
+// signs with ("" is the default, sha256).
+func ValidSigAlgo(algo string) bool {
+	switch algo {
+	case "", "sha1", "sha256", "sha384", "sha512":
+		return true
+	}
+	return false
+}
+
 // WebSub distributes content to WebSub subscribers (W3C Recommendation
-// §7 and §8): the new entries in the topic's own format, or for a topic
-// that is not a feed its whole new content, signed when a secret was given.
+// §5–§8): verification of intent with the lease echoed, denial notices,
+// and for each change the new entries in the topic's own format (or, for
+// a topic that is not a feed, its whole new content), with the topic's
+// content type, Link rel="hub" and rel="self", and X-Hub-Signature when
+// the subscriber gave a secret.
 type WebSub struct {
 	HTTPSender
 	Store hub.Store
+	// Now is the clock of leases; nil means time.Now.
+	Now func() time.Time
+	// BaselineWait overrides how long a new subscription's check waits for
+	// the topic's first fetch (tests).
+	BaselineWait time.Duration
+}
+
+func (w *WebSub) now() time.Time {
+	if w.Now != nil {
+		return w.Now().UTC()
+	}
+	return time.Now().UTC()
 }
 
 // Wants takes new items only: WebSub distributes content, not removals.
@@ -28,19 +78,95 @@ func (w *WebSub) Wants(_ *hub.Subscription, ev hub.Event) bool { return ev.Kind 
 // Policy: retried for 24 hours with a last retry; 410 removes.
 func (w *WebSub) Policy() Policy { return Policy{RetryWindow: w.window()} }
 
-// Verify does the verification of intent, with the lease for subscribes.
+// Verify handles a pending request. A request pingd refused gets the
+// denial notice (hub.mode=denied with hub.reason), and so does a topic
+// whose first fetch failed; otherwise the callback must echo the
+// challenge of a GET with hub.mode, hub.topic and, for subscribes,
+// hub.lease_seconds. It returns the end of the lease.
 func (w *WebSub) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
-	params := url.Values{"hub.mode": {mode}, "hub.topic": {w.topic(sub, node)}}
-	if mode == "subscribe" && sub.Options.LeaseSeconds > 0 {
-		params.Set("hub.lease_seconds", strconv.Itoa(sub.Options.LeaseSeconds))
+	topic := w.topic(sub, node)
+	if mode == "subscribe" {
+		reason := sub.Options.Verify[WebSubDenied]
+		if reason == "" {
+			reason = w.unservable(ctx, node)
+		}
+		if reason != "" {
+			if err := w.deny(ctx, sub.Address, topic, reason); err != nil {
+				return time.Time{}, fmt.Errorf("denied (%s); the denial notice failed: %w", reason, err)
+			}
+			return time.Time{}, fmt.Errorf("denied: %s", reason)
+		}
+	}
+	lease := sub.Options.LeaseSeconds
+	if lease <= 0 {
+		lease = WebSubDefaultLease
+	}
+	params := url.Values{"hub.mode": {mode}, "hub.topic": {topic}}
+	if mode == "subscribe" {
+		params.Set("hub.lease_seconds", strconv.Itoa(lease))
 	}
 	if err := verifyIntent(ctx, w.Client, w.UserAgent, sub.Address, params); err != nil {
 		return time.Time{}, err
 	}
-	if mode == "subscribe" && sub.Options.LeaseSeconds > 0 {
-		return time.Now().UTC().Add(time.Duration(sub.Options.LeaseSeconds) * time.Second), nil
+	if mode != "subscribe" {
+		return time.Time{}, nil
 	}
-	return time.Time{}, nil
+	return w.now().Add(time.Duration(lease) * time.Second), nil
+}
+
+// unservable waits (briefly) for the first fetch of the node's source and
+// returns why its content cannot be served, or "".
+func (w *WebSub) unservable(ctx context.Context, node *hub.Node) string {
+	if node.SourceID == 0 || w.Store == nil {
+		return ""
+	}
+	wait := w.BaselineWait
+	if wait <= 0 {
+		wait = webSubBaselineWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		src, err := w.Store.Source(ctx, node.SourceID)
+		if err != nil {
+			return "" // not the subscriber's fault: verify and let fetches retry
+		}
+		switch {
+		case src.Gone:
+			return "the topic is gone (HTTP 410)"
+		case src.Baselined:
+			return ""
+		case !src.LastFetchAt.IsZero() && src.LastError != "":
+			return "the topic cannot be fetched: " + src.LastError
+		}
+		if time.Now().After(deadline) {
+			return "" // not fetched yet: the subscription may wait for it
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ""
+		case <-t.C:
+		}
+	}
+}
+
+// deny sends the denial notice (§5.2): a GET with hub.mode=denied,
+// hub.topic and hub.reason. Its answer does not matter.
+func (w *WebSub) deny(ctx context.Context, callback, topic, reason string) error {
+	u, err := url.Parse(callback)
+	if err != nil {
+		return fmt.Errorf("callback URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("hub.mode", "denied")
+	q.Set("hub.topic", topic)
+	q.Set("hub.reason", reason)
+	u.RawQuery = q.Encode()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = do(dctx, w.Client, w.UserAgent, request{Method: http.MethodGet, URL: u.String()})
+	return err
 }
 
 // topic is the topic URL as the subscriber named it.
@@ -56,6 +182,9 @@ func (w *WebSub) topic(sub *hub.Subscription, node *hub.Node) string {
 
 // Deliver sends the content of the change.
 func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
+	if !d.Sub.ExpiresAt.IsZero() && !w.now().Before(d.Sub.ExpiresAt) {
+		return Result{Err: errors.New("lease expired"), Remove: true}
+	}
 	links, err := w.links(d.Node)
 	if err != nil {
 		return Result{Err: err}
@@ -105,6 +234,7 @@ func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte
 	meta := nodeFeedMeta(d.Node, links)
 	switch {
 	case topic == links.RSS:
+		meta.SelfURL = links.RSS
 		return feed.RSSFeed(meta, nil, 0, items), "application/rss+xml", nil
 	case topic == links.Atom || topic == links.Descriptor || d.Node.SourceID == 0:
 		return feed.AtomFeed(meta, items), atomMediaType, nil
@@ -114,14 +244,17 @@ func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte
 		return nil, "", err
 	}
 	ct := src.ContentType
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
 	if !src.IsFeed {
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
 		return src.Body, ct, nil
 	}
-	meta.SelfURL = topic
+	meta.ID, meta.SelfURL = topic, topic
 	if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "rss") || strings.Contains(mt, "rdf") || looksLikeRSS(src.Body) {
+		if ct == "" {
+			ct = "application/rss+xml"
+		}
 		return feed.RSSFeed(meta, nil, 0, items), ct, nil
 	}
 	return feed.AtomFeed(meta, items), atomMediaType, nil

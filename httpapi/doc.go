@@ -11,7 +11,12 @@
 // Layout: router.go builds the router (encoded paths: a node name is one
 // percent-encoded path segment; 404 and 405 with Allow) and lists each
 // area's routes; every area keeps its handlers in its own file (health.go,
-// admin.go, pings.go, rpc.go, changes.go, …). XML-RPC methods live in a
+// admin.go, pings.go, rpc.go, changes.go, …). The subscription dialects
+// that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC),
+// cnws.go (POST /cnws) and websub.go (the WebSub hub at /websub); they map
+// a URL to its node (pingd's own node URLs included), store the
+// subscription through the hub and leave verification and notification to
+// the delivery package's senders. XML-RPC methods live in a
 // method table (API.HandleRPC) so more can be added beside the ping
 // methods. Rate limits (ratelimit.go) are per pinged URL for pings and per
 // client IP for the admin API; both answer 429 with Retry-After.

@@ -38,6 +38,9 @@ type Config struct {
 	PingBurst  int
 	AdminRate  float64
 	AdminBurst int
+	// WebSubLeases bounds WebSub leases; zero fields take the defaults
+	// (10 days, clamped to 5 minutes … 30 days).
+	WebSubLeases LeaseLimits
 }
 
 // Defaults of Config.
@@ -124,6 +127,9 @@ func (a *API) routes() {
 	a.changesRoutes(r)
 	a.getPingdRoutes(r)
 	a.nodeFeedRoutes(r)
+	a.rssCloudRoutes(r)
+	a.cnwsRoutes(r)
+	a.webSubRoutes(r)
 }
 
 // Router gives access to the router, to add routes from outside the package.

@@ -96,8 +96,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Instance: h.Instance(),
 		Logger:   log,
 		Senders: map[hub.Kind]delivery.Sender{
-			hub.KindWebhook: &delivery.Webhook{HTTPSender: httpSender},
-			hub.KindWebSub:  &delivery.WebSub{HTTPSender: httpSender, Store: st},
+			hub.KindWebhook:  &delivery.Webhook{HTTPSender: httpSender},
+			hub.KindWebSub:   &delivery.WebSub{HTTPSender: httpSender, Store: st},
+			hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: httpSender},
+			hub.KindCNWS:     &delivery.CNWS{HTTPSender: httpSender},
 		},
 	})
 	if err != nil {

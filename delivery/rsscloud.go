@@ -1,0 +1,298 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// rssCloud protocols a registration may name (case-sensitive, as the
+// specification says). https-post is http-post over TLS, the common
+// extension of rssCloud servers.
+const (
+	CloudHTTPPost  = "http-post"
+	CloudHTTPSPost = "https-post"
+	CloudXMLRPC    = "xml-rpc"
+	CloudSOAP      = "soap"
+)
+
+// ValidCloudProtocol reports whether p is an rssCloud protocol pingd speaks.
+func ValidCloudProtocol(p string) bool {
+	switch p {
+	case CloudHTTPPost, CloudHTTPSPost, CloudXMLRPC, CloudSOAP:
+		return true
+	}
+	return false
+}
+
+// rssCloud rules.
+const (
+	// CloudLease is how long a registration lasts; subscribers register
+	// again every 24 hours.
+	CloudLease = 25 * time.Hour
+	// CloudSuspendAfter consecutive failed notifications stop a
+	// registration until it is renewed.
+	CloudSuspendAfter = 3
+	// CloudVerifyTimeout bounds the check of a registration (the challenge
+	// GET or the test notification): pleaseNotify answers only after it.
+	CloudVerifyTimeout = 10 * time.Second
+	// cloudNotifyTimeout bounds one notification.
+	cloudNotifyTimeout = 30 * time.Second
+)
+
+// CloudVerifyDomain is the key of hub.Options.Verify that holds the domain
+// a registration named: such a registration is checked with a challenge
+// GET instead of a test notification.
+const CloudVerifyDomain = "domain"
+
+// soapEnvelopeNS is the SOAP 1.1 envelope namespace.
+const soapEnvelopeNS = "http://schemas.xmlsoap.org/soap/envelope/"
+
+// RSSCloud notifies rssCloud registrations that a URL changed: an
+// http-post form with url=…, an XML-RPC call of the registered procedure
+// with the URL, or a SOAP 1.1 call of it. Registrations last 25 hours and
+// are suspended after three consecutive failures until renewed.
+type RSSCloud struct {
+	HTTPSender
+	// Now is the clock for registration expiry; nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *RSSCloud) now() time.Time {
+	if c.Now != nil {
+		return c.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Wants takes every change: rssCloud says "this URL changed", whatever
+// changed in it.
+func (c *RSSCloud) Wants(_ *hub.Subscription, ev hub.Event) bool { return ev.Kind.IsChange() }
+
+// Policy: a failing registration is retried with backoff and suspended
+// after three errors in a row; the retry window only bounds the backoff.
+func (c *RSSCloud) Policy() Policy {
+	return Policy{RetryWindow: c.window(), SuspendAfter: CloudSuspendAfter}
+}
+
+// Verify checks a registration before it is stored as active. With a
+// domain the callback must echo a random challenge sent with the URL in a
+// GET (so nobody registers a host that did not ask); without one, a test
+// notification must succeed. It returns the registration's expiry.
+// rssCloud has no unsubscribe; such a request is confirmed as is.
+func (c *RSSCloud) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
+	if mode != "subscribe" {
+		return time.Time{}, nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, CloudVerifyTimeout)
+	defer cancel()
+	resource := cloudResource(sub, node)
+	if sub.Options.Verify[CloudVerifyDomain] != "" {
+		if err := c.challenge(vctx, sub.Address, resource); err != nil {
+			return time.Time{}, fmt.Errorf("rssCloud challenge: %w", err)
+		}
+	} else if _, err := c.notify(vctx, sub, resource); err != nil {
+		return time.Time{}, fmt.Errorf("rssCloud test notification: %w", err)
+	}
+	return c.now().Add(CloudLease), nil
+}
+
+// Deliver tells the registration once that its URL changed, however many
+// changes the batch holds.
+func (c *RSSCloud) Deliver(ctx context.Context, d *Delivery) Result {
+	if !d.Sub.ExpiresAt.IsZero() && !c.now().Before(d.Sub.ExpiresAt) {
+		return Result{Err: errors.New("registration expired"), Remove: true}
+	}
+	nctx, cancel := context.WithTimeout(ctx, cloudNotifyTimeout)
+	defer cancel()
+	status, err := c.notify(nctx, d.Sub, cloudResource(d.Sub, d.Node))
+	return Result{Status: status, Err: err}
+}
+
+// cloudResource is the URL a registration asked about.
+func cloudResource(sub *hub.Subscription, node *hub.Node) string {
+	if sub.Options.Topic != "" {
+		return sub.Options.Topic
+	}
+	return node.SourceURL
+}
+
+// challenge does the GET of a registration that named a domain: url and
+// a random challenge in the query, answered with a 2xx whose body is the
+// challenge.
+func (c *RSSCloud) challenge(ctx context.Context, callback, resource string) error {
+	u, err := url.Parse(callback)
+	if err != nil {
+		return fmt.Errorf("callback URL: %w", err)
+	}
+	challenge := hub.RandomID()
+	q := u.Query()
+	q.Set("url", resource)
+	q.Set("challenge", challenge)
+	u.RawQuery = q.Encode()
+	resp, err := do(ctx, c.Client, c.UserAgent, request{Method: http.MethodGet, URL: u.String()})
+	if err != nil {
+		return err
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return fmt.Errorf("callback answered HTTP %d", resp.Status)
+	}
+	if strings.TrimSpace(string(resp.Body)) != challenge {
+		return errors.New("callback did not echo the challenge")
+	}
+	return nil
+}
+
+// notify sends one notification in the registration's protocol and
+// judges the answer: a 2xx, and for XML-RPC a true result, for SOAP no
+// fault.
+func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource string) (int, error) {
+	var r request
+	r.Method, r.URL = http.MethodPost, sub.Address
+	switch sub.Options.Protocol {
+	case CloudHTTPPost, CloudHTTPSPost, "":
+		r.ContentType = "application/x-www-form-urlencoded"
+		r.Body = []byte(url.Values{"url": {resource}}.Encode())
+	case CloudXMLRPC:
+		body, err := xmlrpc.MarshalCall(sub.Options.Procedure, resource)
+		if err != nil {
+			return 0, err
+		}
+		r.ContentType, r.Body = "text/xml", body
+	case CloudSOAP:
+		body, err := soapCall(sub.Options.Procedure, resource)
+		if err != nil {
+			return 0, err
+		}
+		r.ContentType, r.Body = "text/xml; charset=utf-8", body
+		r.Header = http.Header{"Soapaction": {`"/` + sub.Options.Procedure + `"`}}
+	default:
+		return 0, fmt.Errorf("unsupported rssCloud protocol %q", sub.Options.Protocol)
+	}
+	resp, err := do(ctx, c.Client, c.UserAgent, r)
+	if err != nil {
+		return resp.Status, err
+	}
+	switch sub.Options.Protocol {
+	case CloudXMLRPC:
+		if resp.Status < 200 || resp.Status > 299 {
+			return resp.Status, errStatus(resp.Status)
+		}
+		ok, err := xmlrpc.DecodeBoolResponse(bytes.NewReader(resp.Body), xmlrpc.Limits{MaxBytes: maxResponseBytes})
+		if err != nil {
+			return resp.Status, fmt.Errorf("XML-RPC answer: %w", err)
+		}
+		if !ok {
+			return resp.Status, errors.New("the subscriber answered false")
+		}
+	case CloudSOAP:
+		// A SOAP fault comes with HTTP 500; look for it first so its
+		// message reaches the delivery state.
+		if fault := SOAPFault(resp.Body); fault != "" {
+			return resp.Status, fmt.Errorf("SOAP fault: %s", fault)
+		}
+		if resp.Status < 200 || resp.Status > 299 {
+			return resp.Status, errStatus(resp.Status)
+		}
+	default:
+		if resp.Status < 200 || resp.Status > 299 {
+			return resp.Status, errStatus(resp.Status)
+		}
+	}
+	return resp.Status, nil
+}
+
+// ValidSOAPProcedure reports whether name can be the element name of a
+// SOAP call: an XML name without a prefix.
+func ValidSOAPProcedure(name string) bool {
+	if name == "" || len(name) > 256 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// soapCall is a SOAP 1.1 RPC call of procedure with one string parameter
+// url, the form Radio UserLand's SOAP responders take.
+func soapCall(procedure, resource string) ([]byte, error) {
+	if !ValidSOAPProcedure(procedure) {
+		return nil, fmt.Errorf("invalid SOAP procedure name %q", procedure)
+	}
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<SOAP-ENV:Envelope SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"`)
+	b.WriteString(` xmlns:SOAP-ENV="` + soapEnvelopeNS + `"`)
+	b.WriteString(` xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">`)
+	b.WriteString(`<SOAP-ENV:Body><` + procedure + `><url xsi:type="xsd:string">`)
+	if err := xml.EscapeText(&b, []byte(resource)); err != nil {
+		return nil, err
+	}
+	b.WriteString(`</url></` + procedure + `></SOAP-ENV:Body></SOAP-ENV:Envelope>` + "\n")
+	return b.Bytes(), nil
+}
+
+// SOAPFault returns the faultstring (or "unspecified") of a SOAP 1.1
+// envelope that carries a Fault in its Body, and "" otherwise, including
+// for a body that is not XML: only an explicit fault counts as one.
+func SOAPFault(body []byte) string {
+	d := xml.NewDecoder(io.LimitReader(bytes.NewReader(body), maxResponseBytes))
+	d.Strict = true
+	inFault := false
+	var text strings.Builder
+	var inString bool
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			break
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch {
+			case t.Name.Local == "Fault" && t.Name.Space == soapEnvelopeNS:
+				inFault = true
+			case inFault && t.Name.Local == "faultstring":
+				inString = true
+			}
+		case xml.EndElement:
+			if inString && t.Name.Local == "faultstring" {
+				inString = false
+			}
+			if t.Name.Local == "Fault" && t.Name.Space == soapEnvelopeNS {
+				return faultText(text.String())
+			}
+		case xml.CharData:
+			if inString && text.Len() < 1024 {
+				text.Write(t)
+			}
+		}
+	}
+	if inFault {
+		return faultText(text.String())
+	}
+	return ""
+}
+
+func faultText(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "unspecified"
+	}
+	return s
+}

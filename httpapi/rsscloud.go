@@ -1,0 +1,486 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// rssCloud registration (pleaseNotify): REST at /pleaseNotify and XML-RPC
+// as rssCloud.pleaseNotify and xmlStorageSystem.rssPleaseNotify. The
+// answer comes only after the registration is checked and stored: the
+// delivery engine does the check (a challenge GET when a domain is named,
+// a test notification otherwise) and the handler waits for its outcome.
+
+// MaxCloudURLs caps the URLs of one registration.
+const MaxCloudURLs = 100
+
+// cloudVerifyWait bounds how long pleaseNotify waits for the check of its
+// registrations; it exceeds the check's own timeout so that a slow
+// callback is judged by the check, not by this wait.
+const cloudVerifyWait = delivery.CloudVerifyTimeout + 10*time.Second
+
+func (a *API) rssCloudRoutes(r *mux.Router) {
+	r.HandleFunc(discovery.PathPleaseNotify, a.restPleaseNotify).Methods(http.MethodPost)
+	a.HandleRPC("rssCloud.pleaseNotify", a.rpcPleaseNotify)
+	a.HandleRPC("xmlStorageSystem.rssPleaseNotify", a.rpcPleaseNotify)
+}
+
+// CloudRegistration is one pleaseNotify request.
+type CloudRegistration struct {
+	// Procedure is called on the subscriber (xml-rpc, soap).
+	Procedure string
+	Port      int
+	Path      string
+	Protocol  string
+	URLs      []string
+	// Domain, when set, is the callback host instead of the caller's
+	// address; the callback must then echo a challenge.
+	Domain string
+}
+
+// urlParamPattern matches the numbered url1…urlN fields of the REST form.
+var urlParamPattern = regexp.MustCompile(`^url([1-9][0-9]{0,3})$`)
+
+// ParsePleaseNotifyForm decodes the REST form of pleaseNotify:
+// notifyProcedure (or registerProcedure), port, path, protocol,
+// url1…urlN (a plain url is taken too) and the optional domain.
+func ParsePleaseNotifyForm(form url.Values) (CloudRegistration, error) {
+	procedure := form.Get("notifyProcedure")
+	if procedure == "" {
+		procedure = form.Get("registerProcedure")
+	}
+	type numbered struct {
+		n int
+		u string
+	}
+	var found []numbered
+	for key, vs := range form {
+		if key == "url" {
+			for _, v := range vs {
+				found = append(found, numbered{0, v})
+			}
+			continue
+		}
+		m := urlParamPattern.FindStringSubmatch(key)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		for _, v := range vs {
+			found = append(found, numbered{n, v})
+		}
+		if len(found) > MaxCloudURLs {
+			break
+		}
+	}
+	slices.SortStableFunc(found, func(a, b numbered) int { return a.n - b.n })
+	urls := make([]string, 0, len(found))
+	for _, f := range found {
+		urls = append(urls, f.u)
+	}
+	return NewCloudRegistration(procedure, form.Get("port"), form.Get("path"), form.Get("protocol"), urls, form.Get("domain"))
+}
+
+// NewCloudRegistration checks the parameters of a registration, as both
+// the REST form and the XML-RPC call give them.
+func NewCloudRegistration(procedure, port, path, protocol string, urls []string, domain string) (CloudRegistration, error) {
+	reg := CloudRegistration{
+		Procedure: strings.TrimSpace(procedure),
+		Path:      strings.TrimSpace(path),
+		Protocol:  strings.TrimSpace(protocol),
+		Domain:    strings.TrimSpace(domain),
+	}
+	if !delivery.ValidCloudProtocol(reg.Protocol) {
+		return reg, fmt.Errorf("%w: protocol %q (want http-post, https-post, xml-rpc or soap)", hub.ErrInvalid, reg.Protocol)
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(port))
+	if err != nil || p < 1 || p > 65535 {
+		return reg, fmt.Errorf("%w: port %q (want 1 to 65535)", hub.ErrInvalid, port)
+	}
+	reg.Port = p
+	if err := checkCloudPath(reg.Path); err != nil {
+		return reg, err
+	}
+	if reg.Path == "" {
+		reg.Path = "/"
+	} else if !strings.HasPrefix(reg.Path, "/") {
+		reg.Path = "/" + reg.Path
+	}
+	switch reg.Protocol {
+	case delivery.CloudXMLRPC:
+		if !xmlrpc.ValidMethodName(reg.Procedure) {
+			return reg, fmt.Errorf("%w: notifyProcedure %q is not an XML-RPC method name", hub.ErrInvalid, reg.Procedure)
+		}
+	case delivery.CloudSOAP:
+		if !delivery.ValidSOAPProcedure(reg.Procedure) {
+			return reg, fmt.Errorf("%w: notifyProcedure %q is not a SOAP procedure name", hub.ErrInvalid, reg.Procedure)
+		}
+	default:
+		reg.Procedure = "" // http-post calls no procedure
+	}
+	if reg.Domain != "" {
+		if err := checkCloudDomain(reg.Domain); err != nil {
+			return reg, err
+		}
+	}
+	if len(urls) == 0 {
+		return reg, fmt.Errorf("%w: no URL to be notified about (url1, url2, …)", hub.ErrInvalid)
+	}
+	if len(urls) > MaxCloudURLs {
+		return reg, fmt.Errorf("%w: more than %d URLs in one registration", hub.ErrInvalid, MaxCloudURLs)
+	}
+	seen := map[string]bool{}
+	for _, u := range urls {
+		u = strings.TrimSpace(u)
+		if err := hub.ValidURL(u); err != nil {
+			return reg, err
+		}
+		if !seen[u] {
+			seen[u] = true
+			reg.URLs = append(reg.URLs, u)
+		}
+	}
+	return reg, nil
+}
+
+// checkCloudPath accepts a path of printable ASCII without a fragment or
+// white space (a query is allowed: some responders take one).
+func checkCloudPath(p string) error {
+	if len(p) > 1024 {
+		return fmt.Errorf("%w: path longer than 1024 bytes", hub.ErrInvalid)
+	}
+	for _, r := range p {
+		if r <= ' ' || r >= 0x7f || r == '#' || r == '\\' {
+			return fmt.Errorf("%w: path %q has a character it may not have (%q)", hub.ErrInvalid, p, r)
+		}
+	}
+	return nil
+}
+
+// checkCloudDomain accepts a host name or an IP address, nothing else.
+func checkCloudDomain(d string) error {
+	if _, err := netip.ParseAddr(strings.Trim(d, "[]")); err == nil {
+		return nil
+	}
+	if len(d) > 253 {
+		return fmt.Errorf("%w: domain longer than 253 bytes", hub.ErrInvalid)
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(d, "."), ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return fmt.Errorf("%w: domain %q is not a host name or an IP address", hub.ErrInvalid, d)
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return fmt.Errorf("%w: domain %q is not a host name or an IP address", hub.ErrInvalid, d)
+			}
+		}
+	}
+	return nil
+}
+
+// Callback is the URL notifications go to: the domain when given, else
+// the caller's own address (a registration cannot be made for another
+// host), with the port and path.
+func (reg CloudRegistration) Callback(remoteIP string) (string, error) {
+	host := reg.Domain
+	if host == "" {
+		ip, err := netip.ParseAddr(remoteIP)
+		if err != nil {
+			return "", fmt.Errorf("the caller's address %q is not an IP address", remoteIP)
+		}
+		host = ip.Unmap().WithZone("").String()
+	}
+	scheme := "http"
+	if reg.Protocol == delivery.CloudHTTPSPost {
+		scheme = "https"
+	}
+	raw := scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(reg.Port)) + reg.Path
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: callback %q: %v", hub.ErrInvalid, raw, err)
+	}
+	return u.String(), nil
+}
+
+// cloudOutcome is what a pleaseNotify call achieved.
+type cloudOutcome struct {
+	OK  bool
+	Msg string
+}
+
+// pleaseNotify registers the callback for every URL, waits for the checks
+// and says how it went. Only a failure to store is returned as an error;
+// everything the caller can act on is an outcome with a message.
+func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegistration, remoteIP string) (cloudOutcome, error) {
+	if !a.hub.Serves(hub.KindRSSCloud) {
+		return cloudOutcome{Msg: "This server does not send rssCloud notifications."}, nil
+	}
+	callback, err := reg.Callback(remoteIP)
+	if err != nil {
+		return cloudOutcome{Msg: err.Error()}, nil
+	}
+	log := a.log.With("callback", redactCallback(callback), "protocol", reg.Protocol, "urls", len(reg.URLs))
+	nodes := make([]*hub.Node, len(reg.URLs))
+	for i, u := range reg.URLs {
+		n, err := a.resourceNode(ctx, u, true)
+		if err != nil {
+			if errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrNotFound) {
+				return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: %v.", u, err)}, nil
+			}
+			return cloudOutcome{}, fmt.Errorf("find node of %s: %w", u, err)
+		}
+		if ok, _ := a.mayRead(r, n); !ok {
+			return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: it belongs to a whitelist node; the request needs its bearer token.", u)}, nil
+		}
+		nodes[i] = n
+	}
+	opts := hub.Options{Protocol: reg.Protocol, Procedure: reg.Procedure}
+	if reg.Domain != "" {
+		opts.Verify = map[string]string{delivery.CloudVerifyDomain: reg.Domain}
+	}
+	subs := make([]*hub.Subscription, len(reg.URLs))
+	for i, u := range reg.URLs {
+		o := opts
+		o.Topic = u
+		address := subscriberAddress(callback, u)
+		if err := a.hub.ClearDeliveryBackoff(ctx, nodes[i], hub.KindRSSCloud, address); err != nil {
+			return cloudOutcome{}, err
+		}
+		sub, _, err := a.hub.Subscribe(ctx, hub.Subscription{
+			NodeName: nodes[i].Name, Kind: hub.KindRSSCloud, Address: address, State: hub.SubPending, Options: o,
+		})
+		if err != nil {
+			return cloudOutcome{}, fmt.Errorf("register %s for %s: %w", redactCallback(callback), u, err)
+		}
+		subs[i] = sub
+	}
+	failed := a.awaitVerified(ctx, subs, cloudVerifyWait)
+	if len(failed) > 0 {
+		how := "the test notification to " + callback + " failed"
+		if reg.Domain != "" {
+			how = "the callback " + callback + " did not echo the challenge"
+		}
+		log.InfoContext(ctx, "rssCloud registration refused", "failed", len(failed))
+		return cloudOutcome{Msg: fmt.Sprintf("The registration for %s was not accepted: %s.", strings.Join(failed, ", "), how)}, nil
+	}
+	log.InfoContext(ctx, "rssCloud registration stored")
+	return cloudOutcome{OK: true, Msg: "Thanks for the registration. It worked. When the resource changes we'll notify you. " +
+		"Register again within 24 hours: registrations expire after 25."}, nil
+}
+
+// awaitVerified waits until each subscription has left the pending state
+// and returns the topics of those that did not become active (removed by
+// a failed check, or still pending when the wait ended).
+func (a *API) awaitVerified(ctx context.Context, subs []*hub.Subscription, wait time.Duration) []string {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	waiting := slices.Clone(subs)
+	var failed []string
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for len(waiting) > 0 {
+		select {
+		case <-ctx.Done():
+			for _, s := range waiting {
+				failed = append(failed, s.Options.Topic)
+			}
+			return failed
+		case <-tick.C:
+		}
+		still := waiting[:0]
+		for _, s := range waiting {
+			now, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: s.NodeID, Kind: s.Kind, Address: s.Address})
+			switch {
+			case err != nil && ctx.Err() == nil:
+				a.log.WarnContext(ctx, "read subscription state", "err", err)
+				still = append(still, s)
+			case err != nil:
+				still = append(still, s)
+			case len(now) == 0:
+				failed = append(failed, s.Options.Topic)
+			case now[0].State == hub.SubPending:
+				still = append(still, s)
+			case now[0].State != hub.SubActive:
+				failed = append(failed, s.Options.Topic)
+			}
+		}
+		waiting = still
+	}
+	return failed
+}
+
+// restPleaseNotify is POST /pleaseNotify: the REST form, answered with
+// <notifyResult success="…" msg="…"/>.
+func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
+	if !a.limitBody(w, r, func(msg string) { writeNotifyResult(w, http.StatusRequestEntityTooLarge, false, msg) }) {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		if isTooLarge(err) {
+			writeNotifyResult(w, http.StatusRequestEntityTooLarge, false, a.tooLargeMessage())
+		} else {
+			writeNotifyResult(w, http.StatusBadRequest, false, "The form could not be read: "+err.Error())
+		}
+		return
+	}
+	// r.Form: the body's fields and, for lenience, the query's.
+	reg, err := ParsePleaseNotifyForm(r.Form)
+	if err != nil {
+		writeNotifyResult(w, http.StatusBadRequest, false, err.Error())
+		return
+	}
+	out, err := a.pleaseNotify(r.Context(), r, reg, clientIP(r))
+	if err != nil {
+		a.log.ErrorContext(r.Context(), "rssCloud registration not stored", "err", err)
+		writeNotifyResult(w, http.StatusInternalServerError, false, "The registration could not be stored; please try again later.")
+		return
+	}
+	writeNotifyResult(w, http.StatusOK, out.OK, out.Msg)
+}
+
+// writeNotifyResult answers as rssCloud REST clients expect.
+func writeNotifyResult(w http.ResponseWriter, code int, ok bool, msg string) {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(&b, `<notifyResult success="%t" msg="`, ok)
+	_ = xml.EscapeText(&b, []byte(msg))
+	b.WriteString("\"/>\n")
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// rpcPleaseNotify is rssCloud.pleaseNotify(procedure, port, path,
+// protocol, urls[, domain]) and its xmlStorageSystem alias. It answers
+// true once every URL is registered and false when a check failed;
+// malformed calls get faults.
+func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error) {
+	const signature = "(notifyProcedure, port, path, protocol, urlList[, domain])"
+	if err := wantParams(req, 5, 6, signature); err != nil {
+		return nil, err
+	}
+	procedure, err := stringParam(req, 0, "notifyProcedure")
+	if err != nil {
+		return nil, err
+	}
+	var port string
+	switch p := req.Params[1].(type) {
+	case int:
+		port = strconv.Itoa(p)
+	case string:
+		port = p
+	default:
+		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: parameter 2 (port) must be an int, not %s", req.Method, xmlrpc.TypeName(p))
+	}
+	path, err := stringParam(req, 2, "path")
+	if err != nil {
+		return nil, err
+	}
+	protocol, err := stringParam(req, 3, "protocol")
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	switch list := req.Params[4].(type) {
+	case []any:
+		for i, v := range list {
+			s, ok := v.(string)
+			if !ok {
+				return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: urlList item %d must be a string, not %s", req.Method, i+1, xmlrpc.TypeName(v))
+			}
+			urls = append(urls, s)
+		}
+	case string: // one URL, as some clients send it
+		urls = []string{list}
+	default:
+		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: parameter 5 (urlList) must be an array of URLs, not %s", req.Method, xmlrpc.TypeName(list))
+	}
+	var domain string
+	if len(req.Params) == 6 {
+		if domain, err = stringParam(req, 5, "domain"); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := NewCloudRegistration(procedure, port, path, protocol, urls, domain)
+	if err != nil {
+		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: %v", req.Method, err)
+	}
+	out, err := a.pleaseNotify(ctx, req.HTTP, reg, req.Remote)
+	if err != nil {
+		return nil, err
+	}
+	if !out.OK {
+		a.log.InfoContext(ctx, "rssCloud registration answered false", "method", req.Method, "why", out.Msg)
+	}
+	return out.OK, nil
+}
+
+// subscriberAddress is the address a URL-level subscription is stored
+// under: the callback with the topic in its fragment. Subscriptions are
+// keyed by node, kind and address, while these protocols key them by
+// callback and topic, and several topics can name one node (a feed, its
+// site, pingd's own feeds of it). HTTP clients never send a fragment, so
+// deliveries go to the callback itself.
+func subscriberAddress(callback, topic string) string {
+	callback, _, _ = strings.Cut(callback, "#")
+	return callback + "#" + url.QueryEscape(topic)
+}
+
+// resourceNode returns the node a URL-level subscription (rssCloud, CNWS,
+// WebSub) names: one of pingd's own node URLs (descriptor, XRDS, Atom,
+// RSS) is that node; any other URL is the node following it, created
+// implicitly when create is set.
+func (a *API) resourceNode(ctx context.Context, raw string, create bool) (*hub.Node, error) {
+	if name, ok := a.ownNodeName(raw); ok {
+		n, err := a.hub.Node(ctx, name)
+		if errors.Is(err, hub.ErrNotFound) {
+			return nil, fmt.Errorf("%w: pingd has no node %q", hub.ErrNotFound, name)
+		}
+		return n, err
+	}
+	return a.hub.NodeForURL(ctx, raw, create)
+}
+
+// ownNodeName recognises pingd's own node URLs under its public URL.
+func (a *API) ownNodeName(raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, a.publicURL)
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	for _, prefix := range []string{discovery.PathAtom, discovery.PathRSS, discovery.PathDescriptor, discovery.PathXRDS} {
+		seg, ok := strings.CutPrefix(rest, prefix)
+		if !ok || seg == "" || strings.Contains(seg, "/") {
+			continue
+		}
+		name, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", false
+		}
+		return name, true
+	}
+	return "", false
+}

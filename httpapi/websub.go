@@ -1,0 +1,370 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/hub"
+)
+
+// The WebSub hub (W3C Recommendation, 23 January 2018) at POST /websub:
+// subscribe and unsubscribe requests are checked, answered 202 Accepted
+// and verified asynchronously by the delivery engine (or denied with a
+// hub.mode=denied notice); publish requests are pings.
+
+// DialectWebSub is recorded with pings that came as WebSub publish.
+const DialectWebSub = "websub"
+
+// Extension parameter: the X-Hub-Signature method a subscriber wants
+// (sha1, sha256, sha384, sha512); sha256 without it. The Recommendation
+// lets the hub choose; this lets older subscribers that verify only sha1
+// ask for it.
+const paramSigAlgo = "pingd.signature_algorithm"
+
+// maxPublishURLs caps the topics of one publish request.
+const maxPublishURLs = 100
+
+// LeaseLimits bounds WebSub leases: a subscriber's hub.lease_seconds is
+// clamped to [Min, Max] and Default is used when it asks for none.
+type LeaseLimits struct {
+	Default, Min, Max time.Duration
+}
+
+// withDefaults fills zero fields with the delivery package's defaults and
+// keeps Min ≤ Default ≤ Max.
+func (l LeaseLimits) withDefaults() LeaseLimits {
+	if l.Min <= 0 {
+		l.Min = delivery.WebSubMinLease * time.Second
+	}
+	if l.Max <= 0 {
+		l.Max = delivery.WebSubMaxLease * time.Second
+	}
+	if l.Max < l.Min {
+		l.Max = l.Min
+	}
+	if l.Default <= 0 {
+		l.Default = delivery.WebSubDefaultLease * time.Second
+	}
+	l.Default = min(max(l.Default, l.Min), l.Max)
+	return l
+}
+
+// clamp returns the lease in seconds for a requested one (0: none asked).
+// It compares in seconds, so no request overflows a Duration.
+func (l LeaseLimits) clamp(requested int) int {
+	l = l.withDefaults()
+	if requested <= 0 {
+		return int(l.Default / time.Second)
+	}
+	return min(max(requested, int(l.Min/time.Second)), int(l.Max/time.Second))
+}
+
+func (a *API) webSubRoutes(r *mux.Router) {
+	r.HandleFunc(discovery.PathWebSub, a.webSub).Methods(http.MethodPost)
+}
+
+// WebSubRequest is a decoded hub request.
+type WebSubRequest struct {
+	// Mode is subscribe, unsubscribe or publish.
+	Mode string
+	// Callback and Topic name a (un)subscription.
+	Callback string
+	Topic    string
+	// LeaseSeconds is the lease asked for (0: none).
+	LeaseSeconds int
+	Secret       string
+	SigAlgo      string
+	// URLs are the topics of a publish request (hub.url and hub.topic,
+	// each repeatable).
+	URLs []string
+}
+
+// ParseWebSubForm decodes a hub request's form. Parameters it does not
+// know are ignored, as §5.1 requires.
+func ParseWebSubForm(form url.Values) (WebSubRequest, error) {
+	req := WebSubRequest{Mode: strings.TrimSpace(form.Get("hub.mode"))}
+	switch req.Mode {
+	case "publish":
+		seen := map[string]bool{}
+		for _, key := range []string{"hub.url", "hub.topic"} {
+			for _, u := range form[key] {
+				u = strings.TrimSpace(u)
+				if u == "" || seen[u] {
+					continue
+				}
+				if err := hub.ValidURL(u); err != nil {
+					return req, fmt.Errorf("%s: %w", key, err)
+				}
+				seen[u] = true
+				req.URLs = append(req.URLs, u)
+			}
+		}
+		if len(req.URLs) == 0 {
+			return req, fmt.Errorf("%w: publish needs hub.url or hub.topic", hub.ErrInvalid)
+		}
+		if len(req.URLs) > maxPublishURLs {
+			return req, fmt.Errorf("%w: more than %d topics in one publish request", hub.ErrInvalid, maxPublishURLs)
+		}
+		return req, nil
+	case "subscribe", "unsubscribe":
+	case "":
+		return req, fmt.Errorf("%w: hub.mode is missing", hub.ErrInvalid)
+	default:
+		return req, fmt.Errorf("%w: hub.mode %q (want subscribe, unsubscribe or publish)", hub.ErrInvalid, req.Mode)
+	}
+	for _, p := range []string{"hub.callback", "hub.topic", "hub.secret", "hub.lease_seconds", paramSigAlgo} {
+		if len(form[p]) > 1 {
+			return req, fmt.Errorf("%w: %s given more than once", hub.ErrInvalid, p)
+		}
+	}
+	req.Callback = strings.TrimSpace(form.Get("hub.callback"))
+	if err := hub.ValidURL(req.Callback); err != nil {
+		return req, fmt.Errorf("hub.callback: %w", err)
+	}
+	if u, _ := url.Parse(req.Callback); u != nil && u.Fragment != "" {
+		return req, fmt.Errorf("%w: hub.callback has a fragment", hub.ErrInvalid)
+	}
+	req.Topic = strings.TrimSpace(form.Get("hub.topic"))
+	if err := hub.ValidURL(req.Topic); err != nil {
+		return req, fmt.Errorf("hub.topic: %w", err)
+	}
+	if req.Mode == "unsubscribe" {
+		return req, nil
+	}
+	if s := strings.TrimSpace(form.Get("hub.lease_seconds")); s != "" {
+		n, err := strconv.Atoi(s)
+		if errors.Is(err, strconv.ErrRange) && n > 0 {
+			err = nil // more than any lease: the maximum is what it gets
+		}
+		if err != nil || n < 0 {
+			return req, fmt.Errorf("%w: hub.lease_seconds %q is not a positive integer", hub.ErrInvalid, s)
+		}
+		req.LeaseSeconds = n
+	}
+	req.Secret = form.Get("hub.secret")
+	if len(req.Secret) > delivery.WebSubMaxSecretBytes {
+		return req, fmt.Errorf("%w: hub.secret must be less than 200 bytes", hub.ErrInvalid)
+	}
+	req.SigAlgo = strings.ToLower(strings.TrimSpace(form.Get(paramSigAlgo)))
+	if !delivery.ValidSigAlgo(req.SigAlgo) {
+		return req, fmt.Errorf("%w: %s %q (want sha1, sha256, sha384 or sha512)", hub.ErrInvalid, paramSigAlgo, req.SigAlgo)
+	}
+	return req, nil
+}
+
+// webSub is POST /websub.
+func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
+	if !a.limitBody(w, r, func(msg string) { writeText(w, http.StatusRequestEntityTooLarge, msg) }) {
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" && mt != "application/x-www-form-urlencoded" {
+		w.Header().Set("Accept-Post", "application/x-www-form-urlencoded")
+		writeText(w, http.StatusUnsupportedMediaType, "a hub request is an application/x-www-form-urlencoded form")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		if isTooLarge(err) {
+			writeText(w, http.StatusRequestEntityTooLarge, a.tooLargeMessage())
+		} else {
+			writeText(w, http.StatusBadRequest, "the form could not be read: "+err.Error())
+		}
+		return
+	}
+	req, err := ParseWebSubForm(r.PostForm)
+	if err != nil {
+		writeText(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	switch req.Mode {
+	case "publish":
+		a.webSubPublish(w, r, req)
+	case "subscribe":
+		a.webSubSubscribe(w, r, req)
+	default:
+		a.webSubUnsubscribe(w, r, req)
+	}
+}
+
+// webSubPublish takes a publish request as a ping of each topic: pingd
+// fetches it and distributes what is new. pingd's own node feeds stand
+// for their node's source.
+func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+	ctx := r.Context()
+	var urls []string
+	for _, u := range req.URLs {
+		if name, ok := a.ownNodeName(u); ok {
+			n, err := a.hub.Node(ctx, name)
+			if err != nil || n.SourceURL == "" {
+				continue // nothing to fetch: owners publish to it over XMPP
+			}
+			u = n.SourceURL
+		}
+		if !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	for _, u := range urls {
+		if ok, wait := a.pingLimit.allow(u, time.Now()); !ok {
+			setRetryAfter(w, wait)
+			writeText(w, http.StatusTooManyRequests, "too many publish requests for "+u+"; please wait before publishing it again")
+			return
+		}
+	}
+	if len(urls) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	// One ping per topic: each is its own entry of changes.xml.
+	for _, u := range urls {
+		n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectWebSub, Remote: clientIP(r)}, []string{u}, nil)
+		if err != nil {
+			if errors.Is(err, hub.ErrInvalid) {
+				writeText(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", u, "err", err)
+			writeText(w, http.StatusInternalServerError, "the publish request could not be recorded; please try again later")
+			return
+		}
+		a.log.InfoContext(ctx, "ping", "dialect", DialectWebSub, "url", u, "remote", clientIP(r), "sources", n)
+	}
+	// 204, as PubSubHubbub 0.3 answers an accepted publish.
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// webSubSubscribe stores the request as pending and answers 202; the
+// delivery engine then verifies intent, or sends the denial notice for a
+// whitelist node without its token and for a topic that cannot be fetched.
+func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+	ctx := r.Context()
+	if !a.hub.Serves(hub.KindWebSub) {
+		writeText(w, http.StatusServiceUnavailable, "this hub does not distribute content to WebSub subscribers")
+		return
+	}
+	n, err := a.resourceNode(ctx, req.Topic, true)
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
+		writeText(w, http.StatusNotFound, err.Error())
+		return
+	case errors.Is(err, hub.ErrInvalid):
+		writeText(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		a.log.ErrorContext(ctx, "WebSub subscribe: find node", "topic", req.Topic, "err", err)
+		writeText(w, http.StatusInternalServerError, "the subscription could not be stored; please try again later")
+		return
+	}
+	opts := hub.Options{
+		Topic:        req.Topic,
+		LeaseSeconds: a.cfg.WebSubLeases.clamp(req.LeaseSeconds),
+		Secret:       req.Secret,
+		SigAlgo:      req.SigAlgo,
+	}
+	log := a.log.With("node", n.Name, "callback", redactCallback(req.Callback))
+	address := subscriberAddress(req.Callback, req.Topic)
+	if ok, given := a.mayRead(r, n); !ok {
+		existing, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebSub, Address: address})
+		if err != nil {
+			a.log.ErrorContext(ctx, "WebSub subscribe: look up subscription", "err", err)
+			writeText(w, http.StatusInternalServerError, "the subscription could not be stored; please try again later")
+			return
+		}
+		if len(existing) > 0 {
+			// Denying would end a subscription someone else made: refuse
+			// the request and leave that subscription alone.
+			unauthorized(w, given, fmt.Sprintf("%q is a whitelist node: subscribing needs the node's or the admin bearer token", n.Name))
+			return
+		}
+		reason := "the topic belongs to a whitelist node; a subscription needs its bearer token"
+		if given {
+			reason = "the topic belongs to a whitelist node and the bearer token is not valid for it"
+		}
+		opts.Verify = map[string]string{delivery.WebSubDenied: reason}
+		opts.Secret = "" // nothing will be signed
+		log.InfoContext(ctx, "WebSub subscription denied", "reason", reason)
+	}
+	err = a.hub.ClearDeliveryBackoff(ctx, n, hub.KindWebSub, address)
+	renewed := false
+	if err == nil {
+		_, renewed, err = a.hub.Subscribe(ctx, hub.Subscription{
+			NodeName: n.Name, Kind: hub.KindWebSub, Address: address, State: hub.SubPending, Options: opts,
+		})
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "WebSub subscribe", "err", err)
+		writeText(w, http.StatusInternalServerError, "the subscription could not be stored; please try again later")
+		return
+	}
+	if opts.Verify == nil {
+		log.InfoContext(ctx, "WebSub subscription requested; verifying intent", "lease_seconds", opts.LeaseSeconds,
+			"signed", opts.Secret != "", "renewal", renewed)
+	}
+	writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
+}
+
+// webSubUnsubscribe marks the subscription for removal, which the engine
+// verifies with the callback (202). A subscription that was never
+// verified is cancelled at once, and a callback without a subscription
+// has nothing to verify: both get 202 too, so the answer tells nobody
+// which callbacks are subscribed.
+func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+	ctx := r.Context()
+	accepted := func() {
+		writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
+	}
+	n, err := a.resourceNode(ctx, req.Topic, false)
+	switch {
+	case errors.Is(err, hub.ErrNotFound), errors.Is(err, hub.ErrInvalid):
+		accepted()
+		return
+	case err != nil:
+		a.log.ErrorContext(ctx, "WebSub unsubscribe: find node", "topic", req.Topic, "err", err)
+		writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
+		return
+	}
+	address := subscriberAddress(req.Callback, req.Topic)
+	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebSub, Address: address})
+	if err != nil {
+		a.log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
+		writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
+		return
+	}
+	if len(subs) == 0 {
+		accepted()
+		return
+	}
+	sub := subs[0]
+	log := a.log.With("node", n.Name, "callback", redactCallback(req.Callback))
+	switch sub.State {
+	case hub.SubPending:
+		if _, err := a.hub.Unsubscribe(ctx, n.Name, hub.KindWebSub, address); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
+			writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
+			return
+		}
+		log.InfoContext(ctx, "unverified WebSub subscription cancelled")
+	case hub.SubUnsubscribing:
+	default:
+		if err := a.hub.ClearDeliveryBackoff(ctx, n, hub.KindWebSub, address); err != nil {
+			log.WarnContext(ctx, "WebSub unsubscribe: clear backoff", "err", err)
+		}
+		if err := a.hub.SetSubscriptionState(ctx, &sub, hub.SubUnsubscribing); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
+			writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
+			return
+		}
+		log.InfoContext(ctx, "WebSub unsubscription requested; verifying intent")
+	}
+	accepted()
+}
