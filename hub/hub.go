@@ -42,6 +42,8 @@ type Config struct {
 	FetchTimeout time.Duration
 	// PingRetention is how long received pings are kept; default 24h.
 	PingRetention time.Duration
+	// Observe, if set, is told what the hub did (metrics).
+	Observe Observer
 }
 
 // Hub is the core service. Its methods are safe for concurrent use.
@@ -89,6 +91,9 @@ func New(cfg Config) (*Hub, error) {
 	}
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = 30 * time.Second
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = nopObserver{}
 	}
 	if cfg.PingRetention <= 0 {
 		cfg.PingRetention = 24 * time.Hour
@@ -340,6 +345,7 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 	if err != nil {
 		return nil, fmt.Errorf("publish to %q: %w", nodeName, err)
 	}
+	h.cfg.Observe.Published(len(out), 0)
 	h.wake(n.ID)
 	return out, nil
 }

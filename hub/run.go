@@ -75,8 +75,14 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		req.Previous = src.Body
 	}
 	fctx, cancel := context.WithTimeout(ctx, h.cfg.FetchTimeout)
+	started := time.Now()
 	res, ferr := h.fetcher.Fetch(fctx, req)
 	cancel()
+	status := FetchStatus(ferr)
+	if res != nil {
+		status = res.Status
+	}
+	h.cfg.Observe.Fetched(status, ferr, time.Since(started))
 	if ctx.Err() != nil {
 		return // shutting down: leave the lease to expire so the fetch is redone
 	}
@@ -95,6 +101,13 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		h.log.InfoContext(ctx, "source baselined", append(attrs, "entries", len(out.Entries))...)
 	default:
 		h.log.DebugContext(ctx, "source fetched", attrs...)
+	}
+	if n := len(applied.New) * len(applied.Nodes); n > 0 {
+		var sincePing time.Duration
+		if !src.LastPingAt.IsZero() && src.LastPingAt.After(src.LastFetchAt) {
+			sincePing = h.now().Sub(src.LastPingAt)
+		}
+		h.cfg.Observe.Published(n, sincePing)
 	}
 	for _, id := range applied.Nodes {
 		h.wake(id)

@@ -1,6 +1,9 @@
 package hub
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Transport is one way of telling subscribers: the component for XMPP, the
 // delivery package for the HTTP kinds. cmd/pingd registers them.
@@ -15,3 +18,19 @@ type Transport interface {
 type NodeDeletedListener interface {
 	NodeDeleted(ctx context.Context, node Node, subs []Subscription)
 }
+
+// Observer hears what the hub does, for metrics; its methods must be cheap
+// and must not block.
+type Observer interface {
+	// Fetched reports one fetch: the HTTP status (0 when none came), its
+	// error and how long it took.
+	Fetched(status int, err error, took time.Duration)
+	// Published reports items appended to node logs and, for a fetch that
+	// followed a ping, the time since that ping.
+	Published(items int, sincePing time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Fetched(int, error, time.Duration) {}
+func (nopObserver) Published(int, time.Duration)      {}
