@@ -39,3 +39,24 @@ fuzz:
 
 clean:
 	rm -rf bin .run
+
+# Benchmarks (bench/, results in docs/benchmarks.md): pingd side by side
+# with Prosody's and ejabberd's own pubsub, a no-logic component and plain
+# net/http, each ratio measured in one run with the sides alternating.
+# BENCH selects benchmarks (a go test -bench pattern); BENCH_PROFILES names
+# a directory for CPU profiles of pingd's side; BENCH_REPORT a file the
+# result tables are appended to.
+.PHONY: bench bench-quick
+BENCH          ?= .
+BENCH_PROFILES ?=
+BENCH_REPORT   ?=
+BENCHARGS = $(if $(BENCH_PROFILES),-bench.profiles=$(abspath $(BENCH_PROFILES))) $(if $(BENCH_REPORT),-bench.report=$(abspath $(BENCH_REPORT)))
+
+# Full sizes (up to 1,000 XMPP subscribers, 10,000 webhooks, 100,000
+# subscriptions); takes about a quarter of an hour.
+bench:
+	$(GO) test ./bench -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m -args -bench.full $(BENCHARGS)
+
+# Small sizes, about a minute, for regular use.
+bench-quick:
+	$(GO) test ./bench -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 10m -args $(BENCHARGS)

@@ -1,0 +1,396 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagFull     = flag.Bool("bench.full", false, "run the full sizes (make bench) instead of the quick ones (make bench-quick)")
+	flagProfiles = flag.String("bench.profiles", "", "directory for CPU profiles of pingd's side (read them with go tool pprof -tagfocus side=pingd)")
+	flagReport   = flag.String("bench.report", "", "also append the result tables to this file")
+)
+
+// benchReporter opens the report for one benchmark.
+func benchReporter(b *testing.B) *reporter {
+	r, closeFn, err := newReporter(*flagReport)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(closeFn)
+	return r
+}
+
+func profileDir(b *testing.B) string {
+	if *flagProfiles == "" {
+		return ""
+	}
+	if err := os.MkdirAll(*flagProfiles, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return *flagProfiles
+}
+
+func sizeName() string {
+	if *flagFull {
+		return "full"
+	}
+	return "quick"
+}
+
+func commandFor(bench string) string {
+	if *flagFull {
+		return fmt.Sprintf("make bench (go test ./bench -run '^$' -bench '%s' -benchtime 1x -args -bench.full)", bench)
+	}
+	return fmt.Sprintf("make bench-quick (go test ./bench -run '^$' -bench '%s' -benchtime 1x)", bench)
+}
+
+func fanoutPlanFor(b *testing.B) fanoutPlan {
+	if *flagFull {
+		return fanoutPlan{Sizes: []fanoutSize{{10, 400}, {100, 100}, {1000, 20}}, Rounds: 5, ProfileDir: profileDir(b)}
+	}
+	return fanoutPlan{Sizes: []fanoutSize{{10, 100}, {100, 20}}, Rounds: 2, ProfileDir: profileDir(b)}
+}
+
+// BenchmarkXMPPFanoutProsody is measurement 1 on Prosody: Prosody's own
+// pubsub, the raw component and pingd, alternating.
+func BenchmarkXMPPFanoutProsody(b *testing.B) {
+	srv := startProsodyServer(b)
+	targets := []fanoutTarget{
+		{Name: "Prosody pubsub", Service: srv.Native},
+		{Name: "raw component", Service: srv.RawDomain},
+		{Name: "pingd", Service: srv.PingdDomain},
+	}
+	benchFanout(b, srv, targets)
+}
+
+// BenchmarkXMPPFanoutEjabberd is measurement 1 on ejabberd: mod_pubsub,
+// the raw component with and without XEP-0033 multicast, and pingd.
+func BenchmarkXMPPFanoutEjabberd(b *testing.B) {
+	srv := startEjabberdServer(b)
+	targets := []fanoutTarget{
+		{Name: "ejabberd mod_pubsub", Service: srv.Native},
+		{Name: "raw component", Service: srv.RawDomain},
+		{Name: "raw component + XEP-0033", Service: srv.RawMulticastDomain},
+		{Name: "pingd", Service: srv.PingdDomain},
+	}
+	benchFanout(b, srv, targets)
+}
+
+func benchFanout(b *testing.B, srv *xmppServer, targets []fanoutTarget) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := fanoutPlanFor(b)
+	startFanoutServices(b, ctx, srv)
+	h := newFanoutHarness(ctx, b, srv, plan, targets)
+	b.ResetTimer()
+	results := h.run(ctx)
+	b.StopTimer()
+	sums := summarizeFanout(results, targets, plan.Sizes)
+	r := benchReporter(b)
+	r.section(fmt.Sprintf("XMPP fan-out on %s (%s)", srv.Name, sizeName()), commandFor(b.Name()))
+	r.note("%d rounds per size after one warm-up round per target; targets alternate, the order rotating each round. "+
+		"Rate: notifications read by all subscribers ÷ (last read − first publish sent). Latency: publish sent → notification read, pooled over rounds.", plan.Rounds)
+	fanoutTable(sums, "raw component", targets[0].Name).write(r.w)
+	for _, s := range sums {
+		if s.Target == "pingd" {
+			raw := 0.0
+			for _, o := range sums {
+				if o.Target == "raw component" && o.N == s.N {
+					raw = o.Median
+				}
+			}
+			if raw > 0 {
+				b.ReportMetric(s.Median/raw, fmt.Sprintf("pingd/raw-N%d", s.N))
+			}
+		}
+	}
+}
+
+// startFanoutServices connects pingd and the raw components to the server
+// and returns the raw components.
+func startFanoutServices(b testing.TB, ctx context.Context, srv *xmppServer) []*rawComponent {
+	startPingd(b, pingdOptions{
+		XMPPAddr: srv.ComponentAddr, Domain: srv.PingdDomain, Secret: srv.Secret,
+		Admins: []string{ownerUser + "@" + srv.Domain},
+	})
+	var raws []*rawComponent
+	for domain, mc := range map[string]string{srv.RawDomain: "", srv.RawMulticastDomain: srv.Multicast} {
+		if domain == "" {
+			continue
+		}
+		rc, err := dialRawComponent(ctx, srv.ComponentAddr, domain, srv.Secret, mc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(rc.Close)
+		raws = append(raws, rc)
+	}
+	return raws
+}
+
+// TestFanoutSmoke runs the fan-out harness with tiny sizes on both
+// servers: every target must deliver every notification exactly once. It
+// asserts delivery, never speed.
+func TestFanoutSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts Prosody and ejabberd")
+	}
+	for _, server := range []string{"Prosody", "ejabberd"} {
+		t.Run(server, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var srv *xmppServer
+			if server == "Prosody" {
+				srv = startProsodyServer(t)
+			} else {
+				srv = startEjabberdServer(t)
+			}
+			targets := []fanoutTarget{
+				{Name: server + " pubsub", Service: srv.Native},
+				{Name: "raw component", Service: srv.RawDomain},
+				{Name: "pingd", Service: srv.PingdDomain},
+			}
+			if srv.Multicast != "" {
+				targets = append(targets, fanoutTarget{Name: "raw component + XEP-0033", Service: srv.RawMulticastDomain})
+			}
+			if len(srv.Pids()) == 0 {
+				t.Fatal("no server processes to account CPU time to")
+			}
+			raws := startFanoutServices(t, ctx, srv)
+			plan := fanoutPlan{Sizes: []fanoutSize{{3, 5}}, Rounds: 1, PerAccount: 2}
+			h := newFanoutHarness(ctx, t, srv, plan, targets)
+			results := h.run(ctx)
+			if len(results) != len(targets) {
+				t.Fatalf("%d results, want %d", len(results), len(targets))
+			}
+			for _, r := range results {
+				if r.Received != r.Expected || r.Dups != 0 || r.Errors != 0 {
+					t.Errorf("%s: received %d of %d, %d duplicates, %d errors", r.Target, r.Received, r.Expected, r.Dups, r.Errors)
+				}
+				if len(r.Lat) != r.Received {
+					t.Errorf("%s: %d latency samples for %d notifications", r.Target, len(r.Lat), r.Received)
+				}
+			}
+			for _, rc := range raws {
+				if n := rc.stanzaErrors.Load(); n > 0 {
+					t.Errorf("%s got %d error stanzas, the last: %s", rc.domain, n, *rc.lastError.Load())
+				}
+			}
+			var sb strings.Builder
+			fanoutTable(summarizeFanout(results, targets, plan.Sizes), "raw component", targets[0].Name).write(&sb)
+			if !strings.Contains(sb.String(), "| 3 | 5 | pingd |") {
+				t.Errorf("table lacks pingd's row:\n%s", sb.String())
+			}
+		})
+	}
+}
+
+func latencyPlanFor() latencyPlan {
+	if *flagFull {
+		return latencyPlan{Feeds: 25, Samples: 200, Gap: 20 * time.Millisecond}
+	}
+	return latencyPlan{Feeds: 10, Samples: 40, Gap: 20 * time.Millisecond}
+}
+
+// BenchmarkPingLatency is measurement 2: ping → notification on loopback.
+func BenchmarkPingLatency(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := latencyPlanFor()
+	b.ResetTimer()
+	res := measureLatency(ctx, b, plan)
+	b.StopTimer()
+	r := benchReporter(b)
+	r.section(fmt.Sprintf("Ping → notification latency (%s)", sizeName()), commandFor(b.Name()))
+	r.note("%d sequential pings (weblogUpdates.ping over /RPC2), %v apart, over %d feeds on a loopback server with ETags; "+
+		"each ping adds one entry, pingd fetches conditionally (%d fetches for %d pings) and notifies one XMPP subscriber through Prosody.",
+		plan.Samples, plan.Gap, plan.Feeds, res.Fetches, plan.Samples)
+	latencyTable(res).write(r.w)
+	if err := checkLatency(res, plan); err != nil {
+		b.Error(err)
+	}
+	if len(res.Ping) > 0 {
+		b.ReportMetric(float64(percentile(res.Ping, 99))/1e6, "ping-p99-ms")
+	}
+}
+
+// TestLatencySmoke runs measurement 2 with a handful of pings: each must
+// produce exactly its notification.
+func TestLatencySmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts Prosody")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	plan := latencyPlan{Feeds: 2, Samples: 4, Gap: 10 * time.Millisecond}
+	res := measureLatency(ctx, t, plan)
+	if err := checkLatency(res, plan); err != nil {
+		t.Fatal(err)
+	}
+	if res.Fetches < plan.Samples {
+		t.Errorf("%d fetches for %d pings", res.Fetches, plan.Samples)
+	}
+}
+
+func webhookPlanFor() webhookPlan {
+	if *flagFull {
+		return webhookPlan{Sizes: []webhookSize{{10, 16}, {100, 16}, {10000, 16}, {10, 1}, {100, 1}}, Rounds: 3}
+	}
+	return webhookPlan{Sizes: []webhookSize{{10, 16}, {100, 16}, {1000, 16}, {20, 1}}, Rounds: 1}
+}
+
+// BenchmarkWebhookFanout is measurement 3: webhook deliveries per second
+// against a plain net/http client, and the store writes a publish costs.
+func BenchmarkWebhookFanout(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := webhookPlanFor()
+	plan.ProfileDir = profileDir(b)
+	b.ResetTimer()
+	rounds := measureWebhooks(ctx, b, plan)
+	b.StopTimer()
+	r := benchReporter(b)
+	r.section(fmt.Sprintf("Webhook fan-out (%s)", sizeName()), commandFor(b.Name()))
+	r.note("One item published to a node with N GetPingd webhook subscriptions (POST, full Atom entries), spread evenly over "+
+		"receiver hosts (ports of one loopback sink); the time runs from hub.Publish until the sink has all N requests. "+
+		"The delivery engine runs with its defaults, %d workers and %d requests at once per host. The limit: a plain net/http "+
+		"client sending the same body and headers to the same N URLs with as many requests at once as the engine may send to "+
+		"those hosts. %d rounds per size, the two sides alternating; SQLite store. Store writes are calls of hub.Store methods "+
+		"that change the database; hub.Publish's own are counted apart from the deliveries running meanwhile.",
+		engineWorkers, enginePerHost, plan.Rounds)
+	webhookTable(rounds, plan.Sizes).write(r.w)
+	for _, size := range plan.Sizes {
+		var pr, rr []float64
+		for _, x := range rounds {
+			if x.N == size.N && x.Hosts == size.Hosts {
+				pr, rr = append(pr, 1/x.Pingd.Seconds()), append(rr, 1/x.Raw.Seconds())
+			}
+		}
+		b.ReportMetric(median(pr)/median(rr), fmt.Sprintf("pingd/net-http-N%d-hosts%d", size.N, size.Hosts))
+	}
+}
+
+// TestWebhookSmoke runs measurement 3 with tiny sizes: every subscriber
+// gets every item once, and publishing writes once whatever N is.
+func TestWebhookSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rounds := measureWebhooks(ctx, t, webhookPlan{Sizes: []webhookSize{{3, 1}, {30, 8}}, Rounds: 1})
+	if len(rounds) != 2 {
+		t.Fatalf("%d rounds, want 2", len(rounds))
+	}
+	for _, r := range rounds {
+		if r.PingdMissing != 0 || r.Dups != 0 {
+			t.Errorf("N=%d: %d missing, %d duplicate deliveries", r.N, r.PingdMissing, r.Dups)
+		}
+		if w := writes(r.PublishCalls); w != 1 || r.PublishCalls["Append"] != 1 {
+			t.Errorf("N=%d: hub.Publish made %d store writes (%v), want one Append", r.N, w, r.PublishCalls)
+		}
+		if r.Pingd <= 0 || r.Raw <= 0 {
+			t.Errorf("N=%d: durations %v and %v", r.N, r.Pingd, r.Raw)
+		}
+	}
+}
+
+func ingestPlanFor() ingestPlan {
+	if *flagFull {
+		return ingestPlan{Concurrency: []int{1, 8, 64}, Duration: 5 * time.Second, Rounds: 3}
+	}
+	return ingestPlan{Concurrency: []int{1, 8, 64}, Duration: time.Second, Rounds: 1}
+}
+
+// BenchmarkPingIngest is measurement 4: XML-RPC pings accepted and stored
+// per second at 1, 8 and 64 concurrent pingers.
+func BenchmarkPingIngest(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := ingestPlanFor()
+	plan.ProfileDir = profileDir(b)
+	b.ResetTimer()
+	rounds := measureIngest(ctx, b, plan)
+	b.StopTimer()
+	r := benchReporter(b)
+	r.section(fmt.Sprintf("Ping ingest (%s)", sizeName()), commandFor(b.Name()))
+	r.note("weblogUpdates.ping over POST /RPC2, each ping naming its own URL, keep-alive connections, for %v per side and level, "+
+		"%d rounds alternating with a net/http handler that reads the call and sends the same answer without storing it. "+
+		"pingd answers only after the ping is committed to SQLite; \"stored\" counts the pings the store holds afterwards.",
+		plan.Duration, plan.Rounds)
+	ingestTable(rounds, plan).write(r.w)
+}
+
+// TestIngestSmoke sends pings for a moment: every accepted ping is stored.
+func TestIngestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plan := ingestPlan{Concurrency: []int{1, 4}, Duration: 200 * time.Millisecond, Rounds: 1}
+	for _, r := range measureIngest(ctx, t, plan) {
+		if r.Wanted == 0 || r.Stored != r.Wanted || r.PingdErrors != 0 {
+			t.Errorf("concurrency %d: %d accepted, %d stored, %d refused", r.Conc, r.Wanted, r.Stored, r.PingdErrors)
+		}
+		if r.Limit <= 0 {
+			t.Errorf("concurrency %d: the limit side accepted nothing", r.Conc)
+		}
+	}
+}
+
+func statePlanFor() statePlan {
+	if *flagFull {
+		return statePlan{Nodes: 10000, Subscriptions: 100000, Ops: 400, Publishes: 200}
+	}
+	return statePlan{Nodes: 500, Subscriptions: 5000, Ops: 100, Publishes: 50}
+}
+
+// BenchmarkStateScale is measurement 5: database size and pingd's
+// resident memory with many nodes and subscriptions, and subscribe and
+// publish times there against an empty database.
+func BenchmarkStateScale(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan := statePlanFor()
+	b.ResetTimer()
+	res := measureState(ctx, b, plan)
+	b.StopTimer()
+	r := benchReporter(b)
+	r.section(fmt.Sprintf("Scale of state (%s)", sizeName()), commandFor(b.Name()))
+	r.note("SQLite database with %d nodes and %d XMPP subscriptions (10 per node), written through the store. "+
+		"Memory is that of the real binary (go build ./cmd/pingd; pingd serve, connected to Prosody), read from /proc, "+
+		"next to the same binary on a database with the same nodes and no subscriptions. "+
+		"Subscribe and publish are timed in-process through the hub (%d each per database, alternating the databases).",
+		plan.Nodes, plan.Subscriptions, plan.Ops)
+	for _, t := range stateTables(res, plan) {
+		t.write(r.w)
+	}
+	b.ReportMetric(float64(res.Big[2].Peak)/(1<<20), "peak-MiB")
+}
+
+// TestStateSmoke runs measurement 5 small: it must produce memory
+// readings and timings for both databases.
+func TestStateSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: builds pingd and starts Prosody")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	plan := statePlan{Nodes: 20, Subscriptions: 100, Ops: 4, Publishes: 5}
+	res := measureState(ctx, t, plan)
+	for i := range 3 {
+		if res.Big[i].RSS <= 0 || res.Empty[i].RSS <= 0 {
+			t.Errorf("no memory reading at step %d: %+v %+v", i, res.Big[i], res.Empty[i])
+		}
+	}
+	if res.DBBytes <= 0 || len(res.SubscribeBig) != plan.Ops || len(res.PublishE) != plan.Ops {
+		t.Errorf("db %d bytes, %d subscribe and %d publish timings", res.DBBytes, len(res.SubscribeBig), len(res.PublishE))
+	}
+}

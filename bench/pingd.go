@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/component"
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/feed"
+	"github.com/pingd/pingd/httpapi"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
+)
+
+// pingdOptions says which parts of pingd a measurement needs. They are
+// wired as cmd/pingd wires them; the knobs cmd/pingd does not expose
+// (rate limits, delivery workers) keep their defaults unless a
+// measurement says why it changes one.
+type pingdOptions struct {
+	// DB is the SQLite file; empty means a fresh one in a temp dir.
+	DB string
+	// XMPPAddr, Domain and Secret connect the component; empty Addr: no
+	// component.
+	XMPPAddr, Domain, Secret string
+	Admins                   []string
+	// HTTP starts the HTTP API on a loopback port.
+	HTTP bool
+	// Fetch gives the hub the feed fetcher and scheduler (pings fetch).
+	Fetch bool
+	// Delivery starts the webhook delivery engine.
+	Delivery       bool
+	DeliveryConfig delivery.Config
+	// PingRate overrides the per-URL ping rate limit (0: default).
+	PingRate  float64
+	PingBurst int
+}
+
+// pingdSide is a pingd assembled in this process. Its goroutines carry
+// the pprof label side=pingd, so a CPU profile of a run can be narrowed
+// to pingd's own work with -tagfocus side=pingd.
+type pingdSide struct {
+	Store   *countingStore
+	Hub     *hub.Hub
+	Comp    *component.Component
+	Engine  *delivery.Engine
+	HTTPURL string
+	DBPath  string
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	srv    *http.Server
+	closed atomic.Bool
+}
+
+// benchLogger formats pingd's log at info level, as a deployment does,
+// so its cost is measured, but shows only warnings and errors.
+func benchLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(warningsOnly{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// warningsOnly passes the text handler's WARN and ERROR records (one per
+// Write) to stderr and drops the rest.
+type warningsOnly struct{}
+
+func (warningsOnly) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(" level=WARN ")) || bytes.Contains(p, []byte(" level=ERROR ")) {
+		return os.Stderr.Write(p)
+	}
+	return len(p), nil
+}
+
+func startPingd(t testing.TB, opts pingdOptions) *pingdSide {
+	t.Helper()
+	if opts.DB == "" {
+		opts.DB = filepath.Join(t.TempDir(), "pingd.db")
+	}
+	log := benchLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pingdSide{cancel: cancel, DBPath: opts.DB}
+	t.Cleanup(p.Stop)
+	var startErr error
+	pprof.Do(ctx, pprof.Labels("side", "pingd"), func(ctx context.Context) {
+		startErr = p.start(ctx, opts, log)
+	})
+	if startErr != nil {
+		t.Fatalf("start pingd: %v", startErr)
+	}
+	if p.Comp != nil {
+		waitUntil(t, 20*time.Second, "pingd's component to connect", p.Comp.Connected)
+	}
+	return p
+}
+
+func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logger) error {
+	st, err := store.Open(ctx, opts.DB, store.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	p.Store = newCountingStore(st)
+	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins}
+	if opts.Fetch {
+		cfg.Fetcher = feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost", AllowPrivate: true})
+		cfg.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
+	}
+	h, err := hub.New(cfg)
+	if err != nil {
+		return err
+	}
+	p.Hub = h
+	p.wg.Go(func() { _ = h.Run(ctx) })
+	if opts.XMPPAddr != "" {
+		comp, err := component.New(component.Config{
+			Hub: h, Domain: opts.Domain, Addr: opts.XMPPAddr, Secret: opts.Secret,
+			PublicURL: "http://localhost", Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		h.Register(comp, hub.KindXMPP)
+		p.Comp = comp
+		p.wg.Go(func() { _ = comp.Run(ctx) })
+	}
+	if opts.Delivery {
+		dc := opts.DeliveryConfig
+		dc.Store = p.Store
+		dc.Logger = log
+		eng, err := delivery.New(dc)
+		if err != nil {
+			return err
+		}
+		h.Register(eng, eng.Kinds()...)
+		p.Engine = eng
+		p.wg.Go(func() { _ = eng.Run(ctx) })
+	}
+	if opts.HTTP {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		base := "http://" + ln.Addr().String()
+		api, err := httpapi.New(httpapi.Config{
+			Hub: h, PublicURL: base, ComponentJID: opts.Domain, Logger: log, Version: "bench",
+			Ready:    func() bool { return p.Comp == nil || p.Comp.Connected() },
+			PingRate: opts.PingRate, PingBurst: opts.PingBurst,
+		})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		p.srv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+		p.HTTPURL = base
+		p.wg.Go(func() {
+			if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("bench HTTP server", "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// Stop shuts pingd down in cmd/pingd's order and closes the database.
+func (p *pingdSide) Stop() {
+	if !p.closed.CompareAndSwap(false, true) {
+		return
+	}
+	if p.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = p.srv.Shutdown(ctx)
+		cancel()
+	}
+	p.cancel()
+	p.wg.Wait()
+	if p.Store != nil {
+		_ = p.Store.Close()
+	}
+}
+
+// waitUntil polls cond until it holds or the timeout passes.
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
