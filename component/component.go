@@ -28,6 +28,24 @@ type Config struct {
 	Logger    *slog.Logger
 	// MinBackoff/MaxBackoff for reconnects; defaults 500ms and 60s.
 	MinBackoff, MaxBackoff time.Duration
+
+	// Leader, when set, makes this component one of several pingd
+	// processes sharing a database: only the one holding the lease sends
+	// notifications. It returns a held Lease, or nil and no error when
+	// another process holds it; it is asked again every LeaderRetry. nil:
+	// this process is the only one and always leads.
+	Leader func(ctx context.Context) (Lease, error)
+	// Shared says the XMPP server takes several connections under the
+	// component's name and spreads the incoming stanzas over them
+	// (ejabberd): every process connects and answers requests, and only
+	// the leader sends notifications. Otherwise (Prosody) only the leader
+	// connects.
+	Shared bool
+	// LeaderRetry is how often a standby asks for the lease; default 1s.
+	LeaderRetry time.Duration
+	// SweepEvery is how often the leader looks for nodes whose log another
+	// process grew; default 1s.
+	SweepEvery time.Duration
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -45,6 +63,16 @@ type Component struct {
 	maxDelay  time.Duration
 
 	connected atomic.Bool
+
+	leader      func(ctx context.Context) (Lease, error)
+	shared      bool
+	leaderRetry time.Duration
+	sweepEvery  time.Duration
+	// leading is set while this process may send notifications.
+	leading atomic.Bool
+	// standbyAt is when the lease was last found held by another process
+	// (Unix nanoseconds; 0 while leading or unable to ask).
+	standbyAt atomic.Int64
 
 	mu   sync.Mutex
 	conn *connection // the live connection, nil while disconnected
@@ -102,6 +130,12 @@ func New(cfg Config) (*Component, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = cfg.MinBackoff
 	}
+	if cfg.LeaderRetry <= 0 {
+		cfg.LeaderRetry = time.Second
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = time.Second
+	}
 	return &Component{
 		hub:       cfg.Hub,
 		store:     cfg.Hub.Store(),
@@ -114,6 +148,11 @@ func New(cfg Config) (*Component, error) {
 		minDelay:  cfg.MinBackoff,
 		maxDelay:  cfg.MaxBackoff,
 		work:      newWorkQueue(),
+
+		leader:      cfg.Leader,
+		shared:      cfg.Shared,
+		leaderRetry: cfg.LeaderRetry,
+		sweepEvery:  cfg.SweepEvery,
 	}, nil
 }
 
@@ -127,12 +166,31 @@ func (c *Component) Wake(nodeID int64) { c.work.add(nodeID) }
 
 // Run connects to the XMPP server, serves the component's JID and
 // reconnects with exponential backoff and jitter until ctx ends; then it
-// closes the stream cleanly and returns nil.
+// closes the stream cleanly and returns nil. With a Leader it first waits
+// for the lease (unless Shared) and sends notifications only while it
+// holds it; see leader.go.
 func (c *Component) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { c.dispatchLoop(ctx) })
+	switch {
+	case c.leader == nil:
+		c.leading.Store(true)
+		defer c.leading.Store(false)
+		c.connectLoop(ctx)
+	case c.shared:
+		wg.Go(func() { c.sweepLoop(ctx) })
+		wg.Go(func() { c.lead(ctx, nil) })
+		c.connectLoop(ctx)
+	default:
+		wg.Go(func() { c.sweepLoop(ctx) })
+		c.lead(ctx, c.connectLoop)
+	}
+	return nil
+}
 
+// connectLoop connects, serves and reconnects until ctx ends.
+func (c *Component) connectLoop(ctx context.Context) {
 	bo := &backoff.ExponentialBackOff{
 		InitialInterval:     c.minDelay,
 		RandomizationFactor: 0.5,
@@ -144,7 +202,7 @@ func (c *Component) Run(ctx context.Context) error {
 		began := time.Now()
 		stage, err := c.connectAndServe(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		if stage == stageServed && time.Since(began) >= stableAfter {
 			bo.Reset()
@@ -155,7 +213,7 @@ func (c *Component) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-t.C:
 		}
 	}

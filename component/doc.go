@@ -24,6 +24,12 @@
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor, renders each event once, writes it to every subscriber with
 //     only the "to" changed, flushes, then advances the cursor.
+//   - leader.go: several pingd processes on one database. Only the holder
+//     of a lease (the store's leader lock, given as Config.Leader) sends
+//     notifications, and sweeps for nodes other processes appended to;
+//     against Prosody only it connects, the others stand by and take over
+//     when it dies; against ejabberd (Config.Shared) every process
+//     connects and answers requests.
 //   - chat.go: the chat commands (help, nodes, list, subscribe,
 //     unsubscribe, last).
 package component

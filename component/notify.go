@@ -98,12 +98,17 @@ func (c *Component) dispatchLoop(ctx context.Context) {
 // errStream marks a failure of the stream (as opposed to the store).
 var errStream = errors.New("XMPP stream")
 
+// errNotLeading stops a dispatch when the lease was lost half-way.
+var errNotLeading = errors.New("no longer the leader")
+
 // dispatch delivers everything queued while a connection is up. Without
 // one it leaves the work: the next connection queues every node anyway.
 func (c *Component) dispatch(ctx context.Context) {
 	for ctx.Err() == nil {
 		conn := c.connection()
-		if conn == nil {
+		if conn == nil || !c.leading.Load() {
+			// A standby leaves the work: the lease, when it comes, queues
+			// every node anyway.
 			return
 		}
 		all, ids := c.work.take()
@@ -127,6 +132,9 @@ func (c *Component) dispatch(ctx context.Context) {
 				return
 			}
 			c.work.requeue(nodeIDs[i:])
+			if errors.Is(err, errNotLeading) {
+				return // the new leader carries on from the cursors
+			}
 			if errors.Is(err, errStream) {
 				// The reader notices the lost stream and reconnects; the
 				// new connection queues every node.
@@ -203,6 +211,9 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		// where reading them before would miss what it is owed.
 		if subs, err = c.store.Subscriptions(ctx, subFilter); err != nil {
 			return err
+		}
+		if !c.leading.Load() {
+			return errNotLeading
 		}
 		if err := c.writeEvents(conn, n, events, subs); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)

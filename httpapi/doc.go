@@ -30,6 +30,14 @@
 // node's content over HTTP (its feeds, webhook and WebSub subscriptions)
 // checks the bearer token with requireReader.
 //
+// The status page at "/" (status.go, templates/ embedded): server-rendered
+// HTML with its CSS inline and a hash-based Content-Security-Policy, no
+// JavaScript, nothing loaded from elsewhere. Besides the hub it reads only
+// the store's Check and the store package's StatusReport, a fixed number
+// of queries per view with every list capped. "/?admin=1" (admin token as
+// Bearer or as the HTTP Basic password) adds addresses, callback URLs,
+// error messages and ping origins; secrets and tokens are never shown.
+//
 // Requests are logged with slog at debug level, without query strings or
 // headers, so no token reaches the logs. Read timeouts belong to the
 // http.Server that cmd/pingd builds.

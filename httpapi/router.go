@@ -130,6 +130,7 @@ func (a *API) routes() {
 	a.rssCloudRoutes(r)
 	a.cnwsRoutes(r)
 	a.webSubRoutes(r)
+	a.statusRoutes(r)
 }
 
 // Router gives access to the router, to add routes from outside the package.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pingd/pingd/hub"
 )
 
@@ -26,6 +28,16 @@ type sqlStore struct {
 	timeout     time.Duration
 	log         *slog.Logger
 	closeFn     func() error
+
+	// sqlitePath is the database file (SQLite); leader locks sit beside it.
+	sqlitePath string
+	// pgConfig connects the dedicated sessions (PostgreSQL) that leader
+	// locks and wake-ups need outside the pool.
+	pgConfig *pgx.ConnConfig
+	// sessions are the leader locks still held and spares the sessions
+	// standbys keep between attempts; both are closed with the store.
+	sessions sessionSet
+	spares   spareSessions
 }
 
 // dialect is what differs between SQLite and PostgreSQL.
@@ -66,8 +78,13 @@ func (d dialect) lockClause(table, wait string) string {
 // Backend names the database behind the store.
 func (s *sqlStore) Backend() string { return s.backend }
 
-// Close closes the connection pools.
-func (s *sqlStore) Close() error { return s.closeFn() }
+// Close releases the leader locks still held and closes the connection
+// pools.
+func (s *sqlStore) Close() error {
+	s.sessions.closeAll()
+	s.spares.closeAll()
+	return s.closeFn()
+}
 
 // Check answers nil while the database answers.
 func (s *sqlStore) Check(ctx context.Context) error {

@@ -27,6 +27,17 @@
 //     relies on an in-process lock. SQLite runs its writes through one
 //     connection whose transactions begin IMMEDIATE, so writers queue
 //     rather than fail, and reads use separate read-only connections (WAL).
+//   - Leader locks (leader.go) let one of several processes do what only
+//     one may: on PostgreSQL a session-level advisory lock on a connection
+//     outside the pool, so the holder's death frees it at once; on SQLite
+//     a flock on a file beside the database, which also keeps a second
+//     pingd process off the file.
+//   - Wake-ups (wakeups.go) tell the other processes on one PostgreSQL
+//     database, with LISTEN/NOTIFY, that a node has new work; an
+//     optimisation over their one-second polls, nothing on SQLite.
+//   - Copy (copy.go) moves an installation from SQLite to PostgreSQL in
+//     one read snapshot and one write transaction, checking row counts
+//     (pingd migrate-db).
 //
 // Every statement runs under Options.QueryTimeout. Times are stored to the
 // microsecond in UTC (SQLite: fixed-width text that sorts as time; zero

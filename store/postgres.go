@@ -49,10 +49,11 @@ func connectPostgres(ctx context.Context, dsn string, opt Options) (*sqlStore, e
 			timeArg:   postgresTime,
 			retryable: pgRetryable,
 		},
-		read:    db,
-		write:   db,
-		timeout: opt.QueryTimeout,
-		log:     opt.Logger,
+		read:     db,
+		write:    db,
+		timeout:  opt.QueryTimeout,
+		log:      opt.Logger,
+		pgConfig: cfg.ConnConfig.Copy(),
 		closeFn: func() error {
 			err := db.Close()
 			pool.Close()

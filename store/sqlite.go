@@ -68,11 +68,12 @@ func connectSQLite(ctx context.Context, path string, params url.Values, opt Opti
 			timeArg:   sqliteTime,
 			retryable: func(error) bool { return false },
 		},
-		read:    read,
-		write:   write,
-		timeout: opt.QueryTimeout,
-		log:     opt.Logger,
-		closeFn: func() error { return errors.Join(read.Close(), write.Close()) },
+		read:       read,
+		write:      write,
+		timeout:    opt.QueryTimeout,
+		log:        opt.Logger,
+		sqlitePath: path,
+		closeFn:    func() error { return errors.Join(read.Close(), write.Close()) },
 	}
 	// The write connection is opened first so that it sets up WAL before
 	// a read-only connection looks at the file.

@@ -16,6 +16,16 @@ type Store interface {
 	hub.Store
 	// Backend names the database behind the store: "sqlite" or "postgres".
 	Backend() string
+	// TryLeader takes the named leader lock if no other process holds it
+	// (ErrLeaderHeld if one does): on PostgreSQL a session-level advisory
+	// lock on a connection of its own, on SQLite a flock on a file beside
+	// the database. The holder's death frees it at once. See Leader.
+	TryLeader(ctx context.Context, name string) (*Leader, error)
+	// Wakeups returns this process's end of the channel on which the
+	// processes sharing the database announce nodes with new work
+	// (PostgreSQL LISTEN/NOTIFY; nothing on SQLite).
+	Wakeups() *Wakeups
+	StatusReport(ctx context.Context, q StatusQuery) (*StatusReport, error) // the status page's figures (stats.go)
 }
 
 // Options tune a store; zero values take the defaults.

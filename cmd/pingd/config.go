@@ -23,9 +23,11 @@ type Config struct {
 	XMPPAddr     string        `opt:"xmpp-addr" env:"PINGD_XMPP_ADDR" default:"127.0.0.1:5347" help:"the XMPP server's component port (host:port)"`
 	XMPPDomain   string        `opt:"xmpp-domain" env:"PINGD_XMPP_DOMAIN" default:"pubsub.localhost" help:"the component's JID, as configured in the XMPP server"`
 	XMPPSecret   string        `opt:"xmpp-secret" env:"PINGD_XMPP_SECRET" secret:"true" help:"the component secret (required)"`
+	XMPPShared   bool          `opt:"xmpp-shared" env:"PINGD_XMPP_SHARED" default:"false" help:"1: the XMPP server takes several connections under the component's name (ejabberd): every pingd process on one PostgreSQL connects, the leader alone sends notifications"`
 	HTTPAddr     string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
 	PublicURL    string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
 	DB           string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
+	DBMaxConns   int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens two more of its own: leader lock and wake-ups)"`
 	AdminToken   string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
 	Admins       string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
 	AllowPrivate bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
@@ -67,6 +69,12 @@ func (o option) set(value string) error {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
 		o.field.SetBool(b)
+	case reflect.Int:
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a whole number", o.name, value)
+		}
+		o.field.SetInt(int64(n))
 	case reflect.Int64: // time.Duration
 		d, err := time.ParseDuration(value)
 		if err != nil {
@@ -86,6 +94,8 @@ func (o option) String() string {
 			return "1"
 		}
 		return "0"
+	case reflect.Int:
+		return strconv.FormatInt(o.field.Int(), 10)
 	case reflect.Int64:
 		return time.Duration(o.field.Int()).String()
 	}
@@ -232,6 +242,9 @@ func (c *Config) Validate() error {
 	if c.DB == "" {
 		errs = append(errs, errors.New("PINGD_DB (--db) is empty: give a SQLite file path or a postgres:// URL"))
 	}
+	if c.DBMaxConns < 1 || c.DBMaxConns > maxDBConns {
+		errs = append(errs, fmt.Errorf("PINGD_DB_MAX_CONNS (--db-max-conns) %d: want 1 to %d", c.DBMaxConns, maxDBConns))
+	}
 	for _, a := range c.AdminJIDs() {
 		if j, err := jid.Parse(a); err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
 			errs = append(errs, fmt.Errorf("PINGD_ADMINS (--admins): %q is not a bare JID like admin@example.org", a))
@@ -249,6 +262,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxDBConns bounds PINGD_DB_MAX_CONNS; PostgreSQL's own default limit is
+// 100 connections for everyone.
+const maxDBConns = 1000
 
 // AdminJIDs returns the configured admins, normalised to bare JIDs where
 // they parse.

@@ -41,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = serveCommand(ctx, rest, stderr, getenv)
 	case "config":
 		err = configCommand(rest, stdout, stderr, getenv)
+	case "migrate-db":
+		err = migrateCommand(rest, stdout, stderr)
 	case "node":
 		err = nodeCommand(rest, stdout, stderr, getenv)
 	case "whitelist":
@@ -75,6 +77,7 @@ func usage(w io.Writer) {
 Usage:
   pingd serve [options]    run the daemon
   pingd config [options]   print the effective configuration (secrets redacted)
+  pingd migrate-db --from sqlite:PATH --to postgres://…   copy an installation to PostgreSQL
   pingd version            print the version
 
 Admin commands (talk to a running pingd's admin API at --server, default

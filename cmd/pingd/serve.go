@@ -47,11 +47,15 @@ func serveCommand(ctx context.Context, args []string, stderr io.Writer, getenv f
 // requests, stop the background work (deliveries persist their state),
 // close the XMPP stream, close the database.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
-	st, err := store.Open(ctx, cfg.DB, store.Options{Logger: log})
+	st, err := store.Open(ctx, cfg.DB, store.Options{Logger: log, MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	leader, err := xmppLeadership(ctx, st, cfg, log)
+	if err != nil {
+		return err
+	}
 
 	fetcher := feed.NewFetcher(feed.FetcherConfig{
 		Version:      version,
@@ -76,6 +80,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Secret:    cfg.XMPPSecret,
 		PublicURL: cfg.PublicURL,
 		Logger:    log,
+		Leader:    leader,
+		Shared:    cfg.XMPPShared && leader != nil,
 	})
 	if err != nil {
 		return err
@@ -106,12 +112,17 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	h.Register(deliveries, deliveries.Kinds()...)
+	// What this process appends, the others sharing the database hear of
+	// at once (PostgreSQL LISTEN/NOTIFY); their one-second polls are the
+	// fallback.
+	wakeups := st.Wakeups()
+	h.Register(wakeups, hub.Kinds...)
 
 	api, err := httpapi.New(httpapi.Config{
 		Hub:          h,
 		PublicURL:    cfg.PublicURL,
 		ComponentJID: cfg.XMPPDomain,
-		Ready:        comp.Connected,
+		Ready:        comp.Ready,
 		Logger:       log,
 		Version:      version,
 	})
@@ -132,7 +143,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("pingd starting", "version", version, "http", ln.Addr().String(), "public_url", cfg.PublicURL,
-		"xmpp_server", cfg.XMPPAddr, "component", cfg.XMPPDomain, "db_backend", st.Backend())
+		"xmpp_server", cfg.XMPPAddr, "component", cfg.XMPPDomain, "db_backend", st.Backend(),
+		"instance", h.Instance(), "xmpp_mode", xmppMode(leader != nil, cfg.XMPPShared))
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -150,6 +162,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	wg.Go(func() {
 		if err := comp.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("component stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		err := wakeups.Run(workCtx, func(nodeID int64) {
+			comp.Wake(nodeID)
+			deliveries.Wake(nodeID)
+		})
+		if err != nil && workCtx.Err() == nil {
+			log.Error("wake-ups from other pingd processes stopped; relying on polls", "err", err)
 		}
 	})
 	httpErr := make(chan error, 1)
@@ -173,4 +194,50 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// xmppLeadership decides who may hold the XMPP component. On SQLite the
+// process that serves the file is the only one: it takes the file's lock
+// or refuses to start. On PostgreSQL it returns the lease the component
+// asks for: several processes share the database and one at a time leads.
+func xmppLeadership(ctx context.Context, st store.Store, cfg *Config, log *slog.Logger) (func(context.Context) (component.Lease, error), error) {
+	if st.Backend() != "postgres" {
+		lock, err := st.TryLeader(ctx, "serve")
+		if errors.Is(err, store.ErrLeaderHeld) {
+			return nil, fmt.Errorf("the SQLite database %s is in use by another pingd process (%w); "+
+				"an SQLite file serves one pingd process: stop the other one, or move to PostgreSQL "+
+				"(pingd migrate-db) to run several", cfg.DB, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock the SQLite database %s: %w", cfg.DB, err)
+		}
+		// Held until the process exits; the store releases it on Close.
+		_ = lock
+		if cfg.XMPPShared {
+			log.Warn("PINGD_XMPP_SHARED has no effect on SQLite: one pingd process serves an SQLite file")
+		}
+		return nil, nil
+	}
+	name := "xmpp:" + cfg.XMPPDomain
+	return func(ctx context.Context) (component.Lease, error) {
+		l, err := st.TryLeader(ctx, name)
+		if errors.Is(err, store.ErrLeaderHeld) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}, nil
+}
+
+// xmppMode names how this process attaches to the XMPP server, for the log.
+func xmppMode(multi, shared bool) string {
+	switch {
+	case !multi:
+		return "single"
+	case shared:
+		return "shared"
+	}
+	return "leader-only"
 }

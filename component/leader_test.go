@@ -1,0 +1,151 @@
+package component
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
+)
+
+// instance is one pingd process as far as the component can tell: its own
+// store handle (its own lock), hub and component, on a database others
+// share.
+type instance struct {
+	env  *env
+	stop func()
+}
+
+// startInstance opens the shared database again and runs a component
+// that asks the store's leader lock for the lease.
+func startInstance(t *testing.T, p *testenv.Prosody, dbPath, admin string, logs *logBuffer, name string) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := store.Open(ctx, dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(logs, nil)).With("instance", name)
+	h, err := hub.New(hub.Config{Store: st, Admins: []string{admin}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := New(Config{
+		Hub: h, Domain: p.ComponentDomain, Addr: p.ComponentAddr, Secret: p.Secret,
+		PublicURL: "http://pingd.test", Logger: log,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+		Leader:      storeLeader(st, "xmpp:"+p.ComponentDomain),
+		LeaderRetry: 200 * time.Millisecond,
+		SweepEvery:  200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Register(comp, hub.KindXMPP)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := comp.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			st.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &instance{env: &env{t: t, ctx: context.Background(), p: p, store: st, hub: h, comp: comp, logs: logs, admin: admin, dbPath: dbPath}, stop: stop}
+}
+
+// storeLeader adapts the store's leader lock to Config.Leader, as
+// cmd/pingd does.
+func storeLeader(st store.Store, name string) func(ctx context.Context) (Lease, error) {
+	return func(ctx context.Context) (Lease, error) {
+		l, err := st.TryLeader(ctx, name)
+		if errors.Is(err, store.ErrLeaderHeld) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// TestLeaderHandover runs two components on one database against a
+// Prosody that takes one connection per name: one leads and connects, the
+// other stands by (ready, not connected); items published through the
+// standby reach the subscriber through the leader's sweep; when the leader
+// stops, the standby takes over and nothing is sent twice.
+func TestLeaderHandover(t *testing.T) {
+	testenv.RequireProsody(t)
+	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	admin := p.Register("admin", password)
+	p.Register("alice", password)
+	logs := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component logs:\n%s", logs.String())
+		}
+	})
+	dbPath := filepath.Join(t.TempDir(), "pingd.db")
+	a := startInstance(t, p, dbPath, admin, logs, "a")
+	waitFor(t, 20*time.Second, "a to lead and connect", func() bool { return a.env.comp.Connected() && a.env.comp.Leading() })
+	b := startInstance(t, p, dbPath, admin, logs, "b")
+	waitFor(t, 10*time.Second, "b to stand by", b.env.comp.Ready)
+	if b.env.comp.Connected() || b.env.comp.Leading() {
+		t.Fatal("the standby connected or leads while a holds the lease")
+	}
+	if !a.env.comp.Ready() {
+		t.Fatal("the connected leader is not ready")
+	}
+
+	a.env.createNode("news", "", hub.AccessOpen)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a.env.ctx = ctx
+	alice := testenv.Dial(ctx, t, p, "alice", password, "r")
+	result(t, a.env.request(alice, "set", subscribePayload("news", alice.JID.Bare().String())))
+
+	// Published through the standby: its own component does not send, the
+	// leader's sweep finds the node behind.
+	b.env.ctx = ctx
+	b.env.publish("news", "one")
+	if got := collectItems(t, alice, "news", 1); !slices.Equal(got, []receivedItem{{"one", "Title one"}}) {
+		t.Fatalf("published through the standby: got %v", got)
+	}
+	noEvents(t, alice, 600*time.Millisecond)
+
+	// The leader stops; the standby takes over within a few retries.
+	began := time.Now()
+	a.stop()
+	waitFor(t, 10*time.Second, "b to take over", func() bool { return b.env.comp.Connected() && b.env.comp.Leading() })
+	t.Logf("takeover after %v", time.Since(began).Round(10*time.Millisecond))
+	noEvents(t, alice, 500*time.Millisecond) // "one" is not sent again
+	b.env.publish("news", "two")
+	if got := collectItems(t, alice, "news", 1); !slices.Equal(got, []receivedItem{{"two", "Title two"}}) {
+		t.Fatalf("after the takeover: got %v", got)
+	}
+	noEvents(t, alice, 500*time.Millisecond)
+	for _, want := range [][2]string{{"instance=a", "now leads"}, {"instance=b", "standing by"}, {"instance=b", "now leads"}} {
+		found := false
+		for line := range strings.Lines(logs.String()) {
+			found = found || strings.Contains(line, want[0]) && strings.Contains(line, want[1])
+		}
+		if !found {
+			t.Errorf("no log line with %q and %q", want[0], want[1])
+		}
+	}
+}

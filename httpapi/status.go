@@ -1,0 +1,619 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
+)
+
+// The status page at "/": one server-rendered HTML document with its CSS
+// inline, for an operator wondering whether something is wrong. It needs no
+// JavaScript and loads nothing else; its Content-Security-Policy allows
+// exactly its own style sheet (by hash) and nothing more.
+//
+// It reads the store twice per view, whatever the number of nodes, sources
+// and subscribers: Check (is the database answering) and StatusReport (a
+// fixed set of queries, every list capped, the worst rows first).
+//
+// "/?admin=1" adds what only the operator may see: subscriber addresses,
+// callback URLs, error messages (they quote URLs) and the addresses pings
+// came from. It takes the admin token as a Bearer token or as the password
+// of HTTP Basic (what a browser can send by itself) and answers 401 with a
+// Basic challenge without it. The plain page never asks for credentials and
+// ignores any it is sent.
+
+//go:embed templates/status.html templates/status.css
+var statusFiles embed.FS
+
+var (
+	statusTemplate = template.Must(template.New("status.html").ParseFS(statusFiles, "templates/status.html"))
+	// statusCSS is inserted verbatim into the page's <style> element;
+	// statusCSP allows that element by the hash of its content.
+	statusCSS = mustRead(statusFiles, "templates/status.css")
+	statusCSP = "default-src 'none'; style-src '" + cspHash(statusCSS) + "'; " +
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+// processStart approximates when pingd started, for the uptime.
+var processStart = time.Now()
+
+const (
+	// statusListLimit caps each list of the page.
+	statusListLimit = 100
+	// statusPingWindow is how far back the page lists pings.
+	statusPingWindow = time.Hour
+	// statusLateAfter is how long past its due time a fetch must be to
+	// count as late: the fetcher is not keeping up.
+	statusLateAfter = 5 * time.Minute
+	// statusTimeout bounds the database work of one view.
+	statusTimeout = 10 * time.Second
+	// statusMaxText caps error messages and titles on the page.
+	statusMaxText = 300
+)
+
+// statusStore is what the page needs beyond hub.Store; the store package's
+// stores provide it.
+type statusStore interface {
+	Backend() string
+	StatusReport(ctx context.Context, q store.StatusQuery) (*store.StatusReport, error)
+}
+
+func (a *API) statusRoutes(r *mux.Router) {
+	r.HandleFunc("/", a.statusPage).Methods(http.MethodGet, http.MethodHead)
+}
+
+func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
+	admin := r.URL.Query().Get("admin") == "1"
+	if admin && !a.statusAdmin(w, r) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
+	defer cancel()
+	view := a.statusView(ctx, admin)
+	var body bytes.Buffer
+	if err := statusTemplate.Execute(&body, view); err != nil {
+		a.log.ErrorContext(r.Context(), "render status page", "err", err)
+		writeText(w, http.StatusInternalServerError, "the status page cannot be rendered right now")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", statusCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Authorization")
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body.Bytes())
+	}
+}
+
+// statusAdmin checks the admin token of "/?admin=1", answering 429 or 401
+// itself when the request may not see the admin view.
+func (a *API) statusAdmin(w http.ResponseWriter, r *http.Request) bool {
+	if ok, wait := a.adminLimit.allow(clientIP(r), time.Now()); !ok {
+		setRetryAfter(w, wait)
+		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
+		return false
+	}
+	token, ok := bearerToken(r)
+	if !ok {
+		_, token, ok = r.BasicAuth()
+	}
+	if !ok || !a.hub.IsAdminToken(token) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="pingd"`)
+		w.Header().Set("Cache-Control", "no-store")
+		writeText(w, http.StatusUnauthorized, "the admin view of the status page needs the admin token, "+
+			"as the password of HTTP Basic (any user name) or as a Bearer token")
+		return false
+	}
+	return true
+}
+
+// statusView gathers what the page shows. Failures are shown on the page,
+// not answered with an error status: the page is most needed when
+// something is broken.
+func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
+	now := a.hub.Now()
+	v := &statusPageView{
+		Admin:        admin,
+		CSS:          template.CSS(statusCSS),
+		Now:          timeOf(now, now),
+		Version:      a.cfg.Version,
+		Uptime:       compactDuration(time.Since(processStart)),
+		Started:      timeOf(processStart, now),
+		ComponentJID: a.cfg.ComponentJID,
+		Connected:    a.cfg.Ready != nil && a.cfg.Ready(),
+		Kinds:        hub.Kinds,
+		Limit:        statusListLimit,
+	}
+	if v.Version == "" {
+		v.Version = "dev"
+	}
+	st := a.hub.Store()
+	ss, hasReport := st.(statusStore)
+	if hasReport {
+		v.Backend = ss.Backend()
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	err := st.Check(checkCtx)
+	cancel()
+	switch {
+	case err != nil:
+		a.log.WarnContext(ctx, "status page: store does not answer", "err", err)
+		v.StoreError = a.statusErr(admin, err)
+	case !hasReport:
+		v.ReportError = "this store does not report statistics"
+	default:
+		rep, err := ss.StatusReport(ctx, store.StatusQuery{
+			Limit:       statusListLimit,
+			PingsSince:  now.Add(-statusPingWindow),
+			LateBefore:  now.Add(-statusLateAfter),
+			Subscribers: admin,
+		})
+		if err != nil {
+			a.log.ErrorContext(ctx, "status page: status report", "err", err)
+			v.ReportError = a.statusErr(admin, err)
+		} else {
+			v.fill(rep, now)
+		}
+	}
+	v.Problems = v.problems()
+	return v
+}
+
+// statusErr is an error as the page shows it: in full to an admin, and
+// only as "see the log" to everyone else.
+func (a *API) statusErr(admin bool, err error) string {
+	if admin {
+		return clip(redactText(err.Error()))
+	}
+	return "details are in pingd's log and the admin view"
+}
+
+// statusPageView is the template's data. Everything in it is plain text;
+// html/template escapes it.
+type statusPageView struct {
+	Admin        bool
+	CSS          template.CSS
+	Now          timeView
+	Version      string
+	Uptime       string
+	Started      timeView
+	ComponentJID string
+	Connected    bool
+	Backend      string
+	// StoreError is set when the database does not answer, ReportError
+	// when it answered the check but not the report.
+	StoreError  string
+	ReportError string
+	Problems    []problemView
+	Kinds       []hub.Kind
+	Limit       int
+	// Report is nil when the report could not be read.
+	Report *reportView
+}
+
+type problemView struct {
+	Bad  bool // bad rather than worth a look
+	Text string
+}
+
+type reportView struct {
+	NodesTotal, NodesMore int
+	NodesBehindXMPP       int
+	EventsBehindXMPP      int64
+	// SubscriberCounts are the subscriptions by kind in Kinds' order.
+	SubscriberCounts []int
+	SubscribersTotal int
+	Nodes            []nodeView
+
+	SourcesTotal, SourcesMore                              int
+	SourcesFailing, SourcesGone, SourcesMoved, SourcesLate int
+	Sources                                                []sourceView
+	QueueSubscriptions, QueuePending, QueueSuspended       int
+	QueueFailing, QueueBehind, QueueProblems, QueueMore    int
+	QueueEventsBehind                                      int64
+	OldestFailure                                          timeView
+	Deliveries                                             []deliveryView
+	PingsRecent, PingsMore                                 int
+	PingsTotal                                             int64
+	Pings                                                  []pingView
+	Subscribers                                            []subscriberView
+	SubscribersMore                                        int
+}
+
+type nodeView struct {
+	Name, Link, Title string
+	Whitelist         bool
+	Implicit          bool
+	// Source is the source URL, or empty with SourceHidden set for a
+	// whitelist node seen by a non-admin.
+	Source       string
+	SourceHidden bool
+	Counts       []int
+	Total        int
+	XMPPBehind   int64
+	Flags        []flagView
+}
+
+type sourceView struct {
+	URL, MovedFrom, Title string
+	Hidden                bool
+	Nodes                 int
+	LastFetch             timeView
+	Status                string
+	NextFetch             timeView
+	NextFetchReason       string
+	Errors                int
+	LastError             string
+	LastErrorHidden       bool
+	LastChange, LastPing  timeView
+	Flags                 []flagView
+}
+
+type deliveryView struct {
+	ID                        int64
+	Node, NodeLink            string
+	Kind                      hub.Kind
+	Address                   string
+	State                     hub.SubState
+	Behind                    int64
+	Errors                    int
+	FirstFailure, NextAttempt timeView
+	LastDelivered             timeView
+	LastStatus                int
+	LastError                 string
+	Flags                     []flagView
+}
+
+type pingView struct {
+	When                     timeView
+	Dialect, Name, URL, From string
+}
+
+type subscriberView struct {
+	Node, NodeLink   string
+	Kind             hub.Kind
+	Address          string
+	State            hub.SubState
+	Created, Expires timeView
+}
+
+// flagView is a short badge; Bad ones are red, the others amber.
+type flagView struct {
+	Text string
+	Bad  bool
+}
+
+// timeView is a time for a <time> element: ISO for its datetime
+// attribute, Text relative to the page's now, Title the full UTC time.
+type timeView struct {
+	ISO, Text, Title string
+}
+
+func timeOf(t, now time.Time) timeView {
+	if t.IsZero() {
+		return timeView{Text: "—"}
+	}
+	t = t.UTC()
+	v := timeView{ISO: t.Format(time.RFC3339), Title: t.Format("2006-01-02 15:04:05 UTC")}
+	d := now.Sub(t)
+	switch {
+	case d > -time.Second && d < time.Second:
+		v.Text = "now"
+	case d > 0:
+		v.Text = compactDuration(d) + " ago"
+	default:
+		v.Text = "in " + compactDuration(-d)
+	}
+	return v
+}
+
+// compactDuration writes d with its two largest units: "45s", "3m 20s",
+// "2h 5m", "3d 4h".
+func compactDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	units := []struct {
+		size time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+	for i, u := range units[:3] {
+		if d < u.size {
+			continue
+		}
+		next := units[i+1]
+		if rest := (d % u.size) / next.size; rest > 0 {
+			return fmt.Sprintf("%d%s %d%s", d/u.size, u.name, rest, next.name)
+		}
+		return fmt.Sprintf("%d%s", d/u.size, u.name)
+	}
+	return d.String() // not reached: d >= 1m
+}
+
+// fill turns the store's report into what the page shows, leaving out
+// what only an admin may see.
+func (v *statusPageView) fill(rep *store.StatusReport, now time.Time) {
+	r := &reportView{
+		NodesTotal:         rep.NodesTotal,
+		NodesMore:          max(rep.NodesTotal-len(rep.Nodes), 0),
+		NodesBehindXMPP:    rep.NodesBehindXMPP,
+		EventsBehindXMPP:   rep.EventsBehindXMPP,
+		SourcesTotal:       rep.SourcesTotal,
+		SourcesMore:        max(rep.SourcesTotal-len(rep.Sources), 0),
+		SourcesFailing:     rep.SourcesFailing,
+		SourcesGone:        rep.SourcesGone,
+		SourcesMoved:       rep.SourcesMoved,
+		SourcesLate:        rep.SourcesLate,
+		QueueSubscriptions: rep.Queue.Subscriptions,
+		QueuePending:       rep.Queue.Pending,
+		QueueSuspended:     rep.Queue.Suspended,
+		QueueFailing:       rep.Queue.Failing,
+		QueueBehind:        rep.Queue.Behind,
+		QueueEventsBehind:  rep.Queue.EventsBehind,
+		QueueProblems:      rep.Queue.Problems,
+		QueueMore:          max(rep.Queue.Problems-len(rep.Deliveries), 0),
+		OldestFailure:      timeOf(rep.Queue.OldestFailure, now),
+		PingsRecent:        rep.PingsRecent,
+		PingsMore:          max(rep.PingsRecent-len(rep.Pings), 0),
+		PingsTotal:         rep.PingsTotal,
+	}
+	for _, k := range v.Kinds {
+		r.SubscriberCounts = append(r.SubscriberCounts, rep.Subscribers[k])
+		r.SubscribersTotal += rep.Subscribers[k]
+	}
+	for _, n := range rep.Nodes {
+		nv := nodeView{
+			Name:       n.Name,
+			Link:       "/feeds/" + url.PathEscape(n.Name),
+			Title:      clip(n.Title),
+			Whitelist:  n.AccessModel == hub.AccessWhitelist,
+			Implicit:   n.Implicit,
+			Source:     redactURL(n.SourceURL),
+			XMPPBehind: max(n.LastSeq-n.XMPPSeq, 0),
+		}
+		if nv.Whitelist && !v.Admin && n.SourceURL != "" {
+			nv.Source, nv.SourceHidden = "", true
+		}
+		for _, k := range v.Kinds {
+			nv.Counts = append(nv.Counts, n.Subscribers[k])
+			nv.Total += n.Subscribers[k]
+		}
+		if n.Failing > 0 {
+			nv.Flags = append(nv.Flags, flagView{Text: fmt.Sprintf("%d failing", n.Failing), Bad: true})
+		}
+		if n.Suspended > 0 {
+			nv.Flags = append(nv.Flags, flagView{Text: fmt.Sprintf("%d suspended", n.Suspended), Bad: true})
+		}
+		if n.SourceFailing {
+			nv.Flags = append(nv.Flags, flagView{Text: "source failing", Bad: true})
+		}
+		if n.SourceGone {
+			nv.Flags = append(nv.Flags, flagView{Text: "source gone"})
+		}
+		if n.Behind > 0 {
+			nv.Flags = append(nv.Flags, flagView{Text: fmt.Sprintf("%d behind", n.Behind)})
+		}
+		r.Nodes = append(r.Nodes, nv)
+	}
+	for _, s := range rep.Sources {
+		sv := sourceView{
+			URL:             redactURL(s.URL),
+			MovedFrom:       redactURL(s.MovedFrom),
+			Title:           clip(s.Title),
+			Nodes:           s.Nodes,
+			LastFetch:       timeOf(s.LastFetchAt, now),
+			NextFetch:       timeOf(s.NextFetchAt, now),
+			NextFetchReason: clip(s.NextFetchReason),
+			Errors:          s.ConsecutiveErrors,
+			LastChange:      timeOf(s.LastChangeAt, now),
+			LastPing:        timeOf(s.LastPingAt, now),
+			Status:          "—",
+		}
+		if !s.LastPingAt.IsZero() && s.LastPingAt.After(s.LastFetchAt) && !s.NextFetchAt.After(s.LastPingAt) {
+			// A ping moved the fetch forward; the stored reason is the
+			// schedule's from before it.
+			sv.NextFetchReason = "ping received"
+		}
+		if s.LastStatus != 0 {
+			sv.Status = strconv.Itoa(s.LastStatus)
+			if text := http.StatusText(s.LastStatus); text != "" {
+				sv.Status += " " + text
+			}
+		} else if s.LastError != "" {
+			sv.Status = "no answer"
+		}
+		if !s.Open && !v.Admin {
+			// Followed only by whitelist nodes: the URL may be a private
+			// feed's.
+			sv.URL, sv.MovedFrom, sv.Title, sv.Hidden = "", "", "", true
+		}
+		if s.LastError != "" {
+			if v.Admin {
+				sv.LastError = clip(redactText(s.LastError))
+			} else {
+				sv.LastErrorHidden = true
+			}
+		}
+		if s.ConsecutiveErrors > 0 {
+			sv.Flags = append(sv.Flags, flagView{Text: "failing", Bad: true})
+		}
+		if s.Gone {
+			sv.Flags = append(sv.Flags, flagView{Text: "gone", Bad: true})
+		}
+		if s.MovedFrom != "" {
+			sv.Flags = append(sv.Flags, flagView{Text: "moved"})
+		}
+		if !s.Baselined && s.ConsecutiveErrors == 0 && !s.Gone {
+			sv.Flags = append(sv.Flags, flagView{Text: "not fetched yet"})
+		}
+		if !s.Gone && !s.NextFetchAt.IsZero() && s.NextFetchAt.Before(now.Add(-statusLateAfter)) {
+			sv.Flags = append(sv.Flags, flagView{Text: "late"})
+		}
+		r.Sources = append(r.Sources, sv)
+	}
+	for _, d := range rep.Deliveries {
+		dv := deliveryView{
+			ID:            d.ID,
+			Node:          d.NodeName,
+			NodeLink:      "/feeds/" + url.PathEscape(d.NodeName),
+			Kind:          d.Kind,
+			State:         d.State,
+			Behind:        max(d.NodeLastSeq-d.Cursor, 0),
+			Errors:        d.ConsecutiveErrors,
+			FirstFailure:  timeOf(d.FirstFailureAt, now),
+			NextAttempt:   timeOf(d.NextAttemptAt, now),
+			LastDelivered: timeOf(d.LastDeliveredAt, now),
+			LastStatus:    d.LastStatus,
+		}
+		if v.Admin {
+			dv.Address = redactURL(d.Address)
+			dv.LastError = clip(redactText(d.LastError))
+		}
+		if d.State == hub.SubSuspended {
+			dv.Flags = append(dv.Flags, flagView{Text: "suspended", Bad: true})
+		}
+		if d.ConsecutiveErrors > 0 {
+			dv.Flags = append(dv.Flags, flagView{Text: "failing", Bad: true})
+		}
+		if dv.Behind > 0 && d.State == hub.SubActive {
+			dv.Flags = append(dv.Flags, flagView{Text: fmt.Sprintf("%d behind", dv.Behind)})
+		}
+		r.Deliveries = append(r.Deliveries, dv)
+	}
+	for _, p := range rep.Pings {
+		pv := pingView{When: timeOf(p.ReceivedAt, now), Dialect: p.Dialect, Name: clip(p.Name), URL: redactURL(p.URL)}
+		if v.Admin {
+			pv.From = p.Remote
+		}
+		r.Pings = append(r.Pings, pv)
+	}
+	if v.Admin {
+		for _, s := range rep.RecentSubscribers {
+			r.Subscribers = append(r.Subscribers, subscriberView{
+				Node:     s.NodeName,
+				NodeLink: "/feeds/" + url.PathEscape(s.NodeName),
+				Kind:     s.Kind,
+				Address:  redactURL(s.Address),
+				State:    s.State,
+				Created:  timeOf(s.CreatedAt, now),
+				Expires:  timeOf(s.ExpiresAt, now),
+			})
+		}
+		r.SubscribersMore = max(r.SubscribersTotal-len(r.Subscribers), 0)
+	}
+	v.Report = r
+}
+
+// problems sums up what is wrong, the worst first.
+func (v *statusPageView) problems() []problemView {
+	var out []problemView
+	add := func(bad bool, format string, args ...any) {
+		out = append(out, problemView{Bad: bad, Text: fmt.Sprintf(format, args...)})
+	}
+	if !v.Connected {
+		add(true, "Not connected to the XMPP server: XMPP subscribers get nothing until the component reconnects.")
+	}
+	if v.StoreError != "" {
+		add(true, "The database does not answer.")
+	}
+	if v.ReportError != "" {
+		add(true, "The figures below could not be read from the database.")
+	}
+	r := v.Report
+	if r == nil {
+		return out
+	}
+	if r.QueueSuspended > 0 {
+		add(true, "%s suspended: they get nothing until their subscriber renews them.", plural(r.QueueSuspended, "HTTP subscription is", "HTTP subscriptions are"))
+	}
+	if r.QueueFailing > 0 {
+		add(true, "%s failing; the oldest failure began %s.", plural(r.QueueFailing, "HTTP subscription is", "HTTP subscriptions are"), r.OldestFailure.Text)
+	}
+	if r.SourcesFailing > 0 {
+		add(true, "%s.", plural(r.SourcesFailing, "source fails to fetch", "sources fail to fetch"))
+	}
+	if r.SourcesGone > 0 {
+		add(false, "%s gone (410): nothing is fetched from them any more.", plural(r.SourcesGone, "source is", "sources are"))
+	}
+	if r.SourcesLate > 0 {
+		add(false, "%s more than %s late: the fetcher is not keeping up.", plural(r.SourcesLate, "fetch is", "fetches are"), compactDuration(statusLateAfter))
+	}
+	return out
+}
+
+// plural writes "1 thing is" or "n things are".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// clip shortens s to statusMaxText characters.
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= statusMaxText {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:statusMaxText]) + "…"
+}
+
+// redactURL hides the password of a URL with user information; other
+// strings pass unchanged.
+func redactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return redactText(s)
+	}
+	return u.Redacted()
+}
+
+// userinfoPassword matches the password of "scheme://user:password@" in
+// free text such as error messages.
+var userinfoPassword = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@`)
+
+// redactText hides passwords of URLs quoted in s.
+func redactText(s string) string {
+	return userinfoPassword.ReplaceAllString(s, "${1}xxxxx@")
+}
+
+func mustRead(fsys embed.FS, name string) string {
+	b, err := fsys.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	return string(b)
+}
+
+// cspHash is the CSP source expression allowing an inline element whose
+// content is s.
+func cspHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}

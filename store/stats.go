@@ -1,0 +1,424 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// StatusQuery says what StatusReport reads.
+type StatusQuery struct {
+	// Limit caps each list of the report (nodes, sources, deliveries,
+	// pings, subscribers); default DefaultStatusLimit.
+	Limit int
+	// PingsSince: the pings received at or after it are counted and the
+	// newest of them listed.
+	PingsSince time.Time
+	// LateBefore: a source not gone whose next fetch was due before it is
+	// counted as late (the fetcher is not keeping up). Zero counts none.
+	LateBefore time.Time
+	// Subscribers asks for the newest subscriptions of every kind with
+	// their addresses (an admin's view).
+	Subscribers bool
+}
+
+// DefaultStatusLimit is the length of each list of a StatusReport when the
+// query does not say.
+const DefaultStatusLimit = 100
+
+// StatusReport is what an operator looks at to tell whether something is
+// wrong: totals over everything, and each list capped at the query's limit
+// with the worst rows first.
+type StatusReport struct {
+	// Nodes are the nodes with their subscriber counts, those with
+	// problems first, then by name; NodesTotal counts them all.
+	Nodes      []NodeStatus
+	NodesTotal int
+	// NodesBehindXMPP counts nodes whose log is ahead of the XMPP stream,
+	// EventsBehindXMPP the events between them.
+	NodesBehindXMPP  int
+	EventsBehindXMPP int64
+	// Subscribers counts subscriptions by kind (every kind is present).
+	Subscribers map[hub.Kind]int
+
+	// Sources are the sources followed by a node, worst first: failing,
+	// gone, never fetched, moved, then the rest by URL.
+	Sources []SourceStatus
+	// SourcesTotal counts the followed sources; the others count those
+	// with errors in a row, gone, moved, and late (see LateBefore).
+	SourcesTotal, SourcesFailing, SourcesGone, SourcesMoved, SourcesLate int
+
+	// Queue is the health of the HTTP deliveries.
+	Queue QueueStatus
+	// Deliveries are the HTTP subscriptions with a problem (failing,
+	// suspended or behind their node), worst first: failing and suspended
+	// ones by their oldest failure, then the furthest behind.
+	Deliveries []DeliveryStatus
+
+	// Pings are the newest pings since PingsSince; PingsRecent counts all
+	// of them and PingsTotal every ping ever received.
+	Pings       []hub.Ping
+	PingsRecent int
+	PingsTotal  int64
+
+	// RecentSubscribers are the newest subscriptions of every kind, only
+	// when the query asked for them.
+	RecentSubscribers []SubscriberStatus
+}
+
+// NodeStatus is one node of a StatusReport.
+type NodeStatus struct {
+	ID          int64
+	Name        string
+	Title       string
+	AccessModel hub.AccessModel
+	Implicit    bool
+	// SourceURL is where the node's source is now; empty for a node only
+	// its owners publish to.
+	SourceURL string
+	// SourceFailing and SourceGone describe its source.
+	SourceFailing bool
+	SourceGone    bool
+	LastSeq       int64
+	XMPPSeq       int64
+	// Subscribers counts the node's subscriptions by kind (every kind is
+	// present).
+	Subscribers map[hub.Kind]int
+	// Failing, Suspended and Behind count its HTTP subscriptions with
+	// errors in a row, suspended ones and active ones behind its log.
+	Failing, Suspended, Behind int
+}
+
+// SourceStatus is one source of a StatusReport.
+type SourceStatus struct {
+	ID                int64
+	URL               string
+	OriginalURL       string
+	Title             string
+	IsFeed            bool
+	Baselined         bool
+	Gone              bool
+	MovedFrom         string
+	MovedAt           time.Time
+	LastFetchAt       time.Time
+	LastStatus        int
+	LastError         string
+	ConsecutiveErrors int
+	LastChangeAt      time.Time
+	LastPingAt        time.Time
+	NextFetchAt       time.Time
+	NextFetchReason   string
+	// Nodes counts the nodes following the source; Open is true when at
+	// least one of them is an open node (its URL is no secret then).
+	Nodes int
+	Open  bool
+}
+
+// QueueStatus sums up the HTTP subscriptions' delivery state.
+type QueueStatus struct {
+	// Subscriptions counts the HTTP subscriptions; Pending those waiting
+	// for verification of intent; Suspended those that get nothing until
+	// renewed; Failing those whose last attempt failed; Behind the active
+	// ones whose cursor is behind their node's log, and EventsBehind the
+	// events they have yet to get.
+	Subscriptions, Pending, Suspended, Failing, Behind int
+	EventsBehind                                       int64
+	// Problems counts the subscriptions StatusReport.Deliveries lists.
+	Problems int
+	// OldestFailure is the earliest first failure of a failing
+	// subscription (zero if none fails).
+	OldestFailure time.Time
+}
+
+// DeliveryStatus is one HTTP subscription with a problem.
+type DeliveryStatus struct {
+	ID       int64
+	NodeName string
+	Kind     hub.Kind
+	// Address is the callback URL.
+	Address     string
+	State       hub.SubState
+	Cursor      int64
+	NodeLastSeq int64
+	hub.DeliveryState
+}
+
+// SubscriberStatus is one subscription in the admin's list.
+type SubscriberStatus struct {
+	ID        int64
+	NodeName  string
+	Kind      hub.Kind
+	Address   string
+	State     hub.SubState
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// problemSub is the condition of a delivery problem (s: subscriptions, n:
+// its node).
+const problemSub = `s.kind <> 'xmpp' AND (s.consecutive_errors > 0 OR s.state = 'suspended'
+	OR (s.state = 'active' AND s.cursor_seq < n.last_seq))`
+
+// StatusReport reads the report in one read-only transaction, with a fixed
+// number of queries whatever the number of nodes, sources and subscribers.
+func (s *sqlStore) StatusReport(ctx context.Context, q StatusQuery) (*StatusReport, error) {
+	if q.Limit <= 0 {
+		q.Limit = DefaultStatusLimit
+	}
+	if q.PingsSince.IsZero() {
+		q.PingsSince = time.Unix(0, 0) // every ping
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout)
+	defer cancel()
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.backend == backendPostgres {
+		// Every query sees the same snapshot. SQLite's transactions (WAL)
+		// see one anyway.
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.read.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("status report: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	rep := &StatusReport{Subscribers: kindCounts()}
+	steps := []statusStep{
+		{"totals", s.statusTotals},
+		{"subscribers by kind", s.statusKinds},
+		{"nodes", s.statusNodes},
+		{"sources", s.statusSources},
+		{"deliveries", s.statusDeliveries},
+		{"pings", s.statusPings},
+	}
+	if q.Subscribers {
+		steps = append(steps, statusStep{"subscribers", s.statusSubscribers})
+	}
+	for _, step := range steps {
+		if err := step.fn(ctx, tx, q, rep); err != nil {
+			return nil, fmt.Errorf("status report: %s: %w", step.what, err)
+		}
+	}
+	return rep, nil
+}
+
+// statusStep is one query of StatusReport.
+type statusStep struct {
+	what string
+	fn   func(context.Context, *sql.Tx, StatusQuery, *StatusReport) error
+}
+
+func kindCounts() map[hub.Kind]int {
+	m := make(map[hub.Kind]int, len(hub.Kinds))
+	for _, k := range hub.Kinds {
+		m[k] = 0
+	}
+	return m
+}
+
+// statusTotals reads every count of the report in one row.
+func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	const followed = `EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)`
+	query := `SELECT nd.total, nd.behind_xmpp, nd.events_behind_xmpp,
+		src.total, src.failing, src.gone, src.moved, src.late,
+		qu.total, qu.pending, qu.suspended, qu.failing, qu.oldest_failure,
+		bh.behind, bh.events_behind, pr.problems,
+		pg.recent, (SELECT value FROM counters WHERE name = 'pings')
+	FROM
+		(SELECT COUNT(*) AS total,
+			COALESCE(SUM(CASE WHEN last_seq > xmpp_seq THEN 1 ELSE 0 END), 0) AS behind_xmpp,
+			CAST(COALESCE(SUM(CASE WHEN last_seq > xmpp_seq THEN last_seq - xmpp_seq ELSE 0 END), 0) AS BIGINT) AS events_behind_xmpp
+		FROM nodes) nd
+	CROSS JOIN
+		(SELECT COUNT(*) AS total,
+			COALESCE(SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
+			COALESCE(SUM(CASE WHEN s.gone THEN 1 ELSE 0 END), 0) AS gone,
+			COALESCE(SUM(CASE WHEN s.moved_from <> '' THEN 1 ELSE 0 END), 0) AS moved,
+			COALESCE(SUM(CASE WHEN NOT s.gone AND s.next_fetch_at < $2 THEN 1 ELSE 0 END), 0) AS late
+		FROM sources s WHERE ` + followed + `) src
+	CROSS JOIN
+		(SELECT COUNT(*) AS total,
+			COALESCE(SUM(CASE WHEN state IN ('pending', 'unsubscribing') THEN 1 ELSE 0 END), 0) AS pending,
+			COALESCE(SUM(CASE WHEN state = 'suspended' THEN 1 ELSE 0 END), 0) AS suspended,
+			COALESCE(SUM(CASE WHEN consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
+			MIN(CASE WHEN consecutive_errors > 0 THEN first_failure_at END) AS oldest_failure
+		FROM subscriptions WHERE kind <> 'xmpp') qu
+	CROSS JOIN
+		(SELECT COUNT(*) AS behind,
+			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind
+		FROM nodes n CROSS JOIN subscriptions s
+		WHERE s.node_id = n.id AND s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
+	CROSS JOIN
+		(SELECT COUNT(*) AS problems FROM nodes n CROSS JOIN subscriptions s
+		WHERE s.node_id = n.id AND ` + problemSub + `) pr
+	CROSS JOIN
+		(SELECT COUNT(*) AS recent FROM pings WHERE received_at >= $1) pg`
+	var pingsTotal sql.NullInt64
+	qu := &rep.Queue
+	err := s.queryRow(ctx, tx, query, []any{s.timeArg(q.PingsSince), s.timeArg(q.LateBefore)},
+		&rep.NodesTotal, &rep.NodesBehindXMPP, &rep.EventsBehindXMPP,
+		&rep.SourcesTotal, &rep.SourcesFailing, &rep.SourcesGone, &rep.SourcesMoved, &rep.SourcesLate,
+		&qu.Subscriptions, &qu.Pending, &qu.Suspended, &qu.Failing, tc(&qu.OldestFailure),
+		&qu.Behind, &qu.EventsBehind, &qu.Problems,
+		&rep.PingsRecent, &pingsTotal)
+	rep.PingsTotal = pingsTotal.Int64
+	return err
+}
+
+// statusKinds counts the subscriptions of each kind.
+func (s *sqlStore) statusKinds(ctx context.Context, tx *sql.Tx, _ StatusQuery, rep *StatusReport) error {
+	return s.query(ctx, tx, `SELECT kind, COUNT(*) FROM subscriptions GROUP BY kind`, nil, func(r *sql.Rows) error {
+		var kind string
+		var n int
+		if err := r.Scan(&kind, &n); err != nil {
+			return err
+		}
+		rep.Subscribers[hub.Kind(kind)] = n
+		return nil
+	})
+}
+
+// statusNodes lists the nodes with their subscriber counts, nodes with
+// problems first.
+func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	query := `SELECT id, name, title, access_model, is_implicit, source_url, source_failing, source_gone,
+		last_seq, xmpp_seq, xmpp, webhook, websub, rsscloud, cnws, failing, suspended, behind
+	FROM (SELECT n.id, n.name, n.title, n.access_model, n.is_implicit,
+			COALESCE(src.url, '') AS source_url,
+			CASE WHEN src.consecutive_errors > 0 THEN 1 ELSE 0 END AS source_failing,
+			CASE WHEN src.gone THEN 1 ELSE 0 END AS source_gone,
+			n.last_seq, n.xmpp_seq,
+			COALESCE(a.xmpp, 0) AS xmpp, COALESCE(a.webhook, 0) AS webhook, COALESCE(a.websub, 0) AS websub,
+			COALESCE(a.rsscloud, 0) AS rsscloud, COALESCE(a.cnws, 0) AS cnws,
+			COALESCE(a.failing, 0) AS failing, COALESCE(a.suspended, 0) AS suspended, COALESCE(a.behind, 0) AS behind
+		FROM nodes n
+		LEFT JOIN sources src ON src.id = n.source_id
+		LEFT JOIN (SELECT s.node_id,
+				SUM(CASE WHEN s.kind = 'xmpp' THEN 1 ELSE 0 END) AS xmpp,
+				SUM(CASE WHEN s.kind = 'webhook' THEN 1 ELSE 0 END) AS webhook,
+				SUM(CASE WHEN s.kind = 'websub' THEN 1 ELSE 0 END) AS websub,
+				SUM(CASE WHEN s.kind = 'rsscloud' THEN 1 ELSE 0 END) AS rsscloud,
+				SUM(CASE WHEN s.kind = 'cnws' THEN 1 ELSE 0 END) AS cnws,
+				SUM(CASE WHEN s.kind <> 'xmpp' AND s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
+				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
+				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
+			FROM subscriptions s JOIN nodes sn ON sn.id = s.node_id
+			GROUP BY s.node_id) a ON a.node_id = n.id) t
+	ORDER BY CASE WHEN failing + suspended > 0 THEN 0
+		WHEN source_failing + source_gone > 0 THEN 1
+		WHEN behind > 0 OR last_seq > xmpp_seq THEN 2
+		ELSE 3 END, name
+	LIMIT $1`
+	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+		var n NodeStatus
+		var access string
+		var srcFailing, srcGone int
+		var xmpp, webhook, websub, rsscloud, cnws int
+		if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
+			&n.LastSeq, &n.XMPPSeq, &xmpp, &webhook, &websub, &rsscloud, &cnws,
+			&n.Failing, &n.Suspended, &n.Behind); err != nil {
+			return err
+		}
+		n.AccessModel = hub.AccessModel(access)
+		n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
+		n.Subscribers = map[hub.Kind]int{
+			hub.KindXMPP: xmpp, hub.KindWebhook: webhook, hub.KindWebSub: websub,
+			hub.KindRSSCloud: rsscloud, hub.KindCNWS: cnws,
+		}
+		rep.Nodes = append(rep.Nodes, n)
+		return nil
+	})
+}
+
+// statusSources lists the followed sources, worst first. The body is not
+// read.
+func (s *sqlStore) statusSources(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	query := `SELECT s.id, s.url, s.original_url, s.title, s.is_feed, s.baselined, s.gone, s.moved_from, s.moved_at,
+		s.last_fetch_at, s.last_status, s.last_error, s.consecutive_errors, s.last_change_at, s.last_ping_at,
+		s.next_fetch_at, s.next_fetch_reason,
+		(SELECT COUNT(*) FROM nodes f WHERE f.source_id = s.id),
+		CASE WHEN EXISTS (SELECT 1 FROM nodes o WHERE o.source_id = s.id AND o.access_model = 'open') THEN 1 ELSE 0 END
+	FROM sources s
+	WHERE EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)
+	ORDER BY CASE WHEN s.consecutive_errors > 0 THEN 0
+		WHEN s.gone THEN 1
+		WHEN NOT s.baselined THEN 2
+		WHEN s.moved_from <> '' THEN 3
+		ELSE 4 END, s.consecutive_errors DESC, s.url, s.id
+	LIMIT $1`
+	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+		var src SourceStatus
+		var open int
+		if err := r.Scan(&src.ID, &src.URL, &src.OriginalURL, &src.Title, &src.IsFeed, &src.Baselined, &src.Gone,
+			&src.MovedFrom, tc(&src.MovedAt), tc(&src.LastFetchAt), &src.LastStatus, &src.LastError,
+			&src.ConsecutiveErrors, tc(&src.LastChangeAt), tc(&src.LastPingAt), tc(&src.NextFetchAt),
+			&src.NextFetchReason, &src.Nodes, &open); err != nil {
+			return err
+		}
+		src.Open = open > 0
+		rep.Sources = append(rep.Sources, src)
+		return nil
+	})
+}
+
+// statusDeliveries lists the HTTP subscriptions with a problem, worst
+// first.
+func (s *sqlStore) statusDeliveries(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	query := `SELECT s.id, n.name, s.kind, s.address, s.state, s.cursor_seq, n.last_seq,
+		s.attempts, s.consecutive_errors, s.first_failure_at, s.next_attempt_at, s.last_error,
+		s.last_delivered_at, s.last_status
+	FROM nodes n CROSS JOIN subscriptions s
+	WHERE s.node_id = n.id AND ` + problemSub + `
+	ORDER BY CASE WHEN s.consecutive_errors > 0 OR s.state = 'suspended' THEN 0 ELSE 1 END,
+		CASE WHEN s.first_failure_at IS NULL THEN 1 ELSE 0 END, s.first_failure_at,
+		n.last_seq - s.cursor_seq DESC, s.id
+	LIMIT $1`
+	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+		var d DeliveryStatus
+		var kind, state string
+		ds := &d.DeliveryState
+		if err := r.Scan(&d.ID, &d.NodeName, &kind, &d.Address, &state, &d.Cursor, &d.NodeLastSeq,
+			&ds.Attempts, &ds.ConsecutiveErrors, tc(&ds.FirstFailureAt), tc(&ds.NextAttemptAt), &ds.LastError,
+			tc(&ds.LastDeliveredAt), &ds.LastStatus); err != nil {
+			return err
+		}
+		d.Kind, d.State = hub.Kind(kind), hub.SubState(state)
+		ds.Cursor = d.Cursor
+		rep.Deliveries = append(rep.Deliveries, d)
+		return nil
+	})
+}
+
+// statusPings lists the newest pings since q.PingsSince.
+func (s *sqlStore) statusPings(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	return s.query(ctx, tx, `SELECT id, dialect, name, url, remote, received_at FROM pings
+		WHERE received_at >= $1 ORDER BY received_at DESC, id DESC LIMIT $2`,
+		[]any{s.timeArg(q.PingsSince), q.Limit}, func(r *sql.Rows) error {
+			var p hub.Ping
+			if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.Remote, tc(&p.ReceivedAt)); err != nil {
+				return err
+			}
+			rep.Pings = append(rep.Pings, p)
+			return nil
+		})
+}
+
+// statusSubscribers lists the newest subscriptions of every kind.
+func (s *sqlStore) statusSubscribers(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	return s.query(ctx, tx, `SELECT s.id, n.name, s.kind, s.address, s.state, s.created_at, s.expires_at
+		FROM subscriptions s JOIN nodes n ON n.id = s.node_id
+		ORDER BY s.id DESC LIMIT $1`, []any{q.Limit}, func(r *sql.Rows) error {
+		var sub SubscriberStatus
+		var kind, state string
+		if err := r.Scan(&sub.ID, &sub.NodeName, &kind, &sub.Address, &state, tc(&sub.CreatedAt),
+			tc(&sub.ExpiresAt)); err != nil {
+			return err
+		}
+		sub.Kind, sub.State = hub.Kind(kind), hub.SubState(state)
+		rep.RecentSubscribers = append(rep.RecentSubscribers, sub)
+		return nil
+	})
+}
