@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -76,6 +77,19 @@ func TestPingToXMPPSubscriber(t *testing.T) {
 		want := []receivedItem{{"news", a.GUID, a.Title}, {"news", b.GUID, b.Title}}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: subscriber got %v, want exactly %v", pg.name, got, want)
+		}
+	}
+
+	// The work shows in the metrics.
+	resp, err := http.Get(d.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"pingd_items_published_total 6", `pingd_fetches_total{class="2xx"}`, "pingd_component_connected 1"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/metrics"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
 )
@@ -69,6 +70,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Logger:     log,
 		AdminToken: cfg.AdminToken,
 		Admins:     cfg.AdminJIDs(),
+		Observe:    hubMetrics{},
 	})
 	if err != nil {
 		return err
@@ -101,6 +103,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Store:    st,
 		Instance: h.Instance(),
 		Logger:   log,
+		Observe:  observeDelivery,
 		Senders: map[hub.Kind]delivery.Sender{
 			hub.KindWebhook:  &delivery.Webhook{HTTPSender: httpSender},
 			hub.KindWebSub:   &delivery.WebSub{HTTPSender: httpSender, Store: st},
@@ -129,6 +132,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	api.Router().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
+	metrics.SetComponentState(comp.Connected)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)

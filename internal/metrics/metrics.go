@@ -7,6 +7,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,26 +58,26 @@ var (
 	PublishToNotification = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "pingd_publish_to_notification_seconds", Help: "Time from an item being stored to its notification being sent, by transport.", Buckets: latencyBuckets,
 	}, []string{"transport"})
-	ComponentConnected = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "pingd_component_connected", Help: "1 while the XMPP component stream is up.",
-	})
 	ComponentReconnects = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "pingd_component_reconnects_total", Help: "Successful component (re)connections after the first.",
 	})
 )
 
 func init() {
-	Registry.MustRegister(
+	// The runtime and process series are prefixed too: every series is pingd_….
+	prometheus.WrapRegistererWithPrefix("pingd_", Registry).MustRegister(
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "pingd"}),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	Registry.MustRegister(
 		Pings, Fetches, FetchDuration, ItemsPublished, Notifications, DeliveryDuration,
-		Retries, PingToPublish, PublishToNotification, ComponentConnected, ComponentReconnects,
+		Retries, PingToPublish, PublishToNotification, componentConnected, ComponentReconnects,
 	)
 }
 
 // Handler serves the registry in the Prometheus text format.
 func Handler() http.Handler {
-	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{})
 }
 
 // FetchClass is the label of a fetch outcome.
@@ -105,7 +106,19 @@ func Since(h prometheus.Observer, t time.Time) {
 	}
 }
 
-// GaugeFunc registers a gauge computed on each scrape (queue depth and age).
-func GaugeFunc(name, help string, f func() float64) {
-	Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
-}
+// componentUp reports whether the component stream is up; set by
+// SetComponentState.
+var componentUp atomic.Pointer[func() bool]
+
+// SetComponentState tells the pingd_component_connected gauge where to
+// read the component's state.
+func SetComponentState(up func() bool) { componentUp.Store(&up) }
+
+var componentConnected = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	Name: "pingd_component_connected", Help: "1 while the XMPP component stream is up.",
+}, func() float64 {
+	if f := componentUp.Load(); f != nil && (*f)() {
+		return 1
+	}
+	return 0
+})
