@@ -53,7 +53,7 @@ var pageTemplate = template.Must(template.New("descriptor").Parse(`<!DOCTYPE htm
 <head>
 <meta charset="utf-8">
 <meta http-equiv="{{.XRDSHeader}}" content="{{.XRDSURL}}">
-<link rel="{{.RelDescriptor}}" href="{{.DescriptorURL}}">
+<link rel="{{.RelDescriptor}}" href="{{.XRDSURL}}">
 <title>{{.Title}} — GetPingd descriptor</title>
 </head>
 <body>

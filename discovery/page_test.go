@@ -93,8 +93,9 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 					t.Errorf("meta X-XRDS-Location = %+v, want content %q", meta, links.XRDS)
 				}
 				link := findTag(tags, "link", "rel", "getpingd.updates.descriptor")
-				if link == nil || link.attrs["href"] != d.DescriptorURL {
-					t.Errorf("link descriptor = %+v, want href %q", link, d.DescriptorURL)
+				// DESIGN.md: the header, the meta tag and the link all point at /xrds/{node}.
+				if link == nil || link.attrs["href"] != links.XRDS {
+					t.Errorf("link descriptor = %+v, want href %q", link, links.XRDS)
 				}
 				if findTag(tags, "meta", "charset", "utf-8") == nil {
 					t.Error("no <meta charset>")

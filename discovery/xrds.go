@@ -3,7 +3,9 @@ package discovery
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Content types and header names of GetPingd discovery.
@@ -111,7 +113,24 @@ func XRDS(d Descriptor) []byte {
 	w.end("xrds:XRDS")
 	w.flush()
 	buf.WriteByte('\n')
-	return buf.Bytes()
+	return asciiOnly(buf.Bytes())
+}
+
+// asciiOnly writes every non-ASCII character as a character reference.
+// The document is served as application/xrds+xml without a charset
+// parameter (Yadis clients compare the type literally), and some of them
+// then decode it as ISO-8859-1: in pure ASCII a node name survives that.
+func asciiOnly(doc []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(doc))
+	for _, r := range string(doc) {
+		if r < utf8.RuneSelf {
+			out.WriteByte(byte(r))
+			continue
+		}
+		fmt.Fprintf(&out, "&#x%X;", r)
+	}
+	return out.Bytes()
 }
 
 func attr(name, value string) xml.Attr {

@@ -427,3 +427,25 @@ func xmlClean(s string) bool {
 	}
 	return true
 }
+
+func TestXRDSIsASCII(t *testing.T) {
+	// Yadis clients decode a charset-less document as they please; an
+	// ASCII document with character references reads the same in all.
+	doc := XRDS(Descriptor{DescriptorURL: "https://p.example/feeds/caf%C3%A9", ComponentJID: "pubsub.example", Node: "Café ☕ 𝄞", Security: "none"})
+	for i, b := range doc {
+		if b >= 0x80 {
+			t.Fatalf("byte %d of the XRDS document is not ASCII: %q", i, doc[max(0, i-20):min(len(doc), i+20)])
+		}
+	}
+	var x struct {
+		PubSub struct {
+			Node string `xml:"node,attr"`
+		} `xml:"XRD>Service>PubSub"`
+	}
+	if err := xml.Unmarshal(doc, &x); err != nil {
+		t.Fatal(err)
+	}
+	if x.PubSub.Node != "Café ☕ 𝄞" {
+		t.Fatalf("node read back as %q", x.PubSub.Node)
+	}
+}
