@@ -40,6 +40,14 @@ fuzz:
 clean:
 	rm -rf bin .run
 
+# The long fault runs of docs/reliability.md (about half an hour): 10,000
+# notifications with 10 kill -9, the XMPP server stopped and killed during
+# fan-outs, slow and broken receivers, slow-loris clients on the real
+# binary. Needs Prosody, as `make test` does. PINGD_SEED=n replays a run.
+.PHONY: soak
+soak:
+	PINGD_SOAK=1 $(GO) test -run '^TestSoak' -count=1 -timeout 90m -v ./cmd/pingd
+
 # Benchmarks (bench/, results in docs/benchmarks.md): pingd side by side
 # with Prosody's and ejabberd's own pubsub, a no-logic component and plain
 # net/http, each ratio measured in one run with the sides alternating.

@@ -22,6 +22,13 @@
 // back, and a crash between sending and saving repeats a delivery (at least
 // once) rather than losing it.
 //
+// Nothing a stopping process held stays stuck: a delivery cut off by
+// shutdown is given back unchanged (lease released, cursor where it was),
+// and what a receiver already answered is saved even after the context
+// ended. Leases of a process that died are taken back at start when
+// Config.Exclusive says this process is the store's only user (SQLite);
+// on a shared store they run out.
+//
 // Per-host limits never hold a worker: a claimed subscription whose receiver
 // host has no free slot is given back with its next attempt put off by about
 // the time that host needs to serve the ones before it, so a slow receiver

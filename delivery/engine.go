@@ -84,6 +84,12 @@ type Config struct {
 	PollInterval time.Duration
 	// Observe, if set, is told the outcome of every attempt (metrics).
 	Observe func(kind hub.Kind, outcome string, d time.Duration)
+	// Exclusive says this process is the only one using the store (an
+	// SQLite file, which one pingd process serves at a time): leases found
+	// when Run starts were left by a process that died, and are taken back
+	// at once instead of blocking their subscriptions until they run out.
+	// Never set it on a store that several processes share.
+	Exclusive bool
 }
 
 // Outcomes passed to Config.Observe.
@@ -177,10 +183,14 @@ func (e *Engine) Wake(nodeID int64) {
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
-// Run delivers until ctx ends. Deliveries in flight when it ends are
-// finished within their timeouts or, if cut off, left leased: the lease
-// expires and they are redone, so nothing is lost.
+// Run delivers until ctx ends. A delivery cut off when it ends is given
+// back unchanged (its lease released, its cursor where it was), so the
+// next process redoes it at once; if even that fails, the lease runs out
+// and it is redone then. Nothing is lost either way.
 func (e *Engine) Run(ctx context.Context) error {
+	if e.cfg.Exclusive {
+		e.reclaimLeases(ctx)
+	}
 	workers := make(chan struct{}, e.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -261,6 +271,10 @@ func (e *Engine) serve(ctx context.Context, sub *hub.Subscription) {
 		return // the node was deleted meanwhile, with its subscriptions
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			e.giveBack(ctx, sub)
+			return
+		}
 		e.log.ErrorContext(ctx, "load node", "node_id", sub.NodeID, "err", err)
 		return
 	}
@@ -286,6 +300,7 @@ func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscriptio
 	}
 	expires, err := sender.Verify(ctx, sub, node, mode)
 	if ctx.Err() != nil {
+		e.giveBack(ctx, sub) // cut off by shutdown: verified again by the next process
 		return
 	}
 	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "mode", mode)
@@ -314,6 +329,8 @@ func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscriptio
 }
 
 func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.SubState, expires time.Time) {
+	ctx, cancel := persistContext(ctx)
+	defer cancel()
 	if err := e.cfg.Store.SetSubscriptionState(ctx, sub.ID, st, expires); err != nil && !errors.Is(err, hub.ErrNotFound) {
 		e.log.ErrorContext(ctx, "save subscription state", "subscription", sub.ID, "err", err)
 		return
@@ -325,12 +342,23 @@ func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.Sub
 }
 
 func (e *Engine) remove(ctx context.Context, sub *hub.Subscription) {
+	ctx, cancel := persistContext(ctx)
+	defer cancel()
 	if err := e.cfg.Store.DeleteSubscription(ctx, sub.ID); err != nil && !errors.Is(err, hub.ErrNotFound) {
 		e.log.ErrorContext(ctx, "remove subscription", "subscription", sub.ID, "err", err)
 	}
 }
 
+// persistContext is the context of a write that records what a receiver
+// already answered: it must happen even when shutdown has just ended ctx,
+// or the delivery would be repeated after the restart.
+func persistContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), persistTimeout)
+}
+
 func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.DeliveryState) {
+	ctx, cancel := persistContext(ctx)
+	defer cancel()
 	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
 	if err := e.cfg.Store.SaveDeliveryState(ctx, sub.ID, ds); err != nil && !errors.Is(err, hub.ErrNotFound) {
 		// The lease expires and the delivery is repeated: at least once.
@@ -338,9 +366,51 @@ func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.Deliver
 	}
 }
 
+// persistTimeout bounds the writes of delivery bookkeeping, which outlive
+// a cancelled context (see persistContext).
+const persistTimeout = 5 * time.Second
+
+// giveBack releases the lease of a subscription whose work shutdown cut
+// off, leaving its delivery state as it was when claimed.
+func (e *Engine) giveBack(ctx context.Context, sub *hub.Subscription) {
+	e.save(ctx, sub, sub.DeliveryState)
+	e.log.DebugContext(ctx, "delivery cut off by shutdown; given back", "subscription", sub.ID,
+		"subscriber", redactURL(sub.Address))
+}
+
+// reclaimLeases releases the leases of HTTP subscriptions held by anyone
+// but this engine. Only with Exclusive: then their holder is a process
+// that died (kill -9, a crash, a power cut) before it could save them.
+func (e *Engine) reclaimLeases(ctx context.Context) {
+	subs, err := e.cfg.Store.Subscriptions(ctx, hub.SubscriptionFilter{})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.WarnContext(ctx, "look for deliveries left leased by an earlier process", "err", err)
+		}
+		return
+	}
+	now := e.now()
+	n := 0
+	for i := range subs {
+		s := &subs[i]
+		if s.Kind == hub.KindXMPP || s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
+			continue
+		}
+		e.save(ctx, s, s.DeliveryState)
+		n++
+	}
+	if n > 0 {
+		e.log.InfoContext(ctx, "took back deliveries an earlier process left leased", "subscriptions", n)
+	}
+}
+
 func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscription, node *hub.Node) {
 	events, err := e.cfg.Store.EventsAfter(ctx, node.ID, sub.Cursor, e.cfg.Batch)
 	if err != nil {
+		if ctx.Err() != nil {
+			e.giveBack(ctx, sub)
+			return
+		}
 		e.log.ErrorContext(ctx, "read node log", "node", node.Name, "err", err)
 		return
 	}
@@ -369,7 +439,10 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 	res := sender.Deliver(dctx, &Delivery{Sub: sub, Node: node, Events: wanted})
 	cancel()
 	if ctx.Err() != nil && res.Err != nil {
-		return // cut off by shutdown: the lease expires and it is redone
+		// Cut off by shutdown: not the receiver's fault, so no attempt is
+		// counted; the next process sends it again.
+		e.giveBack(ctx, sub)
+		return
 	}
 	now := e.now()
 	ds.Attempts++
@@ -398,7 +471,10 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 		if policy.SuspendAfter > 0 && ds.ConsecutiveErrors >= policy.SuspendAfter {
 			e.observe(sub.Kind, OutcomeSuspended, start)
 			log.WarnContext(ctx, "subscription suspended until renewed", "errors_in_a_row", ds.ConsecutiveErrors, "err", res.Err)
-			if err := e.cfg.Store.SetSubscriptionState(ctx, sub.ID, hub.SubSuspended, sub.ExpiresAt); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			pctx, cancel := persistContext(ctx)
+			err := e.cfg.Store.SetSubscriptionState(pctx, sub.ID, hub.SubSuspended, sub.ExpiresAt)
+			cancel()
+			if err != nil && !errors.Is(err, hub.ErrNotFound) {
 				log.ErrorContext(ctx, "suspend subscription", "err", err)
 			}
 			e.save(ctx, sub, ds)

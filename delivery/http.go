@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -52,7 +53,7 @@ func do(ctx context.Context, client *http.Client, userAgent string, r request) (
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
-		return response{}, err
+		return response{}, redactURLError(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
@@ -60,6 +61,18 @@ func do(ctx context.Context, client *http.Client, userAgent string, r request) (
 		return response{Status: resp.StatusCode}, fmt.Errorf("read answer: %w", err)
 	}
 	return response{Status: resp.StatusCode, Body: body}, nil
+}
+
+// redactURLError keeps the query of the request URL out of a transport
+// error (*url.Error names the URL): the error is logged and kept as the
+// subscription's last error, and callbacks often carry secrets in their
+// query, as the verification request carries its challenge.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
+	}
+	return err
 }
 
 // signature returns the X-Hub-Signature value of body under secret with

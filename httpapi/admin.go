@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 	"mellium.im/xmpp/jid"
@@ -147,6 +148,12 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.NotificationType != "" {
 		cfg.NotificationType = req.NotificationType
+	}
+	if req.Source != "" {
+		if err := a.checkOutbound(r.Context(), "the source", req.Source); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	n, token, err := a.hub.CreateNode(r.Context(), hub.NodeSpec{Name: req.Node, Source: req.Source, Config: cfg})
 	if err != nil {
@@ -484,6 +491,11 @@ func (a *API) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		} else {
 			writeJSONError(w, http.StatusBadRequest, "could not read the request body")
 		}
+		return false
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD.
+		writeJSONError(w, http.StatusBadRequest, "invalid JSON: the body is not valid UTF-8")
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -287,9 +287,9 @@ func (a *API) cnws(w http.ResponseWriter, r *http.Request) {
 // difference.
 func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *CNWSChange) {
 	ctx := r.Context()
-	if ok, wait := a.pingLimit.allow(ch.ResourceID, time.Now()); !ok {
-		setRetryAfter(w, wait)
-		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", "too many notifications for "+ch.ResourceID)
+	if limited := a.allowPing(ch.ResourceID); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
 		return
 	}
 	note := &hub.ChangeNote{Title: ch.Title, Description: ch.Description}
@@ -325,6 +325,12 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *CNWSSubsc
 	if !a.hub.Serves(hub.KindCNWS) {
 		writeCNWSResult(w, http.StatusServiceUnavailable, false, "", "", "this server does not send CNWS notifications")
 		return
+	}
+	for _, u := range [][2]string{{"the notificationURL", s.NotificationURL}, {"the resourceID", s.ResourceID}} {
+		if err := a.checkOutbound(ctx, u[0], u[1]); err != nil {
+			writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())
+			return
+		}
 	}
 	n, err := a.resourceNode(ctx, s.ResourceID, true)
 	switch {

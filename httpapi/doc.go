@@ -18,8 +18,12 @@
 // subscription through the hub and leave verification and notification to
 // the delivery package's senders. XML-RPC methods live in a
 // method table (API.HandleRPC) so more can be added beside the ping
-// methods. Rate limits (ratelimit.go) are per pinged URL for pings and per
-// client IP for the admin API; both answer 429 with Retry-After.
+// methods. Rate limits (ratelimit.go) are per pinged URL and per host of
+// the pinged URL for pings, and per client IP for the admin API; all
+// answer 429 with Retry-After. outbound.go refuses, before anything is
+// stored, sources, topics and callbacks at non-public addresses when
+// Config.CheckHost is set (cmd/pingd sets it unless PINGD_ALLOW_PRIVATE);
+// the dial-time guard of internal/netguard stays the authority.
 //
 // GetPingd (getpingd.go): the descriptor page and XRDS document, and the
 // subscription requests, dispatched on their Content-Type to the whitelist

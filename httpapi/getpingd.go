@@ -271,6 +271,10 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 	ctx := r.Context()
 	log := a.log.With("node", n.Name, "callback", redactCallback(req.Href))
 	if req.Action == WebhookSubscribe {
+		if err := a.checkOutbound(ctx, "the callback", req.Href); err != nil {
+			writeText(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		_, existed, err := a.hub.Subscribe(ctx, hub.Subscription{
 			NodeName: n.Name,
 			Kind:     hub.KindWebhook,

@@ -9,7 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -51,11 +51,14 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 	if len(p.Name) > MaxWeblogNameBytes {
 		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, MaxWeblogNameBytes)
 	}
+	if !utf8.ValidString(p.Name) {
+		return 0, fmt.Errorf("%w: the weblog name is not valid UTF-8", hub.ErrInvalid)
+	}
 	if err := hub.ValidURL(urls[0]); err != nil {
 		return 0, err
 	}
-	if ok, wait := a.pingLimit.allow(urls[0], time.Now()); !ok {
-		return 0, &RateLimitError{RetryAfter: wait, What: "too many pings for " + urls[0]}
+	if limited := a.allowPing(urls[0]); limited != nil {
+		return 0, limited
 	}
 	n, err := a.hub.Ping(ctx, p, urls, nil)
 	if err != nil {
@@ -212,7 +215,7 @@ func (a *API) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, ra
 		writePingPage(w, http.StatusOK, "Ping received", pingThanks(n), rawURL)
 	case errors.As(err, &limited):
 		setRetryAfter(w, limited.RetryAfter)
-		writePingPage(w, http.StatusTooManyRequests, "Too many pings", "This URL was pinged too often; please wait before pinging it again.", rawURL)
+		writePingPage(w, http.StatusTooManyRequests, "Too many pings", "Too many pings: "+limited.What+"; please wait before pinging again.", rawURL)
 	case errors.Is(err, hub.ErrInvalid):
 		writePingPage(w, http.StatusBadRequest, "Ping refused", err.Error(), rawURL)
 	default:

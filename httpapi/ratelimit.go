@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,4 +78,29 @@ func (k *keyedLimiter) sweep(now time.Time) {
 	if len(k.buckets) >= maxBuckets {
 		clear(k.buckets)
 	}
+}
+
+// allowPing takes a token for a ping of rawURL from the URL's bucket and
+// from its host's. A refusal by the host's bucket keeps the URL's token,
+// which only slows down a publisher that is over a limit anyway.
+func (a *API) allowPing(rawURL string) *RateLimitError {
+	now := time.Now()
+	if ok, wait := a.pingLimit.allow(rawURL, now); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many pings for " + rawURL}
+	}
+	if host := urlHost(rawURL); host != "" {
+		if ok, wait := a.pingHostLimit.allow(host, now); !ok {
+			return &RateLimitError{RetryAfter: wait, What: "too many pings for URLs on " + host}
+		}
+	}
+	return nil
+}
+
+// urlHost is the lower-cased host and port of a URL: one origin server.
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Host)
 }

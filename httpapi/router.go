@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,18 @@ type Config struct {
 	PingBurst  int
 	AdminRate  float64
 	AdminBurst int
+	// Pings are also limited per host (and port) of the pinged URL, so
+	// that varying the path or the query does not multiply the pings one
+	// origin draws; default 10 per second in bursts of 100.
+	PingHostRate  float64
+	PingHostBurst int
+	// CheckHost, when set, is asked about the host of each URL pingd is
+	// asked to fetch or call back (node sources, topics, callbacks) before
+	// the request is stored; when it answers netguard.ErrRefused the
+	// request is refused with a message saying why. cmd/pingd sets it to
+	// netguard.CheckHost unless private addresses are allowed. nil: no
+	// early check (the dial-time guard still refuses the connection).
+	CheckHost func(ctx context.Context, host string) error
 	// WebSubLeases bounds WebSub leases; zero fields take the defaults
 	// (10 days, clamped to 5 minutes … 30 days).
 	WebSubLeases LeaseLimits
@@ -45,11 +58,13 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBodyBytes = 1 << 20
-	DefaultPingRate     = 1
-	DefaultPingBurst    = 10
-	DefaultAdminRate    = 20
-	DefaultAdminBurst   = 40
+	DefaultMaxBodyBytes  = 1 << 20
+	DefaultPingRate      = 1
+	DefaultPingBurst     = 10
+	DefaultAdminRate     = 20
+	DefaultAdminBurst    = 40
+	DefaultPingHostRate  = 10
+	DefaultPingHostBurst = 100
 )
 
 // API is pingd's HTTP handler.
@@ -60,8 +75,9 @@ type API struct {
 	publicURL string
 	router    *mux.Router
 
-	pingLimit  *keyedLimiter
-	adminLimit *keyedLimiter
+	pingLimit     *keyedLimiter
+	pingHostLimit *keyedLimiter
+	adminLimit    *keyedLimiter
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -94,14 +110,21 @@ func New(cfg Config) (*API, error) {
 	if cfg.AdminBurst <= 0 {
 		cfg.AdminBurst = DefaultAdminBurst
 	}
+	if cfg.PingHostRate <= 0 {
+		cfg.PingHostRate = DefaultPingHostRate
+	}
+	if cfg.PingHostBurst <= 0 {
+		cfg.PingHostBurst = DefaultPingHostBurst
+	}
 	a := &API{
-		cfg:        cfg,
-		hub:        cfg.Hub,
-		log:        cfg.Logger.With("component", "http"),
-		publicURL:  strings.TrimRight(cfg.PublicURL, "/"),
-		pingLimit:  newKeyedLimiter(cfg.PingRate, cfg.PingBurst),
-		adminLimit: newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
-		rpc:        map[string]RPCMethod{},
+		cfg:           cfg,
+		hub:           cfg.Hub,
+		log:           cfg.Logger.With("component", "http"),
+		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
+		pingLimit:     newKeyedLimiter(cfg.PingRate, cfg.PingBurst),
+		pingHostLimit: newKeyedLimiter(cfg.PingHostRate, cfg.PingHostBurst),
+		adminLimit:    newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
+		rpc:           map[string]RPCMethod{},
 	}
 	a.router = mux.NewRouter()
 	// Node names are one percent-encoded path segment ("feeds%2Fdemo"), so

@@ -238,6 +238,14 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegist
 	if err != nil {
 		return cloudOutcome{Msg: err.Error()}, nil
 	}
+	if err := a.checkOutbound(ctx, "the callback", callback); err != nil {
+		return cloudOutcome{Msg: err.Error()}, nil
+	}
+	for _, u := range reg.URLs {
+		if err := a.checkOutbound(ctx, "the URL", u); err != nil {
+			return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: %v.", u, err)}, nil
+		}
+	}
 	log := a.log.With("callback", redactCallback(callback), "protocol", reg.Protocol, "urls", len(reg.URLs))
 	nodes := make([]*hub.Node, len(reg.URLs))
 	for i, u := range reg.URLs {

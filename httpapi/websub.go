@@ -215,9 +215,9 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRe
 		}
 	}
 	for _, u := range urls {
-		if ok, wait := a.pingLimit.allow(u, time.Now()); !ok {
-			setRetryAfter(w, wait)
-			writeText(w, http.StatusTooManyRequests, "too many publish requests for "+u+"; please wait before publishing it again")
+		if limited := a.allowPing(u); limited != nil {
+			setRetryAfter(w, limited.RetryAfter)
+			writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before publishing again")
 			return
 		}
 	}
@@ -251,6 +251,12 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 	if !a.hub.Serves(hub.KindWebSub) {
 		writeText(w, http.StatusServiceUnavailable, "this hub does not distribute content to WebSub subscribers")
 		return
+	}
+	for _, u := range [][2]string{{"hub.callback", req.Callback}, {"hub.topic", req.Topic}} {
+		if err := a.checkOutbound(ctx, u[0], u[1]); err != nil {
+			writeText(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	n, err := a.resourceNode(ctx, req.Topic, true)
 	switch {

@@ -17,4 +17,8 @@
 // every stanza into one stream); HTTP subscriptions keep one cursor each and
 // advance it only when their receiver accepted the change. Publishing is
 // therefore O(events), and a subscriber's state changes only when it is served.
+//
+// Fetches are claimed with leases; a fetch cut off by shutdown gives its
+// source back, due at once, and with Config.Exclusive (one process per
+// store) Run takes back the leases a killed process left.
 package hub

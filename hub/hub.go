@@ -44,6 +44,12 @@ type Config struct {
 	PingRetention time.Duration
 	// Observe, if set, is told what the hub did (metrics).
 	Observe Observer
+	// Exclusive says this process is the only one using the store (an
+	// SQLite file, which one pingd process serves at a time): fetch leases
+	// found when Run starts were left by a process that died, and are
+	// taken back at once instead of delaying those sources until they run
+	// out. Never set it on a store that several processes share.
+	Exclusive bool
 }
 
 // Hub is the core service. Its methods are safe for concurrent use.

@@ -13,6 +13,9 @@ import (
 // (pinged, new, or scheduled polls), removing expired subscriptions and
 // pruning old log entries. It returns after its goroutines have stopped.
 func (h *Hub) Run(ctx context.Context) error {
+	if h.cfg.Exclusive {
+		h.reclaimSourceLeases(ctx)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { h.fetchLoop(ctx) })
 	wg.Go(func() { h.maintenanceLoop(ctx) })
@@ -45,7 +48,8 @@ func (h *Hub) fetchLoop(ctx context.Context) {
 					defer func() { <-workers }()
 					release := hosts.acquire(ctx, hostOf(src.URL))
 					if release == nil {
-						return // shutting down; the lease expires and the fetch is retried
+						h.giveBack(ctx, &src) // shutting down before the fetch began
+						return
 					}
 					defer release()
 					h.fetchSource(ctx, &src)
@@ -84,7 +88,8 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 	}
 	h.cfg.Observe.Fetched(status, ferr, time.Since(started))
 	if ctx.Err() != nil {
-		return // shutting down: leave the lease to expire so the fetch is redone
+		h.giveBack(ctx, src) // shutting down: the next process fetches it again at once
+		return
 	}
 	out := h.outcome(src, res, ferr)
 	applied, err := h.store.ApplyFetch(ctx, out)
@@ -111,6 +116,58 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 	}
 	for _, id := range applied.Nodes {
 		h.wake(id)
+	}
+}
+
+// ReasonInterrupted is the NextFetchReason of a source whose fetch was cut
+// off by shutdown or by the death of the process that had claimed it.
+const ReasonInterrupted = "fetch interrupted"
+
+// giveBack releases the lease of a claimed source whose fetch did not
+// happen or was cut off, leaving its state as it was and making it due at
+// once, so that the next process fetches it without waiting for the lease
+// to run out. It writes with a context of its own: ctx may have ended.
+func (h *Hub) giveBack(ctx context.Context, src *Source) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+	defer cancel()
+	st := src.SourceState
+	st.NextFetchAt, st.NextFetchReason = h.now(), ReasonInterrupted
+	if st.Gone {
+		st.NextFetchAt, st.NextFetchReason = time.Time{}, "gone"
+	}
+	// No note: one waiting for this fetch stays for the next one.
+	if _, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
+		h.log.WarnContext(wctx, "give back an interrupted fetch; it is redone when its lease runs out",
+			"source", src.URL, "err", err)
+	}
+}
+
+// giveBackTimeout bounds the write of giveBack.
+const giveBackTimeout = 5 * time.Second
+
+// reclaimSourceLeases gives back the sources leased by anyone but this
+// hub. Only with Config.Exclusive: then their holder is a process that
+// died before it could store the outcome of its fetches.
+func (h *Hub) reclaimSourceLeases(ctx context.Context) {
+	srcs, err := h.store.Sources(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "look for fetches left leased by an earlier process", "err", err)
+		}
+		return
+	}
+	now := h.now()
+	n := 0
+	for i := range srcs {
+		s := &srcs[i]
+		if s.LeaseOwner == "" || s.LeaseOwner == h.instance || !s.LeaseUntil.After(now) {
+			continue
+		}
+		h.giveBack(ctx, s)
+		n++
+	}
+	if n > 0 {
+		h.log.InfoContext(ctx, "took back fetches an earlier process left leased", "sources", n)
 	}
 }
 

@@ -459,6 +459,11 @@ func ValidURL(s string) error {
 	if len(s) > MaxURLBytes {
 		return fmt.Errorf("%w: URL longer than %d bytes", ErrInvalid, MaxURLBytes)
 	}
+	if !utf8.ValidString(s) {
+		// It could not be written into the XML and JSON documents that
+		// name it, and no server can have meant it.
+		return fmt.Errorf("%w: URL %q is not valid UTF-8", ErrInvalid, s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)

@@ -58,6 +58,14 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 
+	exclusive := st.Backend() != "postgres"
+	// Refuse private sources and callbacks when they are asked for, not
+	// only when pingd dials them.
+	var checkHost func(context.Context, string) error
+	if !cfg.AllowPrivate {
+		checkHost = netguard.CheckHost
+	}
+
 	fetcher := feed.NewFetcher(feed.FetcherConfig{
 		Version:      version,
 		PublicURL:    cfg.PublicURL,
@@ -71,6 +79,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		AdminToken: cfg.AdminToken,
 		Admins:     cfg.AdminJIDs(),
 		Observe:    hubMetrics{},
+		// An SQLite file serves one process (its lock is held): leases
+		// left by a killed predecessor are taken back at once.
+		Exclusive: exclusive,
 	})
 	if err != nil {
 		return err
@@ -100,10 +111,11 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
 	}
 	deliveries, err := delivery.New(delivery.Config{
-		Store:    st,
-		Instance: h.Instance(),
-		Logger:   log,
-		Observe:  observeDelivery,
+		Store:     st,
+		Instance:  h.Instance(),
+		Logger:    log,
+		Observe:   observeDelivery,
+		Exclusive: exclusive,
 		Senders: map[hub.Kind]delivery.Sender{
 			hub.KindWebhook:  &delivery.Webhook{HTTPSender: httpSender},
 			hub.KindWebSub:   &delivery.WebSub{HTTPSender: httpSender, Store: st},
@@ -126,6 +138,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		PublicURL:    cfg.PublicURL,
 		ComponentJID: cfg.XMPPDomain,
 		Ready:        comp.Ready,
+		CheckHost:    checkHost,
 		Logger:       log,
 		Version:      version,
 	})

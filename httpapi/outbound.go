@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/netguard"
+)
+
+// outboundCheckTimeout bounds the name lookup of an early address check.
+const outboundCheckTimeout = 5 * time.Second
+
+// checkOutbound refuses, before anything is stored, a URL that pingd would
+// later fetch or call back when Config.CheckHost says its host is not a
+// public address: a loopback, private, link-local or metadata address, or
+// a name that resolves to one. The answer then says why at once, instead
+// of a subscription that is stored and fails, or a source that is
+// accepted and never fetched. pingd's own node URLs are never fetched and
+// pass. A name that does not resolve (yet) passes too: the dial-time
+// guard, which sees the addresses actually used, stays the authority.
+func (a *API) checkOutbound(ctx context.Context, what, raw string) error {
+	if a.cfg.CheckHost == nil {
+		return nil
+	}
+	if _, own := a.ownNodeName(raw); own {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return nil // ValidURL reports it
+	}
+	ctx, cancel := context.WithTimeout(ctx, outboundCheckTimeout)
+	defer cancel()
+	if err := a.cfg.CheckHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
+		return fmt.Errorf("%w: %s %s is refused: %v; pingd fetches and calls back public addresses only", hub.ErrInvalid, what, raw, err)
+	}
+	return nil
+}
