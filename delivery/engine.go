@@ -45,6 +45,8 @@ type Delivery struct {
 	Node *hub.Node
 	// Events are the events after the cursor this kind wants, oldest first.
 	Events []hub.Event
+
+	batch *batch
 }
 
 // Result is what a receiver answered.
@@ -232,14 +234,20 @@ func (e *Engine) Run(ctx context.Context) error {
 					}
 					break
 				}
-				// A subscription whose host has no free slot is put off
-				// rather than waited for: waiting would hold a worker, and
-				// enough subscriptions of one slow host would hold them all.
+				// A subscription whose host has no free slot waits in that
+				// host's queue, served by the worker that holds the host's
+				// slot, so it holds no worker itself; when the queue is full
+				// it is put off, not waited for, or enough subscriptions of
+				// one slow host would hold every worker.
+				b := newBatch(e.cfg.Store, e.cfg.Batch)
 				postponed := map[string]int{}
 				for _, sub := range subs {
 					host := hostOf(sub.Address)
-					release, ok := e.hosts.tryAcquire(host)
-					if !ok {
+					job := hostJob{sub: sub, batch: b, claimed: now}
+					switch e.hosts.acquireOrEnqueue(host, job) {
+					case slotQueued:
+						continue
+					case slotFull:
 						e.postpone(ctx, &sub, now.Add(e.hosts.busyDelay(host, postponed[host])))
 						postponed[host]++
 						continue
@@ -247,9 +255,11 @@ func (e *Engine) Run(ctx context.Context) error {
 					workers <- struct{}{}
 					wg.Go(func() {
 						defer func() { <-workers }()
-						defer release()
-						e.serve(ctx, &sub)
+						e.serveHost(ctx, host, job)
 					})
+				}
+				if len(postponed) > 0 || e.hosts.queued() >= cap(workers) {
+					break // the busy hosts' workers drain their queues first
 				}
 				if len(subs) < free {
 					break
@@ -259,14 +269,35 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
+// serveHost serves a claimed subscription, then the ones queued for the
+// same host meanwhile, while it holds one of the host's slots; it gives
+// the slot back when the queue is empty.
+func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
+	for {
+		start := time.Now()
+		if ctx.Err() != nil {
+			e.giveBack(ctx, &job.sub)
+		} else if e.now().Before(job.claimed.Add(e.cfg.Lease - e.cfg.Timeout)) {
+			e.serve(ctx, &job.sub, job.batch)
+		}
+		// Else it waited so long that its lease may run out before it is
+		// done: it is left for the lease to expire and be claimed again,
+		// rather than risk serving it twice.
+		var ok bool
+		if job, ok = e.hosts.nextOrRelease(host, time.Since(start)); !ok {
+			return
+		}
+	}
+}
+
 // serve does the work of one claimed subscription and saves its state.
-func (e *Engine) serve(ctx context.Context, sub *hub.Subscription) {
+func (e *Engine) serve(ctx context.Context, sub *hub.Subscription, b *batch) {
 	sender, ok := e.cfg.Senders[sub.Kind]
 	if !ok {
 		e.log.ErrorContext(ctx, "no sender for subscription kind", "kind", sub.Kind, "subscription", sub.ID)
 		return
 	}
-	node, err := e.cfg.Store.NodeByID(ctx, sub.NodeID)
+	node, err := b.node(ctx, sub.NodeID)
 	if errors.Is(err, hub.ErrNotFound) {
 		return // the node was deleted meanwhile, with its subscriptions
 	}
@@ -282,7 +313,7 @@ func (e *Engine) serve(ctx context.Context, sub *hub.Subscription) {
 	case hub.SubPending, hub.SubUnsubscribing:
 		e.verify(ctx, sender, sub, node)
 	case hub.SubActive:
-		e.deliver(ctx, sender, sub, node)
+		e.deliver(ctx, sender, sub, node, b)
 	}
 }
 
@@ -404,8 +435,8 @@ func (e *Engine) reclaimLeases(ctx context.Context) {
 	}
 }
 
-func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscription, node *hub.Node) {
-	events, err := e.cfg.Store.EventsAfter(ctx, node.ID, sub.Cursor, e.cfg.Batch)
+func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscription, node *hub.Node, b *batch) {
+	events, err := b.eventsAfter(ctx, node.ID, sub.Cursor)
 	if err != nil {
 		if ctx.Err() != nil {
 			e.giveBack(ctx, sub)
@@ -436,7 +467,7 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 	}
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	res := sender.Deliver(dctx, &Delivery{Sub: sub, Node: node, Events: wanted})
+	res := sender.Deliver(dctx, &Delivery{Sub: sub, Node: node, Events: wanted, batch: b})
 	cancel()
 	if ctx.Err() != nil && res.Err != nil {
 		// Cut off by shutdown: not the receiver's fault, so no attempt is
@@ -532,16 +563,37 @@ const (
 type hostSlots struct {
 	mu    sync.Mutex
 	max   int
+	total int
 	slots map[string]*hostSlot
 }
 
 type hostSlot struct {
-	busy int
-	avg  time.Duration
+	busy  int
+	avg   time.Duration
+	queue []hostJob
 }
 
-// tryAcquire takes a slot for host if one is free; release gives it back.
-func (h *hostSlots) tryAcquire(host string) (release func(), ok bool) {
+// hostJob is a claimed subscription waiting for its host.
+type hostJob struct {
+	sub     hub.Subscription
+	batch   *batch
+	claimed time.Time
+}
+
+// maxQueuedPerHost bounds the subscriptions waiting in memory for one
+// busy host (per slot); beyond it they are put off in the store.
+const maxQueuedPerHost = 16
+
+// Outcomes of acquireOrEnqueue.
+const (
+	slotAcquired = iota
+	slotQueued
+	slotFull
+)
+
+// acquireOrEnqueue takes a slot for host if one is free, or else queues
+// the job for the holders of the host's slots, if the queue has room.
+func (h *hostSlots) acquireOrEnqueue(host string, job hostJob) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, found := h.slots[host]
@@ -549,24 +601,49 @@ func (h *hostSlots) tryAcquire(host string) (release func(), ok bool) {
 		s = &hostSlot{}
 		h.slots[host] = s
 	}
-	if s.busy >= h.max {
-		return nil, false
+	switch {
+	case s.busy < h.max:
+		s.busy++
+		return slotAcquired
+	case len(s.queue) < maxQueuedPerHost*h.max:
+		s.queue = append(s.queue, job)
+		h.total++
+		return slotQueued
 	}
-	s.busy++
-	start := time.Now()
-	return func() {
-		took := time.Since(start)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if s.avg == 0 {
-			s.avg = took
-		} else {
-			s.avg = (4*s.avg + took) / 5
-		}
-		if s.busy--; s.busy == 0 {
-			delete(h.slots, host)
-		}
-	}, true
+	return slotFull
+}
+
+// nextOrRelease records how long the host took for the job just done and
+// hands the slot's holder the next queued job; with none queued it gives
+// the slot back. Both under one lock, so no job is queued for a host whose
+// last holder has just left.
+func (h *hostSlots) nextOrRelease(host string, took time.Duration) (hostJob, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.slots[host]
+	if s.avg == 0 {
+		s.avg = took
+	} else {
+		s.avg = (4*s.avg + took) / 5
+	}
+	if len(s.queue) > 0 {
+		job := s.queue[0]
+		s.queue[0] = hostJob{}
+		s.queue = s.queue[1:]
+		h.total--
+		return job, true
+	}
+	if s.busy--; s.busy == 0 {
+		delete(h.slots, host)
+	}
+	return hostJob{}, false
+}
+
+// queued counts the jobs waiting in every host's queue.
+func (h *hostSlots) queued() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total
 }
 
 // busyDelay is how long to put off the n-th (from 0) subscription found

@@ -85,19 +85,27 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	var body []byte
-	contentType := atomMediaType
-	if isPatch(d.Sub.Options.Diff) {
-		if body, err = patchOf(d.Node, nodeFeedMeta(d.Node, links), d.Events); err != nil {
-			return Result{Err: err}
+	patch := isPatch(d.Sub.Options.Diff)
+	variant := DiffNone
+	if patch {
+		variant = d.Sub.Options.Diff
+	}
+	body, contentType, err := d.Render(variant, func() ([]byte, string, error) {
+		if patch {
+			b, err := patchOf(d.Node, nodeFeedMeta(d.Node, links), d.Events)
+			return b, d.Sub.Options.Diff, err
 		}
-		contentType = d.Sub.Options.Diff
-	} else {
 		items, _ := latestItems(d.Events)
 		if len(items) == 0 {
-			return Result{} // only retractions, which a full-entries subscriber does not get
+			return nil, "", nil // only retractions, which a full-entries subscriber does not get
 		}
-		body = feed.AtomFeed(nodeFeedMeta(d.Node, links), items)
+		return feed.AtomFeed(nodeFeedMeta(d.Node, links), items), atomMediaType, nil
+	})
+	if err != nil {
+		return Result{Err: err}
+	}
+	if body == nil {
+		return Result{}
 	}
 	method := d.Sub.Options.Method
 	if method == "" {

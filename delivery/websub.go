@@ -190,7 +190,7 @@ func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
 		return Result{Err: err}
 	}
 	topic := w.topic(d.Sub, d.Node)
-	body, contentType, err := w.content(ctx, d, topic)
+	body, contentType, err := d.Render(topic, func() ([]byte, string, error) { return w.content(ctx, d, topic) })
 	if err != nil {
 		return Result{Err: err}
 	}
