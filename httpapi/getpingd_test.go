@@ -206,7 +206,6 @@ func TestDiscoveryDocuments(t *testing.T) {
 			e.createNode(tc.node, tc.model)
 			seg := discovery.PathSegment(tc.node)
 			xrdsURL := "http://pingd.test:8080/xrds/" + seg
-			descriptor := "http://pingd.test:8080/feeds/" + seg
 
 			// The XRDS document, by content negotiation and at /xrds.
 			for _, path := range []string{"/feeds/" + seg, "/xrds/" + seg} {
@@ -251,8 +250,9 @@ func TestDiscoveryDocuments(t *testing.T) {
 			if !hasTag(tags, map[string]string{"tag": "meta", "http-equiv": "X-XRDS-Location", "content": xrdsURL}) {
 				t.Errorf("no <meta http-equiv=X-XRDS-Location content=%q> in %v", xrdsURL, tags)
 			}
-			if !hasTag(tags, map[string]string{"tag": "link", "rel": "getpingd.updates.descriptor", "href": descriptor}) {
-				t.Errorf("no <link rel=getpingd.updates.descriptor href=%q> in %v", descriptor, tags)
+			// DESIGN.md: header, meta and link all point at /xrds/{node}.
+			if !hasTag(tags, map[string]string{"tag": "link", "rel": "getpingd.updates.descriptor", "href": xrdsURL}) {
+				t.Errorf("no <link rel=getpingd.updates.descriptor href=%q> in %v", xrdsURL, tags)
 			}
 
 			// HEAD: the same headers and length, no body.

@@ -119,17 +119,26 @@ func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, e
 // feedUrl[, tags]). feedUrl is the source and is recorded; url and
 // changesUrl are only matched against the known sources and their sites,
 // and are skipped when they are not URLs. The tags are accepted and not used.
+// The three-parameter form (name, url, feedUrl) that WordPress sends is
+// taken too, so that it need not fall back to weblogUpdates.ping.
 func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
-	if err := wantParams(req, 4, 5, "(name, url, changesUrl, feedUrl[, tags])"); err != nil {
+	if err := wantParams(req, 3, 5, "(name, url, changesUrl, feedUrl[, tags]) or (name, url, feedUrl)"); err != nil {
 		return nil, err
 	}
+	names := []string{"name", "url", "changesUrl", "feedUrl", "tags"}
+	if len(req.Params) == 3 {
+		names = []string{"name", "url", "feedUrl"}
+	}
 	var s [5]string
-	for i, name := range []string{"name", "url", "changesUrl", "feedUrl", "tags"}[:len(req.Params)] {
+	for i, name := range names[:len(req.Params)] {
 		v, err := stringParam(req, i, name)
 		if err != nil {
 			return nil, err
 		}
 		s[i] = strings.TrimSpace(v)
+	}
+	if len(req.Params) == 3 {
+		s[3], s[2] = s[2], ""
 	}
 	name, site, changes, feed := s[0], s[1], s[2], s[3]
 	if err := hub.ValidURL(feed); err != nil {

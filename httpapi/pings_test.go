@@ -162,13 +162,25 @@ func TestExtendedPing(t *testing.T) {
 		t.Errorf("recorded pings = %+v", p)
 	}
 
+	// WordPress's three parameters: (name, url, feedUrl).
+	e.clock.Advance(time.Minute)
+	_, v, err = e.rpc("weblogUpdates.extendedPing", "Blog", "http://127.0.0.1:9/", "http://127.0.0.1:4/feed.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFlerror(t, v, false)
+	e.wantDue(untouched.ID, true)
+	if p := e.pings(); len(p) != 2 || p[0].URL != "http://127.0.0.1:4/feed.xml" {
+		t.Errorf("three-parameter ping recorded as %+v", p)
+	}
+
 	// Four parameters; an unknown feedUrl is recorded; a bad site URL is skipped.
 	_, v, err = e.rpc("weblogUpdates.extendedPing", "Blog", "junk", "", "http://new.example/feed")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantFlerror(t, v, false)
-	if p := e.pings(); len(p) != 2 || p[0].URL != "http://new.example/feed" {
+	if p := e.pings(); len(p) != 3 || p[0].URL != "http://new.example/feed" {
 		t.Errorf("recorded pings = %+v", p)
 	}
 
@@ -219,7 +231,7 @@ func TestRPCFaults(t *testing.T) {
 		{"ping with three params", "weblogUpdates.ping", []any{"a", "http://x.example/", "c"}, xmlrpc.FaultInvalidParams},
 		{"ping url not a string", "weblogUpdates.ping", []any{"a", 42}, xmlrpc.FaultInvalidParams},
 		{"ping name a struct", "weblogUpdates.ping", []any{map[string]any{}, "http://x.example/"}, xmlrpc.FaultInvalidParams},
-		{"extended with three", "weblogUpdates.extendedPing", []any{"a", "b", "c"}, xmlrpc.FaultInvalidParams},
+		{"extended with two", "weblogUpdates.extendedPing", []any{"a", "b"}, xmlrpc.FaultInvalidParams},
 		{"extended with six", "weblogUpdates.extendedPing", []any{"a", "b", "c", "d", "e", "f"}, xmlrpc.FaultInvalidParams},
 		{"extended tags not a string", "weblogUpdates.extendedPing", []any{"a", "b", "c", "http://x.example/", true}, xmlrpc.FaultInvalidParams},
 		{"rssCloud without url", "rssCloud.ping", nil, xmlrpc.FaultInvalidParams},
