@@ -25,9 +25,15 @@ type sqlStore struct {
 	// queue in the process instead of fighting over the file lock; on
 	// PostgreSQL both are the same pool.
 	read, write *sql.DB
-	timeout     time.Duration
-	log         *slog.Logger
-	closeFn     func() error
+	// readStmts and writeStmts keep the statements prepared on each pool
+	// (SQLite; nil on PostgreSQL, whose driver caches them itself), and
+	// group runs the write transactions (SQLite; nil on PostgreSQL). See
+	// prepared.go and groupcommit.go.
+	readStmts, writeStmts *stmtCache
+	group                 *groupCommitter
+	timeout               time.Duration
+	log                   *slog.Logger
+	closeFn               func() error
 
 	// sqlitePath is the database file (SQLite); leader locks sit beside it.
 	sqlitePath string
@@ -83,6 +89,11 @@ func (s *sqlStore) Backend() string { return s.backend }
 func (s *sqlStore) Close() error {
 	s.sessions.closeAll()
 	s.spares.closeAll()
+	if s.group != nil {
+		s.group.close()
+	}
+	s.readStmts.close()
+	s.writeStmts.close()
 	return s.closeFn()
 }
 
@@ -106,6 +117,9 @@ type querier interface {
 func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if st := s.prepared(ctx, q, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return q.ExecContext(ctx, query, args...)
 }
 
@@ -118,12 +132,33 @@ func (s *sqlStore) execCount(ctx context.Context, q querier, query string, args 
 	return res.RowsAffected()
 }
 
+// writeCount runs one writing statement as a transaction of its own, which
+// on SQLite commits with the others waiting (group commit), and returns the
+// number of rows it changed.
+func (s *sqlStore) writeCount(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx *txn) error {
+		var err error
+		n, err = s.execCount(ctx, tx, query, args...)
+		return err
+	})
+	return n, err
+}
+
 // queryRow runs a query that returns one row and scans it into dest;
 // sql.ErrNoRows when there is none.
 func (s *sqlStore) queryRow(ctx context.Context, q querier, query string, args []any, dest ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return q.QueryRowContext(ctx, query, args...).Scan(dest...)
+	return s.rowContext(ctx, q, query, args).Scan(dest...)
+}
+
+// rowContext runs a query that returns one row, prepared when it can be.
+func (s *sqlStore) rowContext(ctx context.Context, q querier, query string, args []any) *sql.Row {
+	if st := s.prepared(ctx, q, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return q.QueryRowContext(ctx, query, args...)
 }
 
 // query runs a query and calls each for every row, under one per-query
@@ -131,7 +166,13 @@ func (s *sqlStore) queryRow(ctx context.Context, q querier, query string, args [
 func (s *sqlStore) query(ctx context.Context, q querier, query string, args []any, each func(*sql.Rows) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	rows, err := q.QueryContext(ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if st := s.prepared(ctx, q, query); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = q.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return err
 	}
@@ -164,8 +205,19 @@ const txAttempts = 3
 
 // inTx runs fn in a write transaction and commits it when fn returns nil.
 // The transaction as a whole may take a few query timeouts; each statement
-// in it has its own.
-func (s *sqlStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// in it has its own. On SQLite it is committed together with the other
+// write transactions waiting at that moment (groupcommit.go); fn must not
+// start another transaction of the store.
+func (s *sqlStore) inTx(ctx context.Context, fn func(tx *txn) error) error {
+	if s.group != nil {
+		return s.group.do(ctx, fn)
+	}
+	return s.inOwnTx(ctx, fn)
+}
+
+// inOwnTx runs fn in a transaction of its own, never grouped, and keeps
+// no statements for it (migrations; PostgreSQL).
+func (s *sqlStore) inOwnTx(ctx context.Context, fn func(tx *txn) error) error {
 	var err error
 	for attempt := 1; attempt <= txAttempts; attempt++ {
 		err = s.tryTx(ctx, fn)
@@ -177,14 +229,14 @@ func (s *sqlStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-func (s *sqlStore) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *sqlStore) tryTx(ctx context.Context, fn func(tx *txn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout)
 	defer cancel()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(newTxn(tx, nil)); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -284,14 +336,6 @@ func chunks[T any](ids []T) [][]T {
 	}
 	if len(ids) > 0 {
 		out = append(out, ids)
-	}
-	return out
-}
-
-func anys[T any](vs []T) []any {
-	out := make([]any, len(vs))
-	for i, v := range vs {
-		out[i] = v
 	}
 	return out
 }

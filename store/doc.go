@@ -38,6 +38,16 @@
 //   - Copy (copy.go) moves an installation from SQLite to PostgreSQL in
 //     one read snapshot and one write transaction, checking row counts
 //     (pingd migrate-db).
+//   - Prepared statements (prepared.go): on SQLite every query text is
+//     prepared once per pool and kept, and bound to write transactions
+//     once each; IN lists are padded to powers of two so the texts stay
+//     few. PostgreSQL relies on pgx's per-connection statement cache.
+//   - Group commit (groupcommit.go): on SQLite the write transactions
+//     waiting for the one write connection are committed together, each
+//     in a savepoint of its own, so one failing caller changes nothing
+//     and the others' writes commit once; to each caller it is its own
+//     transaction. Hot single-statement writes (the XMPP cursor, delivery
+//     state, pings' due times) go through it too.
 //
 // Every statement runs under Options.QueryTimeout. Times are stored to the
 // microsecond in UTC (SQLite: fixed-width text that sorts as time; zero

@@ -63,7 +63,7 @@ func (s *sqlStore) Append(ctx context.Context, nodeID int64, events []hub.Event)
 		return nil, notFound(err, fmt.Sprintf("append to node %d", nodeID))
 	}
 	var out []hub.Event
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		var err error
 		out, err = s.appendTx(ctx, tx, nodeID, events, time.Now())
 		return err
@@ -78,7 +78,7 @@ func (s *sqlStore) Append(ctx context.Context, nodeID int64, events []hub.Event)
 // depend on the number of subscribers: one UPDATE of the node, one INSERT
 // per event, one change of the current-items table per item, retraction or
 // purge, and at most one DELETE for items that scrolled off.
-func (s *sqlStore) appendTx(ctx context.Context, tx *sql.Tx, nodeID int64, events []hub.Event, now time.Time) ([]hub.Event, error) {
+func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events []hub.Event, now time.Time) ([]hub.Event, error) {
 	// Taking the sequence numbers first locks the node row (PostgreSQL) so
 	// concurrent appends to one node get consecutive, distinct numbers.
 	var last int64
@@ -150,8 +150,9 @@ func (s *sqlStore) Items(ctx context.Context, nodeID int64, ids []string, max in
 	}
 	var out []hub.Event
 	for _, chunk := range chunks(uniqueStrings(ids)) {
-		query := `SELECT ` + eventColumns + from + ` AND i.item_id IN (` + placeholders(2, len(chunk)) + `)`
-		got, err := s.events(ctx, query, append([]any{nodeID}, anys(chunk)...)...)
+		in, inArgs := inList(2, chunk)
+		query := `SELECT ` + eventColumns + from + ` AND i.item_id IN (` + in + `)`
+		got, err := s.events(ctx, query, append([]any{nodeID}, inArgs...)...)
 		if err != nil {
 			return nil, fmt.Errorf("items of node %d: %w", nodeID, err)
 		}

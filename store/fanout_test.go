@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func nodeWithSubscribers(tb testing.TB, s *sqlStore, name string, n int) *hub.No
 	if err := s.CreateNode(ctx, node); err != nil {
 		tb.Fatal(err)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		now := s.timeArg(time.Now())
 		for i := range n {
 			kind := hub.Kinds[i%len(hub.Kinds)]

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -76,7 +75,7 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 	}
 	for _, m := range ms[:target] {
 		applied := false
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := s.inOwnTx(ctx, func(tx *txn) error {
 			applied = false
 			current, err := s.schemaVersion(ctx, tx)
 			if err != nil {
@@ -119,7 +118,7 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 // newest version recorded there (0 for an empty database). On PostgreSQL
 // it first takes a transaction-scoped advisory lock, so concurrent
 // starters migrate one after the other.
-func (s *sqlStore) schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+func (s *sqlStore) schemaVersion(ctx context.Context, tx *txn) (int, error) {
 	if s.backend == backendPostgres {
 		if _, err := s.exec(ctx, tx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockID)); err != nil {
 			return 0, fmt.Errorf("lock schema: %w", err)

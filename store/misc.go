@@ -19,7 +19,7 @@ func (s *sqlStore) SetAffiliation(ctx context.Context, nodeID int64, jid string,
 	if a == hub.AffNone {
 		_, err = s.exec(ctx, s.write, `DELETE FROM affiliations WHERE node_id = $1 AND jid = $2`, nodeID, jid)
 	} else {
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.inTx(ctx, func(tx *txn) error {
 			var id int64
 			if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{nodeID}, &id); err != nil {
 				return notFound(err, fmt.Sprintf("node %d", nodeID))
@@ -73,7 +73,7 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 		p.ReceivedAt = time.Now()
 	}
 	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, remote, received_at)
 			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
 			[]any{p.Dialect, p.Name, p.URL, p.Remote, s.timeArg(p.ReceivedAt)}, &p.ID); err != nil {

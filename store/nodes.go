@@ -63,7 +63,7 @@ func (b boundRow) Scan(dest ...any) error {
 
 func rowOf(s *sqlStore, ctx context.Context, q querier, query string, args []any) boundRow {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	return boundRow{row: q.QueryRowContext(ctx, query, args...), cancel: cancel}
+	return boundRow{row: s.rowContext(ctx, q, query, args), cancel: cancel}
 }
 
 // CreateNode stores n and sets its ID, CreatedAt and UpdatedAt; ErrExists
@@ -180,7 +180,7 @@ func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
 
 // SetXMPPSeq records that events up to seq were written to the XMPP stream.
 func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error {
-	count, err := s.execCount(ctx, s.write, `UPDATE nodes SET xmpp_seq = $1 WHERE id = $2`, seq, nodeID)
+	count, err := s.writeCount(ctx, `UPDATE nodes SET xmpp_seq = $1 WHERE id = $2`, seq, nodeID)
 	if err != nil {
 		return fmt.Errorf("set XMPP sequence of node %d: %w", nodeID, err)
 	}

@@ -78,7 +78,7 @@ func (s *sqlStore) EnsureSource(ctx context.Context, url string) (*hub.Source, b
 		return src, false, nil
 	}
 	created := false
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		n, err := s.execCount(ctx, tx, `INSERT INTO sources (original_url, url, created_at)
 			VALUES ($1, $1, $2) ON CONFLICT (original_url) DO NOTHING`, url, s.timeArg(time.Now()))
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *sqlStore) MarkSourceDue(ctx context.Context, id int64, at time.Time, no
 		query += `, has_note = TRUE, note_title = $3, note_description = $4`
 		args = append(args, note.Title, note.Description)
 	}
-	count, err := s.execCount(ctx, s.write, query+` WHERE id = $2`, args...)
+	count, err := s.writeCount(ctx, query+` WHERE id = $2`, args...)
 	if err != nil {
 		return fmt.Errorf("mark source %d due: %w", id, err)
 	}
@@ -177,18 +177,19 @@ func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int
 	}
 	nowArg := s.timeArg(now)
 	var out []hub.Source
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		ids, err := s.queryInts(ctx, tx, s.claimSourcesSQL(), nowArg, limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		in := placeholders(3, len(ids))
+		in, inArgs := inList(3, ids)
 		if _, err := s.exec(ctx, tx, `UPDATE sources SET lease_owner = $1, lease_until = $2 WHERE id IN (`+in+`)`,
-			append([]any{owner, s.timeArg(until)}, anys(ids)...)...); err != nil {
+			append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
 			return err
 		}
-		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+placeholders(1, len(ids))+`)
-			ORDER BY s.next_fetch_at, s.id`, anys(ids)...)
+		in, inArgs = inList(1, ids)
+		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
+			ORDER BY s.next_fetch_at, s.id`, inArgs...)
 		return err
 	})
 	if err != nil {
@@ -227,7 +228,7 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 	}
 	entries := distinctEntries(o.Entries)
 	var applied hub.FetchApplied
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		applied = hub.FetchApplied{}
 		now := time.Now()
 		var baselined bool

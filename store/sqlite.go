@@ -74,7 +74,10 @@ func connectSQLite(ctx context.Context, path string, params url.Values, opt Opti
 		log:        opt.Logger,
 		sqlitePath: path,
 		closeFn:    func() error { return errors.Join(read.Close(), write.Close()) },
+		readStmts:  newStmtCache(read),
+		writeStmts: newStmtCache(write),
 	}
+	s.group = newGroupCommitter(s)
 	// The write connection is opened first so that it sets up WAL before
 	// a read-only connection looks at the file.
 	if err := s.writePing(ctx); err != nil {

@@ -219,7 +219,7 @@ func TestClaimDeliveriesUsesIndexes(t *testing.T) {
 		}
 		nodes = append(nodes, n.ID)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		for i := range 5000 {
 			kind := hub.KindXMPP
 			if i%2 == 0 {

@@ -58,7 +58,8 @@ func (s *sqlStore) subsWhere(ctx context.Context, q querier, where string, args 
 func (s *sqlStore) subsByIDs(ctx context.Context, q querier, ids []int64) ([]hub.Subscription, error) {
 	var out []hub.Subscription
 	for _, chunk := range chunks(ids) {
-		got, err := s.subsWhere(ctx, q, `WHERE s.id IN (`+placeholders(1, len(chunk))+`) ORDER BY s.id`, anys(chunk)...)
+		in, inArgs := inList(1, chunk)
+		got, err := s.subsWhere(ctx, q, `WHERE s.id IN (`+in+`) ORDER BY s.id`, inArgs...)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +87,7 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 	now := s.timeArg(time.Now())
 	created := false
 	var stored hub.Subscription
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		d := sub.DeliveryState
 		var id int64
 		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &id); err != nil {
@@ -189,7 +190,7 @@ func (s *sqlStore) DeleteSubscriptions(ctx context.Context, f hub.SubscriptionFi
 	}
 	where, args := filterWhere(f)
 	var out []hub.Subscription
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		var err error
 		out, err = s.subsWhere(ctx, tx, where+` ORDER BY s.id`+s.forUpdateOf("s"), args...)
 		if err != nil {
@@ -203,14 +204,14 @@ func (s *sqlStore) DeleteSubscriptions(ctx context.Context, f hub.SubscriptionFi
 	return out, nil
 }
 
-func (s *sqlStore) deleteSubs(ctx context.Context, tx *sql.Tx, subs []hub.Subscription) error {
+func (s *sqlStore) deleteSubs(ctx context.Context, tx *txn, subs []hub.Subscription) error {
 	ids := make([]int64, len(subs))
 	for i, sub := range subs {
 		ids[i] = sub.ID
 	}
 	for _, chunk := range chunks(ids) {
-		if _, err := s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id IN (`+placeholders(1, len(chunk))+`)`,
-			anys(chunk)...); err != nil {
+		in, inArgs := inList(1, chunk)
+		if _, err := s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id IN (`+in+`)`, inArgs...); err != nil {
 			return err
 		}
 	}
@@ -262,7 +263,7 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 	}
 	waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
 	var out []hub.Subscription
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		args[1] = limit
 		waiting, err := s.queryInts(ctx, tx, waitingSQL, args...)
 		if err != nil {
@@ -280,8 +281,9 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 		if len(ids) == 0 {
 			return nil
 		}
+		in, inArgs := inList(3, ids)
 		if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET lease_owner = $1, lease_until = $2 WHERE id IN (`+
-			placeholders(3, len(ids))+`)`, append([]any{owner, s.timeArg(until)}, anys(ids)...)...); err != nil {
+			in+`)`, append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
 			return err
 		}
 		out, err = s.subsByIDs(ctx, tx, ids)
@@ -321,7 +323,7 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (waiting, behind string) {
 // SaveDeliveryState writes a subscription's delivery bookkeeping and
 // releases its lease.
 func (s *sqlStore) SaveDeliveryState(ctx context.Context, id int64, st hub.DeliveryState) error {
-	n, err := s.execCount(ctx, s.write, `UPDATE subscriptions SET cursor_seq = $2, attempts = $3,
+	n, err := s.writeCount(ctx, `UPDATE subscriptions SET cursor_seq = $2, attempts = $3,
 		consecutive_errors = $4, first_failure_at = $5, next_attempt_at = $6, last_error = $7,
 		last_delivered_at = $8, last_status = $9, lease_owner = '', lease_until = NULL
 		WHERE id = $1`, id, st.Cursor, st.Attempts, st.ConsecutiveErrors, s.timeArg(st.FirstFailureAt),
@@ -339,7 +341,7 @@ func (s *sqlStore) SaveDeliveryState(ctx context.Context, id int64, st hub.Deliv
 // returns them.
 func (s *sqlStore) DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]hub.Subscription, error) {
 	var out []hub.Subscription
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		var err error
 		out, err = s.subsWhere(ctx, tx, `WHERE s.expires_at IS NOT NULL AND s.expires_at <= $1
 			ORDER BY s.id`+s.forUpdateOf("s"), s.timeArg(now))

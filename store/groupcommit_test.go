@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// holdWriter starts a transaction that keeps the SQLite committer busy
+// until release is called, so that the transactions submitted meanwhile
+// queue up and are committed as one group.
+func holdWriter(t *testing.T, s *sqlStore) (release func()) {
+	t.Helper()
+	started, hold := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.inTx(context.Background(), func(*txn) error {
+			close(started)
+			<-hold
+			return nil
+		})
+	}()
+	<-started
+	return func() {
+		close(hold)
+		if err := <-done; err != nil {
+			t.Errorf("holding transaction: %v", err)
+		}
+	}
+}
+
+// waitQueued waits until n transactions wait for the committer.
+func waitQueued(t *testing.T, s *sqlStore, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.group.queue) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions queued, want %d", len(s.group.queue), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommitIsolatesFailures commits appends of several callers in
+// one group, one of which fails: the failing one changes nothing and gets
+// its error, the others commit with distinct, gap-free sequences.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestSQLite(t, Options{})
+	n := &hub.Node{Name: "n", NodeConfig: hub.DefaultNodeConfig()}
+	if err := s.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	const callers = 10
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	got := make([][]hub.Event, callers)
+	for i := range callers {
+		wg.Go(func() {
+			node := n.ID
+			if i == 4 {
+				node = 999 // no such node: this one fails
+			}
+			got[i], errs[i] = s.Append(ctx, node, []hub.Event{
+				{Kind: hub.EventItem, ItemID: fmt.Sprintf("a%d", i)},
+				{Kind: hub.EventItem, ItemID: fmt.Sprintf("b%d", i)},
+			})
+		})
+	}
+	waitQueued(t, s, callers)
+	release()
+	wg.Wait()
+
+	seqs := map[int64]bool{}
+	for i := range callers {
+		if i == 4 {
+			if !errors.Is(errs[i], hub.ErrNotFound) {
+				t.Errorf("append to a missing node: %v", errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		for _, e := range got[i] {
+			if seqs[e.Seq] {
+				t.Fatalf("sequence %d given twice", e.Seq)
+			}
+			seqs[e.Seq] = true
+		}
+	}
+	node, err := s.NodeByID(ctx, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2 * (callers - 1)); node.LastSeq != want || len(seqs) != int(want) {
+		t.Fatalf("last sequence %d, %d distinct, want %d", node.LastSeq, len(seqs), want)
+	}
+	for seq := int64(1); seq <= node.LastSeq; seq++ {
+		if !seqs[seq] {
+			t.Fatalf("sequence %d missing", seq)
+		}
+	}
+	if s.group.grouped.Load() == 0 {
+		t.Error("no transactions were committed together")
+	}
+}
+
+// TestGroupCommitRollsBackPartialWrites: a transaction of a group that
+// fails after writing leaves none of its writes, while the others keep
+// theirs.
+func TestGroupCommitRollsBackPartialWrites(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestSQLite(t, Options{})
+	release := holdWriter(t, s)
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	var okErr, failErr error
+	wg.Go(func() {
+		okErr = s.RecordPing(ctx, &hub.Ping{Dialect: "rest", URL: "http://a.example/"})
+	})
+	wg.Go(func() {
+		failErr = s.inTx(ctx, func(tx *txn) error {
+			if _, err := s.exec(ctx, tx, `INSERT INTO pings (dialect, url, received_at) VALUES ('rest', 'http://b.example/', $1)`,
+				s.timeArg(time.Now())); err != nil {
+				return err
+			}
+			return boom
+		})
+	})
+	waitQueued(t, s, 2)
+	release()
+	wg.Wait()
+	if okErr != nil || !errors.Is(failErr, boom) {
+		t.Fatalf("errors %v and %v", okErr, failErr)
+	}
+	pings, total, err := s.Pings(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pings) != 1 || pings[0].URL != "http://a.example/" || total != 1 {
+		t.Fatalf("pings %+v, total %d", pings, total)
+	}
+}
+
+// TestGroupCommitCancelledWhileQueued: a transaction whose context ends
+// while it waits is not run, and says so.
+func TestGroupCommitCancelledWhileQueued(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	release := holdWriter(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.RecordPing(ctx, &hub.Ping{Dialect: "rest", URL: "http://c.example/"})
+	}()
+	waitQueued(t, s, 1)
+	cancel()
+	release()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RecordPing after its context ended: %v", err)
+	}
+	if _, total, err := s.Pings(context.Background(), time.Time{}, 0); err != nil || total != 0 {
+		t.Fatalf("%d pings stored (%v)", total, err)
+	}
+}
+
+// TestClosedStoreRefusesWrites: after Close, writes fail at once instead
+// of waiting for a committer that is gone.
+func TestClosedStoreRefusesWrites(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	s.Close()
+	err := s.RecordPing(context.Background(), &hub.Ping{Dialect: "rest", URL: "http://d.example/"})
+	if err == nil {
+		t.Fatal("a closed store took a write")
+	}
+}
+
+// TestStatementsArePreparedOnce runs the hot paths many times: the number
+// of kept statements stops growing, and IN lists of every length take few
+// forms.
+func TestStatementsArePreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestSQLite(t, Options{})
+	n := &hub.Node{Name: "n", NodeConfig: hub.DefaultNodeConfig()}
+	if err := s.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	round := func(i int) {
+		if _, err := s.Append(ctx, n.ID, []hub.Event{{Kind: hub.EventItem, ItemID: fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.EventsAfter(ctx, n.ID, 0, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordPing(ctx, &hub.Ping{Dialect: "rest", URL: fmt.Sprintf("http://e.example/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, i+1)
+		for k := range ids {
+			ids[k] = fmt.Sprint(k)
+		}
+		if got, err := s.Items(ctx, n.ID, ids, 0); err != nil || len(got) != min(i+1, hub.DefaultMaxItems) {
+			t.Fatalf("Items of %d ids: %d (%v)", len(ids), len(got), err)
+		}
+	}
+	for i := range 10 {
+		round(i)
+	}
+	after10 := s.readStmts.len() + s.writeStmts.len()
+	for i := 10; i < 100; i++ {
+		round(i)
+	}
+	after100 := s.readStmts.len() + s.writeStmts.len()
+	if after10 == 0 {
+		t.Fatal("no statements kept")
+	}
+	// Items by 11 to 100 ids adds the IN lists of 16, 32, 64 and 128.
+	if after100-after10 > 4 {
+		t.Errorf("%d statements kept after 10 rounds, %d after 100", after10, after100)
+	}
+}
+
+func TestInList(t *testing.T) {
+	for _, tc := range []struct {
+		n, want int
+	}{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {500, 512}} {
+		vals := make([]int, tc.n)
+		for i := range vals {
+			vals[i] = i
+		}
+		text, args := inList(3, vals)
+		if len(args) != tc.want || args[tc.want-1] != tc.n-1 || args[0] != 0 {
+			t.Errorf("%d values: %d args %v", tc.n, len(args), args[len(args)-1])
+		}
+		if want := placeholders(3, tc.want); text != want {
+			t.Errorf("%d values: %q", tc.n, text)
+		}
+	}
+}

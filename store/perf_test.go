@@ -1,0 +1,135 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
+)
+
+// Benchmarks of the store's hot paths on SQLite: publishing (one item per
+// append, and a batch per append), appends and pings from many goroutines
+// at once (where group commit applies), and the reads of the XMPP
+// dispatcher.
+
+func benchStore(b *testing.B) (store.Store, *hub.Node) {
+	b.Helper()
+	s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "pingd.db"), store.Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	n := &hub.Node{Name: "bench", NodeConfig: hub.DefaultNodeConfig()}
+	if err := s.CreateNode(context.Background(), n); err != nil {
+		b.Fatal(err)
+	}
+	return s, n
+}
+
+var benchPayload = []byte(`<entry xmlns="http://www.w3.org/2005/Atom"><id>urn:x</id><title>An item</title>` +
+	`<link href="http://example.org/x"/><updated>2026-01-01T00:00:00Z</updated><summary>` +
+	`A change notification benchmark entry, padded to the size of a typical feed entry. ` +
+	`A change notification benchmark entry, padded to the size of a typical feed entry.</summary></entry>`)
+
+func benchItems(prefix string, n int) []hub.Event {
+	out := make([]hub.Event, n)
+	for i := range out {
+		out[i] = hub.Event{Kind: hub.EventItem, ItemID: fmt.Sprintf("%s-%d", prefix, i), Payload: benchPayload,
+			Title: "An item", Link: "http://example.org/x", Updated: time.Now()}
+	}
+	return out
+}
+
+func BenchmarkAppendOne(b *testing.B) {
+	s, n := benchStore(b)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Append(ctx, n.ID, benchItems(fmt.Sprint(i), 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendBatch64(b *testing.B) {
+	s, n := benchStore(b)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Append(ctx, n.ID, benchItems(fmt.Sprint(i), 64)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64)/1e3, "µs/item")
+}
+
+func BenchmarkAppendParallel(b *testing.B) {
+	s, _ := benchStore(b)
+	ctx := context.Background()
+	var nodes atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		n := &hub.Node{Name: fmt.Sprintf("p%d", nodes.Add(1)), NodeConfig: hub.DefaultNodeConfig()}
+		if err := s.CreateNode(ctx, n); err != nil {
+			b.Error(err)
+			return
+		}
+		for i := 0; pb.Next(); i++ {
+			if _, err := s.Append(ctx, n.ID, benchItems(fmt.Sprint(i), 1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkRecordPingParallel(b *testing.B) {
+	s, _ := benchStore(b)
+	ctx := context.Background()
+	var seq atomic.Int64
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p := &hub.Ping{Dialect: "xmlrpc-weblogupdates", Name: "bench", URL: fmt.Sprintf("http://example.org/%d", seq.Add(1)), Remote: "127.0.0.1"}
+			if err := s.RecordPing(ctx, p); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := s.SourcesMatching(ctx, p.URL); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkDispatchReads is what the XMPP dispatcher reads per wake: the
+// node, its subscribers and the new events.
+func BenchmarkDispatchReads(b *testing.B) {
+	s, n := benchStore(b)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := s.PutSubscription(ctx, &hub.Subscription{NodeID: n.ID, Kind: hub.KindXMPP,
+			Address: fmt.Sprintf("u%d@localhost/r", i), BareJID: fmt.Sprintf("u%d@localhost", i), State: hub.SubActive}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.Append(ctx, n.ID, benchItems("x", 16)); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		node, err := s.NodeByID(ctx, n.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, State: hub.SubActive}); err != nil {
+			b.Fatal(err)
+		}
+		if evs, err := s.EventsAfter(ctx, n.ID, node.LastSeq-16, 256); err != nil || len(evs) != 16 {
+			b.Fatal(len(evs), err)
+		}
+	}
+}
