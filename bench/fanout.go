@@ -24,11 +24,16 @@ type xmppServer struct {
 	C2SAddr       string
 	ComponentAddr string
 	Secret        string
-	// PingdDomain is the component name pingd connects as; RawDomain and
-	// RawMulticastDomain those of the no-logic component.
-	PingdDomain        string
-	RawDomain          string
-	RawMulticastDomain string
+	// PingdDomain is the component name pingd connects as (XEP-0033 off
+	// where the server offers it, so this is pingd sending one stanza per
+	// subscriber); PingdMulticastDomain that of a second pingd with
+	// XEP-0033 on (its default), empty where the server has no multicast
+	// service. RawDomain and RawMulticastDomain are those of the no-logic
+	// component.
+	PingdDomain          string
+	PingdMulticastDomain string
+	RawDomain            string
+	RawMulticastDomain   string
 	// Native is the server's own pubsub service.
 	Native string
 	// Multicast is the server's XEP-0033 service, empty if none.
@@ -43,6 +48,7 @@ const (
 	benchPassword = "pw"
 	rawDomain     = "raw.localhost"
 	rawMCDomain   = "rawmc.localhost"
+	pingdMCDomain = "pingdmc.localhost"
 )
 
 func startProsodyServer(t testing.TB) *xmppServer {
@@ -61,19 +67,19 @@ func startProsodyServer(t testing.TB) *xmppServer {
 func startEjabberdServer(t testing.TB) *xmppServer {
 	e := testenv.StartEjabberd(t, testenv.EjabberdOptions{
 		Admins:          []string{ownerUser + "@localhost"},
-		ExtraComponents: []string{rawDomain, rawMCDomain},
+		ExtraComponents: []string{rawDomain, rawMCDomain, pingdMCDomain},
 		LogLevel:        "warning",
 	})
 	return &xmppServer{
 		Name: "ejabberd", Domain: e.Domain, C2SAddr: e.C2SAddr, ComponentAddr: e.ComponentAddr,
 		Secret: e.Secret, PingdDomain: e.ComponentDomain, RawDomain: rawDomain,
-		RawMulticastDomain: rawMCDomain, Native: e.RefPubsub, Multicast: e.Multicast,
+		RawMulticastDomain: rawMCDomain, PingdMulticastDomain: pingdMCDomain, Native: e.RefPubsub, Multicast: e.Multicast,
 		Register: e.Register, Pids: e.Pids,
 	}
 }
 
 // fanoutTarget is one pubsub service measured: the server's own, the raw
-// component (unicast or XEP-0033) or pingd.
+// component (unicast or XEP-0033) or pingd (likewise).
 type fanoutTarget struct {
 	Name    string
 	Service string
@@ -419,7 +425,11 @@ func (h *fanoutHarness) maybeProfile(tg fanoutTarget, n, r int) func() {
 	if !strings.HasPrefix(tg.Name, "pingd") {
 		return func() {}
 	}
-	return startProfile(h.t, h.plan.ProfileDir, fmt.Sprintf("fanout-%s-N%d-round%d", strings.ToLower(h.srv.Name), n, r))
+	name := "pingd"
+	if tg.Name != "pingd" {
+		name = "pingdmc" // pingd with XEP-0033
+	}
+	return startProfile(h.t, h.plan.ProfileDir, fmt.Sprintf("fanout-%s-%s-N%d-round%d", strings.ToLower(h.srv.Name), name, n, r))
 }
 
 // startProfile writes a CPU profile to dir/name.cpu.pprof until the

@@ -41,9 +41,14 @@ type pingdOptions struct {
 	// Delivery starts the webhook delivery engine.
 	Delivery       bool
 	DeliveryConfig delivery.Config
-	// PingRate overrides the per-URL ping rate limit (0: default).
-	PingRate  float64
-	PingBurst int
+	// PingRate overrides the per-URL ping rate limit (0: default), and
+	// PingHostRate the per-host one.
+	PingRate      float64
+	PingBurst     int
+	PingHostRate  float64
+	PingHostBurst int
+	// Multicast is component.Config.Multicast ("": the default, auto).
+	Multicast string
 }
 
 // pingdSide is a pingd assembled in this process. Its goroutines carry
@@ -122,7 +127,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	if opts.XMPPAddr != "" {
 		comp, err := component.New(component.Config{
 			Hub: h, Domain: opts.Domain, Addr: opts.XMPPAddr, Secret: opts.Secret,
-			PublicURL: "http://localhost", Logger: log,
+			PublicURL: "http://localhost", Logger: log, Multicast: opts.Multicast,
 		})
 		if err != nil {
 			return err
@@ -153,6 +158,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 			Hub: h, PublicURL: base, ComponentJID: opts.Domain, Logger: log, Version: "bench",
 			Ready:    func() bool { return p.Comp == nil || p.Comp.Connected() },
 			PingRate: opts.PingRate, PingBurst: opts.PingBurst,
+			PingHostRate: opts.PingHostRate, PingHostBurst: opts.PingHostBurst,
 		})
 		if err != nil {
 			ln.Close()

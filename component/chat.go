@@ -58,6 +58,31 @@ func parseChatCommand(body string) chatCommand {
 	return cmd
 }
 
+// receiveMessage takes one message off the stream (on the reader): a chat
+// command goes to the request pool, in order with the sender's other
+// commands; a multicast notification the server bounced is sent again one
+// by one (multicast.go); anything else is ignored.
+func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *requestPool, msg *element) {
+	typ := msg.attr("type")
+	if typ == "error" {
+		if c.isMulticastBounce(cn, msg) {
+			pool.submit(ctx, &job{msg: msg, bounced: true})
+		}
+		return
+	}
+	if typ != "chat" && typ != "normal" && typ != "" {
+		return
+	}
+	if msg.child(msg.Name.Space, "body") == nil {
+		return
+	}
+	from := msg.attr("from")
+	if from == "" {
+		return
+	}
+	pool.submit(ctx, &job{key: "chat\x00" + from, msg: msg})
+}
+
 // handleMessage answers chat commands; other messages are ignored.
 func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *element) {
 	typ := msg.attr("type")

@@ -46,6 +46,23 @@ type Config struct {
 	// SweepEvery is how often the leader looks for nodes whose log another
 	// process grew; default 1s.
 	SweepEvery time.Duration
+
+	// Multicast says whether notifications to many subscribers go out as
+	// XEP-0033 multicast stanzas (see multicast.go): MulticastAuto (also
+	// "") looks for the XMPP server's multicast service after each
+	// connection and uses it when there is one; MulticastOff never does;
+	// the JID of a service (such as multicast.example.org) uses that one
+	// without looking.
+	Multicast string
+	// MulticastDomain is the XMPP server's domain: where the service is
+	// looked for, and the domain whose users are addressed through it.
+	// Default: the component's domain without its first label
+	// (pubsub.example.org → example.org).
+	MulticastDomain string
+	// MulticastMaxAddresses caps the addresses of one multicast stanza,
+	// never above a limit the service announces. 0: the service's limit
+	// (500 when it announces "infinite"), or 20 when it announces none.
+	MulticastMaxAddresses int
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -82,6 +99,22 @@ type Component struct {
 	pendingDeletes [][]byte
 
 	work *workQueue
+
+	// multicast settings (Config.Multicast…): mode is MulticastAuto,
+	// MulticastOff or "service" (multicastService given).
+	multicastMode    string
+	multicastService string
+	multicastDomain  string
+	multicastMax     int
+	// multicastChecked counts the connections whose look for a multicast
+	// service ended (tests wait for it).
+	multicastChecked atomic.Int64
+	// sentUnicast and sentMulticast count the notification stanzas written
+	// one per subscriber and through the multicast service.
+	sentUnicast, sentMulticast atomic.Int64
+	// published remembers payloads this process wrote with standalone, so
+	// the dispatcher need not parse them again to know they are sound.
+	published payloadSet
 }
 
 // Timeouts of the connection.
@@ -136,6 +169,10 @@ func New(cfg Config) (*Component, error) {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = time.Second
 	}
+	mcMode, mcService, mcDomain, err := multicastConfig(cfg, d)
+	if err != nil {
+		return nil, err
+	}
 	return &Component{
 		hub:       cfg.Hub,
 		store:     cfg.Hub.Store(),
@@ -153,6 +190,11 @@ func New(cfg Config) (*Component, error) {
 		shared:      cfg.Shared,
 		leaderRetry: cfg.LeaderRetry,
 		sweepEvery:  cfg.SweepEvery,
+
+		multicastMode:    mcMode,
+		multicastService: mcService,
+		multicastDomain:  mcDomain,
+		multicastMax:     cfg.MulticastMaxAddresses,
 	}, nil
 }
 

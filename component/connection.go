@@ -25,6 +25,11 @@ type connection struct {
 	// broken is set once a write failed or the stream ended; nothing more
 	// is written then.
 	broken atomic.Bool
+	// queries are pingd's own IQs waiting for their answers.
+	queries *pendingQueries
+	// multicast is the XEP-0033 service notifications go through on this
+	// stream, nil while none is known (multicast.go).
+	multicast atomic.Pointer[multicastService]
 }
 
 var errConnectionLost = errors.New("the XMPP stream is closed")
@@ -128,21 +133,31 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	// The handshake's deadlines are cleared; from now on reads wait for
 	// the server as long as it takes.
 	_ = raw.SetDeadline(time.Time{})
-	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10)}
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries()}
 	c.setConnection(cn)
 	c.log.Info("connected to XMPP server", "addr", c.addr)
 	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.
 	c.work.add(0)
+	pool := newRequestPool(func(j *job) { c.runJob(ctx, cn, j) })
+	// Notifications go one by one until a multicast service is found.
+	discovered := make(chan struct{})
+	go func() {
+		defer close(discovered)
+		c.discoverMulticast(ctx, cn)
+	}()
 
 	stop := context.AfterFunc(ctx, cn.shutdown)
 	err = sess.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
-		return c.handleStanza(ctx, cn, t, start)
+		return c.handleStanza(ctx, cn, pool, t, start)
 	}))
 	stop()
 	c.setConnection(nil)
 	cn.broken.Store(true)
 	_ = raw.Close()
+	cn.queries.closeAll()
+	<-discovered
+	pool.close()
 	if ctx.Err() != nil {
 		c.log.Info("disconnected from XMPP server", "addr", c.addr)
 		return stageServed, nil
@@ -156,7 +171,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 // handleStanza reads one incoming stanza and answers it. It returns an
 // error only when the stream itself is unreadable; whatever a client sent
 // is answered with a stanza error instead.
-func (c *Component) handleStanza(ctx context.Context, cn *connection, t xml.TokenReader, start *xml.StartElement) error {
+func (c *Component) handleStanza(ctx context.Context, cn *connection, pool *requestPool, t xml.TokenReader, start *xml.StartElement) error {
 	el, err := readElement(t, *start)
 	if errors.Is(err, errTooLarge) {
 		// Answer from the start element alone; Serve discards the rest.
@@ -171,10 +186,36 @@ func (c *Component) handleStanza(ctx context.Context, cn *connection, t xml.Toke
 	}
 	switch el.Name.Local {
 	case "iq":
-		c.handleIQ(ctx, cn, el)
+		c.receiveIQ(ctx, cn, pool, el)
 	case "message":
-		c.handleMessage(ctx, cn, el)
+		c.receiveMessage(ctx, cn, pool, el)
 	}
 	// Presence needs no answer: pingd's notifications do not depend on it.
 	return nil
+}
+
+// runJob carries out one job of the request pool (on a worker).
+func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
+	switch {
+	case len(j.batch) > 0:
+		reqs := make([]*request, len(j.batch))
+		for i, b := range j.batch {
+			reqs[i] = b.req
+		}
+		payloads, errs := c.publish(ctx, j.from, j.req.Node, reqs)
+		// The answers go out together, in one write.
+		var out []byte
+		for i, b := range j.batch {
+			out = append(out, c.answerBytes(ctx, b.iq, b.req, b.from, payloads[i], errs[i])...)
+		}
+		if len(out) > 0 {
+			c.send(ctx, cn, out)
+		}
+	case j.iq != nil:
+		c.answerIQ(ctx, cn, j.iq, j.req, j.from)
+	case j.bounced:
+		c.resendBounced(ctx, cn, j.msg)
+	case j.msg != nil:
+		c.handleMessage(ctx, cn, j.msg)
+	}
 }

@@ -17,6 +17,11 @@
 //     small element tree with size limits and parsed into requests; every
 //     IQ get or set gets exactly one answer, and nothing a client sends can
 //     end the stream (the parsers are fuzzed).
+//   - pool.go: requests are carried out by a bounded pool of workers, not
+//     by the stream's reader; requests about one node (and one sender's
+//     chat commands) keep their order, and publishes of one sender to one
+//     node that wait together become one append. Every IQ get and set is
+//     answered exactly once.
 //   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
 //     publisher and owner), carried out through the hub's methods so the
 //     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
@@ -24,6 +29,11 @@
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor, renders each event once, writes it to every subscriber with
 //     only the "to" changed, flushes, then advances the cursor.
+//   - multicast.go: XEP-0033. After each connection the component looks
+//     for the server's multicast service (Config.Multicast) and, when
+//     there is one, sends a notification to the server's own users as one
+//     stanza per batch of addresses; a refused one is sent again one by
+//     one.
 //   - leader.go: several pingd processes on one database. Only the holder
 //     of a lease (the store's leader lock, given as Config.Leader) sends
 //     notifications, and sweeps for nodes other processes appended to;

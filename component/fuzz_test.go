@@ -133,3 +133,54 @@ func FuzzChatCommand(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMulticastStanzas feeds arbitrary server stanzas to what reads the
+// XEP-0033 service's answers: the disco#info features and limit, and a
+// bounced multicast notification. Nothing may panic; a limit is -1 or a
+// count; what is sent again must be well-formed messages, one per address
+// counted, each addressed and carrying the event.
+func FuzzMulticastStanzas(f *testing.F) {
+	for _, s := range []string{
+		discoInfoWithLimit("infinite"),
+		discoInfoWithLimit("20"),
+		discoInfoWithLimit(""),
+		`<message xmlns="jabber:component:accept" type="error" from="multicast.localhost" to="pubsub.localhost">` +
+			`<addresses xmlns="http://jabber.org/protocol/address"><address type="bcc" jid="a@localhost/r"/><address type="bcc" jid="b@localhost"/></addresses>` +
+			`<event xmlns="http://jabber.org/protocol/pubsub#event"><items node="n"><item id="1"><entry xmlns="http://www.w3.org/2005/Atom"><title>t</title></entry></item></items></event>` +
+			`<error type="modify"><not-acceptable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/><text xmlns="urn:ietf:params:xml:ns:xmpp-stanzas">Too many receiver fields were specified</text></error></message>`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		el, err := parseDocument(data)
+		if err != nil {
+			return
+		}
+		hasFeature(el, nsAddress)
+		if limit, announced := multicastLimit(el); limit < -1 || (!announced && limit != 0) {
+			t.Fatalf("limit %d, announced %v", limit, announced)
+		}
+		_ = errorText(el)
+		_ = eventNode(el.child(nsPubsubEvent, "event"))
+		out, count := renderBounced(el, hub.NotifyHeadline, "pubsub.localhost")
+		if count == 0 {
+			if len(out) != 0 {
+				t.Fatalf("output without a count: %s", out)
+			}
+			return
+		}
+		wrapped, err := parseDocument(append(append([]byte("<r>"), out...), "</r>"...))
+		if err != nil {
+			t.Fatalf("resent notifications do not parse: %v\n%s", err, out)
+		}
+		msgs := wrapped.childrenNamed("", "message")
+		if len(msgs) != count {
+			t.Fatalf("%d messages for a count of %d:\n%s", len(msgs), count, out)
+		}
+		for _, m := range msgs {
+			if m.attr("to") == "" || m.attr("from") != "pubsub.localhost" || m.child(nsPubsubEvent, "event") == nil {
+				t.Fatalf("resent notification %s", m.standalone())
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -189,28 +190,25 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		return err
 	}
 	subFilter := hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, State: hub.SubActive}
-	subs, err := c.store.Subscriptions(ctx, subFilter)
-	if err != nil {
-		return err
-	}
 	after := n.XMPPSeq
 	for {
-		limit := eventBatch
-		if len(subs) > 0 {
-			limit = max(1, min(eventBatch, messagesPerFlush/len(subs)))
-		}
-		events, err := c.store.EventsAfter(ctx, n.ID, after, limit)
+		events, err := c.store.EventsAfter(ctx, n.ID, after, eventBatch)
 		if err != nil {
 			return err
 		}
 		if len(events) == 0 {
 			return nil
 		}
+		more := len(events) == eventBatch
 		// The subscribers are read after the events: one who subscribes in
 		// between has a cursor past all of them and is rightly skipped,
 		// where reading them before would miss what it is owed.
-		if subs, err = c.store.Subscriptions(ctx, subFilter); err != nil {
+		subs, err := c.store.Subscriptions(ctx, subFilter)
+		if err != nil {
 			return err
+		}
+		if k := max(1, messagesPerFlush/max(1, len(subs))); len(events) > k {
+			events, more = events[:k], true // the rest in the next round
 		}
 		if !c.leading.Load() {
 			return errNotLeading
@@ -228,7 +226,7 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 			return fmt.Errorf("record XMPP cursor of %q: %w", n.Name, err)
 		}
 		after = last
-		if len(events) < limit {
+		if !more {
 			return nil
 		}
 	}
@@ -241,15 +239,37 @@ type recipient struct {
 }
 
 // writeEvents renders each event once and writes it to every subscriber
-// that subscribed before it, in one locked, buffered write.
+// that subscribed before it, in one locked, buffered write: one stanza per
+// subscriber, or, for the subscribers a multicast service reaches, one
+// stanza per batch of them addressed to the service (XEP-0033).
 func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription) error {
-	rcpts := make([]recipient, len(subs))
-	for i, s := range subs {
+	mc := conn.multicast.Load()
+	if mc != nil && mc.disabled.Load() {
+		mc = nil
+	}
+	var rcpts, grouped []recipient
+	for _, s := range subs {
 		var b bytes.Buffer
 		escapeAttr(&b, s.Address)
-		rcpts[i] = recipient{to: b.Bytes(), cursor: s.Cursor}
+		r := recipient{to: b.Bytes(), cursor: s.Cursor}
+		if mc != nil && strings.EqualFold(domainOf(s.Address), mc.domain) {
+			grouped = append(grouped, r)
+		} else {
+			rcpts = append(rcpts, r)
+		}
+	}
+	if len(grouped) < 2 {
+		rcpts, grouped = append(rcpts, grouped...), nil // one stanza each is as cheap
 	}
 	prefix := c.messagePrefix(n)
+	var mcHead []byte
+	if len(grouped) > 0 {
+		var b bytes.Buffer
+		b.Write(prefix)
+		escapeAttr(&b, mc.jid)
+		b.WriteString(`"><addresses xmlns="` + nsAddress + `">`)
+		mcHead = b.Bytes()
+	}
 	type rendered struct {
 		seq    int64
 		suffix []byte
@@ -272,8 +292,9 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	if len(out) == 0 {
 		return nil
 	}
-	written := 0
+	written, multicast := 0, 0
 	err := conn.write(func(w *bufio.Writer) error {
+		batch := make([][]byte, 0, len(grouped))
 		for _, r := range out {
 			if r.only != nil {
 				w.Write(prefix)
@@ -291,11 +312,39 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				w.Write(r.suffix)
 				written++
 			}
+			batch = batch[:0]
+			for _, rc := range grouped {
+				if r.seq > rc.cursor {
+					batch = append(batch, rc.to)
+				}
+			}
+			for len(batch) > 0 {
+				k := min(len(batch), mc.maxAddrs)
+				if k == 1 {
+					w.Write(prefix)
+					w.Write(batch[0])
+					w.Write(r.suffix)
+					written++
+				} else {
+					w.Write(mcHead)
+					for _, to := range batch[:k] {
+						w.WriteString(`<address type="bcc" jid="`)
+						w.Write(to)
+						w.WriteString(`"/>`)
+					}
+					w.WriteString(`</addresses`)
+					w.Write(r.suffix[1:]) // the suffix starts by closing the "to" value
+					multicast++
+				}
+				batch = batch[k:]
+			}
 		}
 		return nil
 	})
-	if err == nil && written > 0 {
-		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", written)
+	if err == nil && written+multicast > 0 {
+		c.sentUnicast.Add(int64(written))
+		c.sentMulticast.Add(int64(multicast))
+		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", written, "multicast_messages", multicast)
 	}
 	return err
 }

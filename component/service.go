@@ -47,11 +47,15 @@ var pubsubFeatures = []string{
 // maxPayloadBytes is the largest payload an owner may publish.
 const maxPayloadBytes = 256 << 10
 
-// handleIQ answers one IQ: exactly one result or error for get and set,
-// nothing for result and error.
-func (c *Component) handleIQ(ctx context.Context, cn *connection, iq *element) {
+// receiveIQ takes one IQ off the stream (on the reader): an answer to one
+// of pingd's own queries goes to whoever waits for it; a request is parsed
+// and handed to the request pool, or refused at once when it is malformed
+// or not for the service. Every get and set gets exactly one answer;
+// results and errors get none.
+func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
 	typ := iq.attr("type")
 	if typ == string(stanza.ResultIQ) || typ == string(stanza.ErrorIQ) {
+		cn.queries.deliver(iq)
 		return
 	}
 	from, err := jid.Parse(iq.attr("from"))
@@ -64,21 +68,43 @@ func (c *Component) handleIQ(ctx context.Context, cn *connection, iq *element) {
 	if serr == nil && !c.isServiceAddress(iq.attr("to")) {
 		serr = serviceUnavailable()
 	}
-	var payload []byte
-	if serr == nil {
-		payload, serr = c.execute(ctx, from, req)
-	}
 	if serr != nil {
 		c.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
 		c.replyError(cn, iq, serr)
 		return
+	}
+	j := &job{iq: iq, req: req, from: from}
+	if req.HasNode && req.Node != "" {
+		j.key = "node\x00" + req.Node
+	}
+	pool.submit(ctx, j) // refused only when shutting down, with the stream
+}
+
+// answerIQ carries out one parsed IQ request and answers it.
+func (c *Component) answerIQ(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID) {
+	payload, serr := c.execute(ctx, from, req)
+	c.answer(ctx, cn, iq, req, from, payload, serr)
+}
+
+// answer sends the result with payload, or the error serr.
+func (c *Component) answer(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) {
+	if a := c.answerBytes(ctx, iq, req, from, payload, serr); a != nil {
+		c.send(ctx, cn, a)
+	}
+}
+
+// answerBytes renders the result with payload, or the error serr.
+func (c *Component) answerBytes(ctx context.Context, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) []byte {
+	if serr != nil {
+		c.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
+		return c.errorReply(iq, serr)
 	}
 	c.log.DebugContext(ctx, "IQ answered", "from", from.String(), "id", iq.attr("id"), "op", req.Op.String(), "node", req.Node)
 	var b xmlBuf
 	b.open("iq", "type", "result", "id", iq.attr("id"), "from", c.replyFrom(iq), "to", iq.attr("from"))
 	b.Write(payload)
 	b.close("iq")
-	c.send(ctx, cn, b.Bytes())
+	return b.Bytes()
 }
 
 // isServiceAddress reports whether to addresses the service itself (the
@@ -101,14 +127,21 @@ func (c *Component) replyFrom(st *element) string {
 
 // replyError answers a stanza with an error (RFC 6120 §8.3).
 func (c *Component) replyError(cn *connection, st *element, serr *stanzaError) {
+	if answer := c.errorReply(st, serr); answer != nil {
+		c.send(context.Background(), cn, answer)
+	}
+}
+
+// errorReply renders the error answer to a stanza; nil when it gets none.
+func (c *Component) errorReply(st *element, serr *stanzaError) []byte {
 	if st.attr("from") == "" || st.attr("type") == "error" {
-		return // never answer an error with an error
+		return nil // never answer an error with an error
 	}
 	var b xmlBuf
 	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", c.replyFrom(st), "to", st.attr("from"))
 	serr.write(&b, c.domainStr)
 	b.close(st.Name.Local)
-	c.send(context.Background(), cn, b.Bytes())
+	return b.Bytes()
 }
 
 // send writes one stanza.
@@ -143,7 +176,11 @@ func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]
 	case opItems:
 		err = c.items(ctx, &b, sender, r)
 	case opPublish:
-		err = c.publish(ctx, &b, sender, r)
+		payloads, errs := c.publish(ctx, sender, r.Node, []*request{r})
+		if errs[0] != nil {
+			return nil, errs[0]
+		}
+		return payloads[0], nil
 	case opRetract:
 		err = c.retract(ctx, sender, r)
 	case opCreate:
@@ -172,13 +209,19 @@ func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]
 		return nil, serviceUnavailable()
 	}
 	if err != nil {
-		se, ok := asStanzaError(err, r.Node)
-		if !ok {
-			c.log.ErrorContext(ctx, "XMPP request failed", "op", r.Op.String(), "node", r.Node, "from", sender.String(), "err", err)
-		}
-		return nil, se
+		return nil, c.stanzaErrorOf(ctx, err, r, sender)
 	}
 	return b.Bytes(), nil
+}
+
+// stanzaErrorOf maps a failed request's error to its stanza error, logging
+// what is not the requester's fault.
+func (c *Component) stanzaErrorOf(ctx context.Context, err error, r *request, sender jid.JID) *stanzaError {
+	se, ok := asStanzaError(err, r.Node)
+	if !ok {
+		c.log.ErrorContext(ctx, "XMPP request failed", "op", r.Op.String(), "node", r.Node, "from", sender.String(), "err", err)
+	}
+	return se
 }
 
 // node looks a node up; a name that cannot exist is simply not found.
@@ -450,6 +493,9 @@ func (c *Component) payload(ev hub.Event) []byte {
 	if len(ev.Payload) == 0 {
 		return nil
 	}
+	if c.published.has(ev.Payload) {
+		return ev.Payload // written by standalone when it was published here
+	}
 	el, err := parseDocument(ev.Payload)
 	if err != nil {
 		c.log.Warn("stored payload is not well-formed XML; sending the item without it",
@@ -459,31 +505,70 @@ func (c *Component) payload(ev hub.Event) []byte {
 	return el.standalone()
 }
 
-func (c *Component) publish(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+// publish carries out publish requests of one sender to one node (one, or
+// several that waited together) as one append to the node's log, in their
+// order, and returns each one's result payload or error. A request refused
+// on its own (too big) leaves the others to be published.
+func (c *Component) publish(ctx context.Context, sender jid.JID, node string, reqs []*request) ([][]byte, []*stanzaError) {
+	payloads := make([][]byte, len(reqs))
+	errs := make([]*stanzaError, len(reqs))
+	failAll := func(err error) ([][]byte, []*stanzaError) {
+		for i, r := range reqs {
+			if errs[i] == nil {
+				errs[i] = c.stanzaErrorOf(ctx, err, r, sender)
+			}
+		}
+		return payloads, errs
+	}
+	n, err := c.node(ctx, node)
 	if err != nil {
-		return err
+		return failAll(err)
 	}
 	if err := c.requirePublisher(ctx, n, sender); err != nil {
-		return err
+		return failAll(err)
 	}
-	entry := entryFromPayload(r.Item.ID, r.Item.Payload)
-	if len(entry.Payload) > maxPayloadBytes {
-		return notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
+	entries := make([]hub.Entry, 0, len(reqs))
+	index := make([]int, 0, len(reqs)) // request of each entry
+	for i, r := range reqs {
+		entry := entryFromPayload(r.Item.ID, r.Item.Payload)
+		if len(entry.Payload) > maxPayloadBytes {
+			errs[i] = notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
+			continue
+		}
+		entries = append(entries, entry)
+		index = append(index, i)
+		c.published.add(entry.Payload)
 	}
-	events, err := c.hub.Publish(ctx, n.Name, sender.Bare().String(), []hub.Entry{entry})
+	if len(entries) == 0 {
+		return payloads, errs
+	}
+	publisher := sender.Bare().String()
+	events, err := c.hub.Publish(ctx, n.Name, publisher, entries)
 	if err != nil {
-		return err
+		return failAll(err)
 	}
-	id := entry.ID
-	if len(events) > 0 {
-		id = events[0].ItemID
+	lastID := ""
+	for k, i := range index {
+		id := entries[k].ID
+		if k < len(events) {
+			id = events[k].ItemID
+		}
+		lastID = id
+		var b xmlBuf
+		b.open("pubsub", "xmlns", nsPubsub).open("publish", "node", n.Name)
+		b.empty("item", "id", id)
+		b.close("publish").close("pubsub")
+		payloads[i] = b.Bytes()
+		if len(entries) > 1 {
+			c.log.DebugContext(ctx, "item published over XMPP", "node", n.Name, "item", id, "publisher", publisher)
+		}
 	}
-	c.log.InfoContext(ctx, "item published over XMPP", "node", n.Name, "item", id, "publisher", sender.Bare().String())
-	b.open("pubsub", "xmlns", nsPubsub).open("publish", "node", n.Name)
-	b.empty("item", "id", id)
-	b.close("publish").close("pubsub")
-	return nil
+	if len(entries) == 1 {
+		c.log.InfoContext(ctx, "item published over XMPP", "node", n.Name, "item", lastID, "publisher", publisher)
+	} else {
+		c.log.InfoContext(ctx, "items published over XMPP", "node", n.Name, "items", len(entries), "publisher", publisher)
+	}
+	return payloads, errs
 }
 
 func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) error {

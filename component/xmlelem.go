@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // Incoming stanzas are read into a small element tree: requests are tiny,
@@ -322,4 +323,48 @@ func (b *xmlBuf) startTag(name string, attrs []string) {
 		escapeAttr(&b.Buffer, attrs[i+1])
 		b.WriteByte('"')
 	}
+}
+
+// payloadSet remembers recent payloads (exact bytes) up to a byte budget,
+// oldest out first. The zero value is ready.
+type payloadSet struct {
+	mu    sync.Mutex
+	m     map[string]struct{}
+	order []string
+	bytes int
+}
+
+// payloadSetBudget bounds the bytes a payloadSet keeps.
+const payloadSetBudget = 8 << 20
+
+func (s *payloadSet) add(p []byte) {
+	if len(p) == 0 || len(p) > payloadSetBudget/16 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]struct{}{}
+	}
+	if _, ok := s.m[string(p)]; ok {
+		return
+	}
+	k := string(p)
+	s.m[k] = struct{}{}
+	s.order = append(s.order, k)
+	s.bytes += len(k)
+	for s.bytes > payloadSetBudget {
+		old := s.order[0]
+		s.order[0] = ""
+		s.order = s.order[1:]
+		delete(s.m, old)
+		s.bytes -= len(old)
+	}
+}
+
+func (s *payloadSet) has(p []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[string(p)]
+	return ok
 }

@@ -1,0 +1,150 @@
+package component
+
+import (
+	"context"
+	"sync"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Requests are carried out by a bounded pool of workers, not by the
+// stream's reader: a publish waits for its store transaction, and a reader
+// doing that one request at a time capped publishing at the speed of one
+// transaction. The reader parses each stanza and hands it to the pool; it
+// blocks only when maxPendingRequests are received and not yet answered,
+// which pushes back on the server.
+//
+// Order: requests about one node (publish, retract, subscribe, configure,
+// delete, …) are carried out one after the other in the order they came,
+// so a client that pipelines them sees the effects in that order; chat
+// commands of one sender likewise. Requests without a node run as they
+// come. Publishes from one sender to one node that are already waiting
+// when their node's turn comes are carried out together, as one append
+// to the node's log (one store transaction, one wake of the dispatcher),
+// each still answered on its own. Every IQ get and set is answered
+// exactly once, by the worker that carries it out (or by the reader when
+// it refuses it outright).
+
+// Pool sizes.
+const (
+	requestWorkers     = 8
+	maxPendingRequests = 1024
+	// maxPublishBatch bounds the publishes carried out as one append.
+	maxPublishBatch = 256
+)
+
+// job is one received stanza waiting for a worker, or a group of waiting
+// publishes carried out together (batch).
+type job struct {
+	// key orders the jobs of one node or chat sender; "" runs at once.
+	key string
+	// iq is set for an IQ request, with its parsed request and sender.
+	iq   *element
+	req  *request
+	from jid.JID
+	// msg is set for a message: a chat command, or a multicast
+	// notification the server bounced (bounced).
+	msg     *element
+	bounced bool
+	// batch, when set, holds publishes carried out together (this job is
+	// the first of them).
+	batch []*job
+}
+
+// batchable reports whether j may be carried out together with next.
+func (j *job) batchable(next *job) bool {
+	return j.req != nil && next.req != nil && j.req.Op == opPublish && next.req.Op == opPublish &&
+		j.req.Node == next.req.Node && j.from.Bare().Equal(next.from.Bare())
+}
+
+// requestPool runs the jobs of one connection.
+type requestPool struct {
+	run func(*job)
+
+	slots    chan struct{} // one per job received and not finished
+	runnable chan *job
+	workers  sync.WaitGroup
+
+	mu sync.Mutex
+	// waiting holds, per key with a job running, the jobs queued behind it.
+	waiting map[string][]*job
+}
+
+func newRequestPool(run func(*job)) *requestPool {
+	p := &requestPool{
+		run:      run,
+		slots:    make(chan struct{}, maxPendingRequests),
+		runnable: make(chan *job, maxPendingRequests),
+		waiting:  map[string][]*job{},
+	}
+	for range requestWorkers {
+		p.workers.Go(p.work)
+	}
+	return p
+}
+
+// submit queues a job; it blocks while maxPendingRequests jobs are pending
+// and gives up (false) when ctx ends.
+func (p *requestPool) submit(ctx context.Context, j *job) bool {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if j.key != "" {
+		if q, busy := p.waiting[j.key]; busy {
+			p.waiting[j.key] = append(q, j)
+			return true
+		}
+		p.waiting[j.key] = nil // running, nothing behind it yet
+	}
+	p.runnable <- j // never blocks: it has room for every slot
+	return true
+}
+
+func (p *requestPool) work() {
+	for j := range p.runnable {
+		p.run(j)
+		p.finish(j)
+	}
+}
+
+// finish releases a job's slots and starts what waited behind it.
+func (p *requestPool) finish(j *job) {
+	n := max(1, len(j.batch))
+	for range n {
+		<-p.slots
+	}
+	if j.key == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.waiting[j.key]
+	if len(q) == 0 {
+		delete(p.waiting, j.key)
+		return
+	}
+	next := q[0]
+	k := 1
+	for k < len(q) && k < maxPublishBatch && next.batchable(q[k]) {
+		k++
+	}
+	if k > 1 {
+		next = &job{key: next.key, iq: next.iq, req: next.req, from: next.from, batch: q[:k:k]}
+	}
+	p.waiting[j.key] = q[k:]
+	p.runnable <- next
+}
+
+// close waits for every submitted job to finish and stops the workers.
+// Nothing may be submitted meanwhile or after.
+func (p *requestPool) close() {
+	for range maxPendingRequests {
+		p.slots <- struct{}{}
+	}
+	close(p.runnable)
+	p.workers.Wait()
+}
