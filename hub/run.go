@@ -284,33 +284,62 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 	}
 }
 
-// hostLimiter bounds concurrent work per host.
+// hostLimiter bounds concurrent work per host. A host's entry lives only
+// while someone holds or waits for one of its slots, so the map stays as
+// small as the work in flight however many hosts pass through.
 type hostLimiter struct {
 	mu    sync.Mutex
 	max   int
-	slots map[string]chan struct{}
+	slots map[string]*hostSlots
+}
+
+type hostSlots struct {
+	ch    chan struct{}
+	users int // holders and waiters
 }
 
 func newHostLimiter(max int) *hostLimiter {
-	return &hostLimiter{max: max, slots: map[string]chan struct{}{}}
+	return &hostLimiter{max: max, slots: map[string]*hostSlots{}}
 }
 
 // acquire waits for a slot for host; it returns the release function, or
 // nil if ctx ended first.
 func (l *hostLimiter) acquire(ctx context.Context, host string) func() {
 	l.mu.Lock()
-	ch, ok := l.slots[host]
+	hs, ok := l.slots[host]
 	if !ok {
-		ch = make(chan struct{}, l.max)
-		l.slots[host] = ch
+		hs = &hostSlots{ch: make(chan struct{}, l.max)}
+		l.slots[host] = hs
 	}
+	hs.users++
 	l.mu.Unlock()
 	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }
+	case hs.ch <- struct{}{}:
+		return func() {
+			<-hs.ch
+			l.leave(host, hs)
+		}
 	case <-ctx.Done():
+		l.leave(host, hs)
 		return nil
 	}
+}
+
+// leave drops one user of host's slots, and the entry with the last one.
+func (l *hostLimiter) leave(host string, hs *hostSlots) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	hs.users--
+	if hs.users == 0 && l.slots[host] == hs {
+		delete(l.slots, host)
+	}
+}
+
+// hosts is the number of hosts with work in flight.
+func (l *hostLimiter) hosts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.slots)
 }
 
 // defaultScheduler polls hourly and backs off exponentially on errors, up
