@@ -47,7 +47,8 @@ func TestConfigPrecedence(t *testing.T) {
 
 func TestConfigValidateListsEveryProblem(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
-		[]string{"--public-url", "ftp://x", "--xmpp-addr", "nohostport", "--admins", "not a jid/res", "--log-format", "xml"}, env(nil))
+		[]string{"--public-url", "ftp://x", "--xmpp-addr", "nohostport", "--admins", "not a jid/res", "--log-format", "xml",
+			"--xmpp-multicast", "user@multicast.example.org", "--xmpp-multicast-max", "-1"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +56,13 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"PINGD_XMPP_SECRET", "PINGD_PUBLIC_URL", "PINGD_XMPP_ADDR", "PINGD_ADMINS", "PINGD_LOG_FORMAT"} {
+	for _, want := range []string{"PINGD_XMPP_SECRET", "PINGD_PUBLIC_URL", "PINGD_XMPP_ADDR", "PINGD_ADMINS", "PINGD_LOG_FORMAT", "PINGD_XMPP_MULTICAST ", "PINGD_XMPP_MULTICAST_MAX"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
 	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
-		t.Errorf("want 5 problems, one per line; got %d:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 7 {
+		t.Errorf("want 7 problems, one per line; got %d:\n%v", n, err)
 	}
 }
 

@@ -95,6 +95,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Logger:    log,
 		Leader:    leader,
 		Shared:    cfg.XMPPShared && leader != nil,
+
+		Multicast:             cfg.XMPPMulticast,
+		MulticastMaxAddresses: cfg.XMPPMulticastMax,
 	})
 	if err != nil {
 		return err
