@@ -139,7 +139,7 @@ func (c *Component) chatHelp() string {
 	return "This is pingd, a publish-subscribe service for web feeds at " + c.domainStr + ". Commands:\n" +
 		"nodes — list the nodes\n" +
 		"list — list your subscriptions\n" +
-		"subscribe NODE — get the new items of NODE here\n" +
+		"subscribe NODE — get the new items of NODE here (NODE may also be a feed's or a web page's URL)\n" +
 		"unsubscribe NODE — stop them\n" +
 		"last NODE [n] — the newest n items of NODE (" + strconv.Itoa(defaultLastItems) + " if you leave n out)\n" +
 		"help — this text"
@@ -216,45 +216,18 @@ func (c *Component) chatNode(ctx context.Context, name string) (*hub.Node, strin
 	return n, "", err
 }
 
-func (c *Component) chatSubscribe(ctx context.Context, bare, name string) (string, error) {
-	n, msg, err := c.chatNode(ctx, name)
-	if n == nil {
-		return msg, err
-	}
-	_, existed, err := c.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare})
-	switch {
-	case errors.Is(err, hub.ErrNotMember):
-		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may subscribe. Ask its owner to add you.", n.Name), nil
-	case errors.Is(err, hub.ErrForbidden):
-		return fmt.Sprintf("You may not subscribe to %q: its owner has banned you.", n.Name), nil
-	case err != nil:
-		return "", err
-	case existed:
-		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
-	}
-	c.log.InfoContext(ctx, "XMPP subscription by chat", "node", n.Name, "jid", bare)
-	return fmt.Sprintf("Subscribed to %q: its new items will come to %s.", n.Name, bare), nil
+// chatSubscriptionOptions are the options of subscriptions made by chat:
+// the people who use it read bodies, not pubsub events. The message type
+// stays the node's (headline unless its owner chose normal); the ad-hoc
+// command and XEP-0060 subscription options change it.
+var chatSubscriptionOptions = hub.Options{IncludeBody: true}
+
+func (c *Component) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
+	return c.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, "chat")
 }
 
-func (c *Component) chatUnsubscribe(ctx context.Context, bare, name string) (string, error) {
-	n, msg, err := c.chatNode(ctx, name)
-	if n == nil {
-		return msg, err
-	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
-	if err != nil {
-		return "", err
-	}
-	if len(subs) == 0 {
-		return fmt.Sprintf("You are not subscribed to %q.", n.Name), nil
-	}
-	for _, s := range subs {
-		if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
-			return "", err
-		}
-	}
-	c.log.InfoContext(ctx, "XMPP unsubscription by chat", "node", n.Name, "jid", bare)
-	return fmt.Sprintf("Unsubscribed from %q.", n.Name), nil
+func (c *Component) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {
+	return c.unsubscribeTarget(ctx, bare, target, "chat")
 }
 
 func (c *Component) chatLast(ctx context.Context, bare string, cmd chatCommand) (string, error) {

@@ -63,6 +63,13 @@ type Config struct {
 	// never above a limit the service announces. 0: the service's limit
 	// (500 when it announces "infinite"), or 20 when it announces none.
 	MulticastMaxAddresses int
+
+	// OpenSources lets any user have a node created for a feed no node
+	// follows yet, by subscribing to its URL (chat or ad-hoc command).
+	OpenSources bool
+	// Resolver finds the feed of a page URL a user subscribes to; nil: a
+	// URL is taken as the feed itself.
+	Resolver hub.SourceResolver
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -76,8 +83,11 @@ type Component struct {
 	addr      string
 	secret    []byte
 	publicURL string
-	minDelay  time.Duration
-	maxDelay  time.Duration
+	// openSources and resolver: see Config.
+	openSources bool
+	resolver    hub.SourceResolver
+	minDelay    time.Duration
+	maxDelay    time.Duration
 
 	connected atomic.Bool
 
@@ -174,17 +184,19 @@ func New(cfg Config) (*Component, error) {
 		return nil, err
 	}
 	return &Component{
-		hub:       cfg.Hub,
-		store:     cfg.Hub.Store(),
-		log:       cfg.Logger.With("component", d.String()),
-		domain:    d,
-		domainStr: d.String(),
-		addr:      cfg.Addr,
-		secret:    []byte(cfg.Secret),
-		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
-		minDelay:  cfg.MinBackoff,
-		maxDelay:  cfg.MaxBackoff,
-		work:      newWorkQueue(),
+		hub:         cfg.Hub,
+		store:       cfg.Hub.Store(),
+		log:         cfg.Logger.With("component", d.String()),
+		domain:      d,
+		domainStr:   d.String(),
+		addr:        cfg.Addr,
+		secret:      []byte(cfg.Secret),
+		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
+		openSources: cfg.OpenSources,
+		resolver:    cfg.Resolver,
+		minDelay:    cfg.MinBackoff,
+		maxDelay:    cfg.MaxBackoff,
+		work:        newWorkQueue(),
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,

@@ -86,7 +86,7 @@ func TestNotificationRendering(t *testing.T) {
 		var b bytes.Buffer
 		b.Write(c.messagePrefix(n))
 		b.Write(escTo.Bytes())
-		b.Write(c.renderEvent(n, tc.ev))
+		b.Write(c.renderEvent(n, tc.ev, ""))
 		msg, err := parseDocument(b.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.ev.Kind, err, b.String())
@@ -111,7 +111,7 @@ func TestNotificationRendering(t *testing.T) {
 			}
 		}
 	}
-	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}); got != nil {
+	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}, ""); got != nil {
 		t.Errorf("change events are not for XMPP, rendered %s", got)
 	}
 	del, err := parseDocument(c.renderDelete(*n, to))

@@ -189,8 +189,9 @@ func (c *Component) handleStanza(ctx context.Context, cn *connection, pool *requ
 		c.receiveIQ(ctx, cn, pool, el)
 	case "message":
 		c.receiveMessage(ctx, cn, pool, el)
+	case "presence":
+		c.receivePresence(ctx, pool, el)
 	}
-	// Presence needs no answer: pingd's notifications do not depend on it.
 	return nil
 }
 
@@ -213,6 +214,8 @@ func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
 		}
 	case j.iq != nil:
 		c.answerIQ(ctx, cn, j.iq, j.req, j.from)
+	case j.presence != nil:
+		c.answerPresence(ctx, cn, j.presence)
 	case j.bounced:
 		c.resendBounced(ctx, cn, j.msg)
 	case j.msg != nil:

@@ -1,7 +1,8 @@
 // Package component is pingd's XMPP side: the XEP-0114 connection to the
 // XMPP server (handshake, reconnect with backoff and jitter) and the
 // XEP-0060 publish-subscribe and XEP-0030 service discovery answered on the
-// component's JID, plus chat commands.
+// component's JID, plus what plain Jabber clients use: chat commands,
+// XEP-0050 ad-hoc commands, readable notifications and presence.
 //
 // It turns stanzas into hub calls and the hub's node logs into pubsub#event
 // notifications. It may not touch HTTP, feeds or the database directly
@@ -40,6 +41,13 @@
 //     against Prosody only it connects, the others stand by and take over
 //     when it dies; against ejabberd (Config.Shared) every process
 //     connects and answers requests.
-//   - chat.go: the chat commands (help, nodes, list, subscribe,
-//     unsubscribe, last).
+//   - chat.go, targets.go: the chat commands (help, nodes, list,
+//     subscribe, unsubscribe, last); a subscription may name a node or a
+//     feed's or page's URL (Config.Resolver, Config.OpenSources).
+//   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
+//     plus owner commands for PINGD_ADMINS; stateless between stages.
+//   - subopts.go, readable.go: XEP-0060 subscription options
+//     (pubsub#include_body and the message type) and the plain-text body
+//     added to notifications for subscriptions that ask for one.
+//   - presence.go: answers to presence subscriptions and probes.
 package component

@@ -35,6 +35,8 @@ type stanzaError struct {
 	App     string
 	Feature string
 	Text    string
+	// AppNS is App's namespace when it is not pubsub#errors (XEP-0050's).
+	AppNS string
 }
 
 func (e *stanzaError) Error() string {
@@ -58,7 +60,10 @@ func (e *stanzaError) write(b *xmlBuf, by string) {
 	if e.Text != "" {
 		b.element("text", e.Text, "xmlns", nsStanzaErrors, "xml:lang", "en")
 	}
-	if e.App != "" {
+	switch {
+	case e.App != "" && e.AppNS != "":
+		b.empty(e.App, "xmlns", e.AppNS)
+	case e.App != "":
 		b.empty(e.App, "xmlns", nsPubsubErrors, "feature", e.Feature)
 	}
 	b.close("error")

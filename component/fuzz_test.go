@@ -19,6 +19,10 @@ func FuzzParseIQ(f *testing.F) {
 		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><configure node="n"><x xmlns="jabber:x:data" type="submit"><field var="pubsub#max_items"><value>3</value></field></x></configure></pubsub>`),
 		iq("get", `<query xmlns="http://jabber.org/protocol/disco#info" node="n"/>`),
 		iq("get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"/>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><options node="n" jid="a@localhost"><x xmlns="jabber:x:data" type="submit"><field var="pubsub#include_body"><value>1</value></field><field var="x-pingd#message_type"><value>chat</value></field></x></options></pubsub>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="n" jid="a@localhost"/><options><x xmlns="jabber:x:data" type="submit"/></options></pubsub>`),
+		iq("set", `<command xmlns="http://jabber.org/protocol/commands" node="pingd#subscribe" action="complete" sessionid="s"><x xmlns="jabber:x:data" type="submit"><field var="target"><value>demo</value></field></x></command>`),
+		iq("set", `<command xmlns="http://jabber.org/protocol/commands" node="pingd#list"/>`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -58,6 +62,16 @@ func FuzzParseIQ(f *testing.F) {
 		case opConfigureSet:
 			if f, serr := parseForm(req.Form); serr == nil {
 				checkConfig(t, f)
+			}
+		case opOptionsSet, opSubscribe:
+			if req.Form != nil {
+				if opts, serr := applySubOptionsForm(hub.Options{}, req.Form); serr == nil && !hub.ValidMessageType(opts.MessageType) {
+					t.Fatalf("accepted message type %q", opts.MessageType)
+				}
+			}
+		case opCommand:
+			if req.Command == nil || req.Node == "" {
+				t.Fatalf("command request without its parts: %+v", req)
 			}
 		case opCreate:
 			if cfg, serr := configFromRequest(req.Configure); serr == nil {

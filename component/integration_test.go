@@ -54,6 +54,8 @@ type env struct {
 	admin  string
 	stop   func()
 	dbPath string
+	// configure, when set, changes the component's Config before New.
+	configure func(*Config)
 }
 
 type envOptions struct {
@@ -100,11 +102,15 @@ func (e *env) startComponent(opts envOptions) {
 	if addr == "" {
 		addr = e.p.ComponentAddr
 	}
-	comp, err := New(Config{
+	cfg := Config{
 		Hub: h, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: "http://pingd.test", Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-	})
+	}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	comp, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -122,6 +128,13 @@ func (e *env) startComponent(opts envOptions) {
 	e.t.Cleanup(e.stop)
 	e.hub, e.comp = h, comp
 	waitFor(e.t, 20*time.Second, "the component to connect", comp.Connected)
+}
+
+// startComponentWith starts a new component whose Config configure changes.
+func (e *env) startComponentWith(configure func(*Config)) {
+	e.t.Helper()
+	e.configure = configure
+	e.startComponent(envOptions{})
 }
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
@@ -336,7 +349,7 @@ func TestDisco(t *testing.T) {
 	for _, f := range q.childrenNamed(nsDiscoInfo, "feature") {
 		features = append(features, f.attr("var"))
 	}
-	want := []string{nsDiscoInfo, nsDiscoItems, nsPubsub}
+	want := []string{nsDiscoInfo, nsDiscoItems, nsCommands, nsPubsub}
 	for _, f := range pubsubFeatures {
 		want = append(want, nsPubsub+"#"+f)
 	}
@@ -691,7 +704,8 @@ func TestEveryIQIsAnswered(t *testing.T) {
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete/></pubsub>`, "modify", "bad-request", "nodeid-required"},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge/></pubsub>`, "modify", "bad-request", "nodeid-required"},
 		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><configure/></pubsub>`, "modify", "bad-request", "nodeid-required"},
-		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><options node="demo" jid="alice@localhost"/></pubsub>`, "cancel", "feature-not-implemented", "unsupported"},
+		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><options node="demo" jid="alice@localhost"/></pubsub>`, "cancel", "unexpected-request", "not-subscribed"},
+		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="demo"><item><entry xmlns="http://www.w3.org/2005/Atom"/></item></publish><publish-options><x xmlns="jabber:x:data" type="submit"/></publish-options></pubsub>`, "cancel", "feature-not-implemented", "unsupported"},
 		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><bogus/></pubsub>`, "modify", "bad-request", ""},
 		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="demo" max_items="x"/></pubsub>`, "modify", "bad-request", ""},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="demo"/></pubsub>`, "modify", "bad-request", ""},
@@ -699,7 +713,7 @@ func TestEveryIQIsAnswered(t *testing.T) {
 	for _, tc := range cases {
 		errEl := stanzaErr(t, e.request(alice, tc.typ, tc.payload), tc.errType, tc.cond, tc.app)
 		if tc.cond == "feature-not-implemented" {
-			if u := errEl.child(nsPubsubErrors, "unsupported"); u == nil || u.attr("feature") != "subscription-options" {
+			if u := errEl.child(nsPubsubErrors, "unsupported"); u == nil || u.attr("feature") != "publish-options" {
 				t.Errorf("unsupported without feature: %s", errEl.standalone())
 			}
 		}

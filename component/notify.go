@@ -238,54 +238,102 @@ type recipient struct {
 	cursor int64
 }
 
-// writeEvents renders each event once and writes it to every subscriber
-// that subscribed before it, in one locked, buffered write: one stanza per
-// subscriber, or, for the subscribers a multicast service reaches, one
-// stanza per batch of them addressed to the service (XEP-0033).
+// variant is what a subscription's options change in its notifications:
+// the message type and whether a readable <body> is added. Subscribers
+// of one variant share every rendered byte but the "to".
+type variant struct {
+	typ  string
+	body bool
+}
+
+// audience is the subscribers of one variant: those written one stanza
+// each (rcpts) and those the multicast service reaches (grouped).
+type audience struct {
+	variant
+	prefix, mcHead []byte
+	rcpts, grouped []recipient
+}
+
+// nodeMessageType is the node's notification message type.
+func nodeMessageType(n *hub.Node) string {
+	if n.NotificationType == hub.NotifyNormal {
+		return hub.NotifyNormal
+	}
+	return hub.NotifyHeadline
+}
+
+// variantOf is the variant a subscription's options ask for.
+func variantOf(n *hub.Node, s *hub.Subscription) variant {
+	v := variant{typ: nodeMessageType(n), body: s.Options.IncludeBody}
+	if hub.ValidMessageType(s.Options.MessageType) && s.Options.MessageType != "" {
+		v.typ = s.Options.MessageType
+	}
+	return v
+}
+
+// writeEvents renders each event once per variant and writes it to every
+// subscriber that subscribed before it, in one locked, buffered write: one
+// stanza per subscriber, or, for the subscribers a multicast service
+// reaches, one stanza per batch of them addressed to the service
+// (XEP-0033).
 func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription) error {
 	mc := conn.multicast.Load()
 	if mc != nil && mc.disabled.Load() {
 		mc = nil
 	}
-	var rcpts, grouped []recipient
-	for _, s := range subs {
+	var auds []*audience
+	byVariant := map[variant]*audience{}
+	for i := range subs {
+		s := &subs[i]
+		v := variantOf(n, s)
+		a := byVariant[v]
+		if a == nil {
+			a = &audience{variant: v, prefix: c.messagePrefixOfType(v.typ)}
+			byVariant[v] = a
+			auds = append(auds, a)
+		}
 		var b bytes.Buffer
 		escapeAttr(&b, s.Address)
 		r := recipient{to: b.Bytes(), cursor: s.Cursor}
 		if mc != nil && strings.EqualFold(domainOf(s.Address), mc.domain) {
-			grouped = append(grouped, r)
+			a.grouped = append(a.grouped, r)
 		} else {
-			rcpts = append(rcpts, r)
+			a.rcpts = append(a.rcpts, r)
 		}
 	}
-	if len(grouped) < 2 {
-		rcpts, grouped = append(rcpts, grouped...), nil // one stanza each is as cheap
+	needBody := false
+	for _, a := range auds {
+		if len(a.grouped) < 2 {
+			a.rcpts, a.grouped = append(a.rcpts, a.grouped...), nil // one stanza each is as cheap
+		}
+		if len(a.grouped) > 0 {
+			var b bytes.Buffer
+			b.Write(a.prefix)
+			escapeAttr(&b, mc.jid)
+			b.WriteString(`"><addresses xmlns="` + nsAddress + `">`)
+			a.mcHead = b.Bytes()
+		}
+		needBody = needBody || a.body
 	}
 	prefix := c.messagePrefix(n)
-	var mcHead []byte
-	if len(grouped) > 0 {
-		var b bytes.Buffer
-		b.Write(prefix)
-		escapeAttr(&b, mc.jid)
-		b.WriteString(`"><addresses xmlns="` + nsAddress + `">`)
-		mcHead = b.Bytes()
-	}
 	type rendered struct {
-		seq    int64
-		suffix []byte
-		only   []byte // a single recipient (revoke), else nil
+		seq              int64
+		suffix, withBody []byte
+		only             []byte // a single recipient (revoke), else nil
 	}
 	var out []rendered
 	for _, ev := range events {
-		suffix := c.renderEvent(n, ev)
+		suffix := c.renderEvent(n, ev, "")
 		if suffix == nil {
 			continue
 		}
-		r := rendered{seq: ev.Seq, suffix: suffix}
+		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix}
 		if ev.Kind == hub.EventRevoke {
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
+		} else if needBody && ev.Kind == hub.EventItem {
+			r.withBody = c.renderEvent(n, ev, readableBody(n, ev))
 		}
 		out = append(out, r)
 	}
@@ -294,7 +342,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	}
 	written, multicast := 0, 0
 	err := conn.write(func(w *bufio.Writer) error {
-		batch := make([][]byte, 0, len(grouped))
+		var batch [][]byte
 		for _, r := range out {
 			if r.only != nil {
 				w.Write(prefix)
@@ -303,40 +351,46 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				written++
 				continue
 			}
-			for _, rc := range rcpts {
-				if r.seq <= rc.cursor {
-					continue // subscribed after this event
+			for _, a := range auds {
+				suffix := r.suffix
+				if a.body {
+					suffix = r.withBody
 				}
-				w.Write(prefix)
-				w.Write(rc.to)
-				w.Write(r.suffix)
-				written++
-			}
-			batch = batch[:0]
-			for _, rc := range grouped {
-				if r.seq > rc.cursor {
-					batch = append(batch, rc.to)
-				}
-			}
-			for len(batch) > 0 {
-				k := min(len(batch), mc.maxAddrs)
-				if k == 1 {
-					w.Write(prefix)
-					w.Write(batch[0])
-					w.Write(r.suffix)
-					written++
-				} else {
-					w.Write(mcHead)
-					for _, to := range batch[:k] {
-						w.WriteString(`<address type="bcc" jid="`)
-						w.Write(to)
-						w.WriteString(`"/>`)
+				for _, rc := range a.rcpts {
+					if r.seq <= rc.cursor {
+						continue // subscribed after this event
 					}
-					w.WriteString(`</addresses`)
-					w.Write(r.suffix[1:]) // the suffix starts by closing the "to" value
-					multicast++
+					w.Write(a.prefix)
+					w.Write(rc.to)
+					w.Write(suffix)
+					written++
 				}
-				batch = batch[k:]
+				batch = batch[:0]
+				for _, rc := range a.grouped {
+					if r.seq > rc.cursor {
+						batch = append(batch, rc.to)
+					}
+				}
+				for len(batch) > 0 {
+					k := min(len(batch), mc.maxAddrs)
+					if k == 1 {
+						w.Write(a.prefix)
+						w.Write(batch[0])
+						w.Write(suffix)
+						written++
+					} else {
+						w.Write(a.mcHead)
+						for _, to := range batch[:k] {
+							w.WriteString(`<address type="bcc" jid="`)
+							w.Write(to)
+							w.WriteString(`"/>`)
+						}
+						w.WriteString(`</addresses`)
+						w.Write(suffix[1:]) // the suffix starts by closing the "to" value
+						multicast++
+					}
+					batch = batch[k:]
+				}
 			}
 		}
 		return nil
@@ -352,10 +406,11 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 // messagePrefix is the start of every notification of the node, up to the
 // value of the "to" attribute.
 func (c *Component) messagePrefix(n *hub.Node) []byte {
-	typ := n.NotificationType
-	if typ != hub.NotifyNormal {
-		typ = hub.NotifyHeadline
-	}
+	return c.messagePrefixOfType(nodeMessageType(n))
+}
+
+// messagePrefixOfType is the start of a notification of message type typ.
+func (c *Component) messagePrefixOfType(typ string) []byte {
 	var b xmlBuf
 	b.WriteString(`<message type="` + typ + `" from="`)
 	escapeAttr(&b.Buffer, c.domainStr)
@@ -364,10 +419,14 @@ func (c *Component) messagePrefix(n *hub.Node) []byte {
 }
 
 // renderEvent renders the rest of an event's notification, after the "to"
-// value; nil for events XMPP subscribers are not told.
-func (c *Component) renderEvent(n *hub.Node, ev hub.Event) []byte {
+// value; nil for events XMPP subscribers are not told. body, when not
+// empty, is a readable text for clients that show no pubsub events.
+func (c *Component) renderEvent(n *hub.Node, ev hub.Event, body string) []byte {
 	var b xmlBuf
 	b.WriteString(`">`)
+	if body != "" {
+		b.element("body", body)
+	}
 	b.open("event", "xmlns", nsPubsubEvent)
 	switch ev.Kind {
 	case hub.EventItem:

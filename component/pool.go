@@ -46,6 +46,8 @@ type job struct {
 	// notification the server bounced (bounced).
 	msg     *element
 	bounced bool
+	// presence is a presence to answer (subscribe, unsubscribe, probe).
+	presence *element
 	// batch, when set, holds publishes carried out together (this job is
 	// the first of them).
 	batch []*job

@@ -36,6 +36,12 @@ const (
 	opOwnerSubscriptionsSet
 	opOwnerAffiliationsGet
 	opOwnerAffiliationsSet
+	// Subscription options (pubsub namespace).
+	opOptionsGet
+	opOptionsSet
+	opSubscriptionDefault
+	// XEP-0050 ad-hoc commands.
+	opCommand
 )
 
 // request is a parsed IQ payload; which fields are set depends on Op.
@@ -55,11 +61,14 @@ type request struct {
 	Item *publishItem
 	// Configure is create's <configure/> element (may be nil).
 	Configure *element
-	// Form is the submitted form of a configure set.
+	// Form is the submitted form of a configure set, an options set, or
+	// the options given with a subscribe.
 	Form *element
 	// Affiliations and Subscriptions are an owner's changes.
 	Affiliations  []affiliationChange
 	Subscriptions []subscriptionChange
+	// Command is an ad-hoc command request (XEP-0050).
+	Command *commandRequest
 }
 
 type publishItem struct {
@@ -129,6 +138,8 @@ func parseIQ(iq *element) (*request, *stanzaError) {
 			return nil, serviceUnavailable()
 		}
 		return parseOwner(typ, p)
+	case nsCommands:
+		return parseCommand(typ, p)
 	}
 	return nil, serviceUnavailable()
 }
@@ -184,10 +195,13 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 		if err := wantType(typ, stanza.SetIQ, "subscribe"); err != nil {
 			return nil, err
 		}
-		if companion != nil && len(companion.Children) > 0 {
-			return nil, unsupported("subscription-options")
-		}
 		r.Op = opSubscribe
+		if companion != nil && len(companion.Children) > 0 {
+			r.Form = companion.child(nsDataForms, "x")
+			if r.Form == nil || len(companion.Children) != 1 {
+				return nil, invalidOptions("<options/> with a subscribe holds one jabber:x:data form")
+			}
+		}
 		if err := parseSubscriberJID(v, r); err != nil {
 			return nil, err
 		}
@@ -281,9 +295,27 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 		}
 		return r, nil
 	case "options":
-		return nil, unsupported("subscription-options")
+		if r.Node == "" {
+			return nil, nodeIDRequired()
+		}
+		r.SubID = v.attr("subid")
+		if err := parseSubscriberJID(v, r); err != nil {
+			return nil, err
+		}
+		if typ == stanza.GetIQ {
+			r.Op = opOptionsGet
+			break
+		}
+		r.Op = opOptionsSet
+		r.Form = v.child(nsDataForms, "x")
+		if r.Form == nil {
+			return nil, invalidOptions("an options request carries a jabber:x:data form")
+		}
 	case "default":
-		return nil, unsupported("retrieve-default-sub")
+		if err := wantType(typ, stanza.GetIQ, "default"); err != nil {
+			return nil, err
+		}
+		r.Op = opSubscriptionDefault
 	case "configure":
 		// <configure/> alone (without <create/>) belongs to the owner namespace.
 		return nil, badRequest("", "<configure/> without <create/> is sent in the %s namespace", nsPubsubOwner)
@@ -450,7 +482,8 @@ func (o op) String() string {
 		opConfigureGet: "configure-get", opConfigureSet: "configure-set", opDefault: "default",
 		opDelete: "delete", opPurge: "purge", opOwnerSubscriptionsGet: "owner-subscriptions-get",
 		opOwnerSubscriptionsSet: "owner-subscriptions-set", opOwnerAffiliationsGet: "owner-affiliations-get",
-		opOwnerAffiliationsSet: "owner-affiliations-set",
+		opOwnerAffiliationsSet: "owner-affiliations-set", opOptionsGet: "options-get", opOptionsSet: "options-set",
+		opSubscriptionDefault: "subscription-default", opCommand: "command",
 	}
 	if n, ok := names[o]; ok {
 		return n

@@ -38,10 +38,12 @@ var pubsubFeatures = []string{
 	"retract-items",
 	"retrieve-affiliations",
 	"retrieve-default",
+	"retrieve-default-sub",
 	"retrieve-items",
 	"retrieve-subscriptions",
 	"subscribe",
 	"subscription-notifications",
+	"subscription-options",
 }
 
 // maxPayloadBytes is the largest payload an owner may publish.
@@ -74,7 +76,12 @@ func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *request
 		return
 	}
 	j := &job{iq: iq, req: req, from: from}
-	if req.HasNode && req.Node != "" {
+	switch {
+	case req.Op == opCommand:
+		// A sender's commands and chat keep their order; commands of
+		// different people run side by side.
+		j.key = "chat\x00" + from.String()
+	case req.HasNode && req.Node != "":
 		j.key = "node\x00" + req.Node
 	}
 	pool.submit(ctx, j) // refused only when shutting down, with the stream
@@ -205,6 +212,14 @@ func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]
 		err = c.ownerAffiliations(ctx, &b, sender, r)
 	case opOwnerAffiliationsSet:
 		err = c.ownerSetAffiliations(ctx, sender, r)
+	case opOptionsGet:
+		err = c.optionsGet(ctx, &b, sender, r)
+	case opOptionsSet:
+		err = c.optionsSet(ctx, sender, r)
+	case opSubscriptionDefault:
+		err = c.subscriptionDefaults(ctx, &b, r)
+	case opCommand:
+		err = c.runCommand(ctx, &b, sender, r)
 	default:
 		return nil, serviceUnavailable()
 	}
@@ -276,11 +291,16 @@ func (c *Component) requireReader(ctx context.Context, n *hub.Node, sender jid.J
 }
 
 func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, r *request) error {
+	if cmd := commandByNode(r.Node); cmd != nil {
+		c.commandInfo(b, cmd)
+		return nil
+	}
 	if !r.HasNode || r.Node == "" {
 		b.open("query", "xmlns", nsDiscoInfo)
 		b.empty("identity", "category", "pubsub", "type", "service", "name", "pingd")
 		b.empty("feature", "var", nsDiscoInfo)
 		b.empty("feature", "var", nsDiscoItems)
+		b.empty("feature", "var", nsCommands)
 		b.empty("feature", "var", nsPubsub)
 		for _, f := range pubsubFeatures {
 			b.empty("feature", "var", nsPubsub+"#"+f)
@@ -318,6 +338,10 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, r *request) error 
 }
 
 func (c *Component) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	if r.Node == nsCommands {
+		c.commandItems(b, sender)
+		return nil
+	}
 	if !r.HasNode || r.Node == "" {
 		nodes, err := c.hub.Nodes(ctx)
 		if err != nil {
@@ -354,23 +378,43 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return badRequest("invalid-jid", "you may subscribe %s only, not %s", sender.Bare(), r.JID)
 	}
-	if _, err := c.node(ctx, r.Node); err != nil {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
 		return err
+	}
+	var opts hub.Options
+	if r.Form != nil {
+		var serr *stanzaError
+		if opts, serr = applySubOptionsForm(opts, r.Form); serr != nil {
+			return serr
+		}
 	}
 	sub, existed, err := c.hub.Subscribe(ctx, hub.Subscription{
 		NodeName: r.Node,
 		Kind:     hub.KindXMPP,
 		Address:  r.JID.String(),
 		BareJID:  r.JID.Bare().String(),
+		Options:  opts,
 	})
 	if err != nil {
 		return err
+	}
+	if existed && r.Form != nil && (sub.Options.IncludeBody != opts.IncludeBody || sub.Options.MessageType != opts.MessageType) {
+		// Subscribing again with options changes them (§6.3.7).
+		if sub, err = c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+			return err
+		}
 	}
 	if !existed {
 		c.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
 	}
 	b.open("pubsub", "xmlns", nsPubsub)
 	b.empty("subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID, "subscription", "subscribed")
+	if r.Form != nil {
+		b.open("options", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
+		renderForm(b, subOptionsForm(sub.Options, nodeMessageType(n), true))
+		b.close("options")
+	}
 	b.close("pubsub")
 	return nil
 }

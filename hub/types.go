@@ -297,6 +297,12 @@ type Options struct {
 	// to call (xml-rpc, soap).
 	Protocol  string `json:"protocol,omitempty"`
 	Procedure string `json:"procedure,omitempty"`
+	// XMPP (XEP-0060 subscription options): IncludeBody adds a readable
+	// <body> (title, link, summary) to each notification, for clients that
+	// show no pubsub events; MessageType is the notification's message
+	// type (headline, normal or chat), "" for the node's own.
+	IncludeBody bool   `json:"include_body,omitempty"`
+	MessageType string `json:"message_type,omitempty"`
 	// Verify carries a pending request's verification parameters (for
 	// example a subscriber's hub.verify_token) until it is verified.
 	Verify map[string]string `json:"verify,omitempty"`

@@ -1,0 +1,63 @@
+package component
+
+import (
+	"context"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Presence (RFC 6121): pingd can sit in a roster. A subscription request
+// is approved and followed by pingd's available presence; a probe gets
+// that presence; an unsubscribe is acknowledged. pingd never asks for a
+// user's presence in return: notifications do not depend on it, and a
+// request would make the user's client ask them a question for nothing.
+// Whether an offline subscriber's notifications wait on the server follows
+// the notification's message type (docs/clients.md).
+
+// receivePresence takes one presence off the stream (on the reader) and
+// queues the answers, in order with the sender's chat and commands.
+func (c *Component) receivePresence(ctx context.Context, pool *requestPool, p *element) {
+	switch p.attr("type") {
+	case "subscribe", "unsubscribe", "probe":
+	default:
+		return // available, unavailable, subscribed, unsubscribed, error: nothing to say
+	}
+	from := p.attr("from")
+	if from == "" || !c.isServiceAddress(p.attr("to")) {
+		return
+	}
+	if _, err := jid.Parse(from); err != nil {
+		return
+	}
+	pool.submit(ctx, &job{key: "chat\x00" + from, presence: p})
+}
+
+// answerPresence sends the answers to one presence.
+func (c *Component) answerPresence(ctx context.Context, cn *connection, p *element) {
+	from, err := jid.Parse(p.attr("from"))
+	if err != nil {
+		return // checked by receivePresence already
+	}
+	to := from.Bare().String()
+	self := c.replyFrom(p)
+	var b xmlBuf
+	switch p.attr("type") {
+	case "subscribe":
+		b.empty("presence", "type", "subscribed", "from", self, "to", to)
+		c.availablePresence(&b, self, to)
+		c.log.InfoContext(ctx, "presence subscription approved", "jid", to)
+	case "unsubscribe":
+		b.empty("presence", "type", "unsubscribed", "from", self, "to", to)
+		b.empty("presence", "type", "unavailable", "from", self, "to", to)
+	case "probe":
+		c.availablePresence(&b, self, from.String())
+	}
+	c.send(ctx, cn, b.Bytes())
+}
+
+// availablePresence writes pingd's presence to one contact.
+func (c *Component) availablePresence(b *xmlBuf, from, to string) {
+	b.open("presence", "from", from, "to", to)
+	b.element("status", `pingd: send "help" for commands`)
+	b.close("presence")
+}

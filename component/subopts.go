@@ -1,0 +1,174 @@
+package component
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"mellium.im/xmpp/form"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// XEP-0060 subscription options (§6.3): a subscriber reads and changes
+// the options of its subscription with a pubsub#subscribe_options form, or
+// gives them with the subscribe request itself (§6.3.7). pingd offers two:
+// pubsub#include_body, a readable <body> beside each event for clients
+// that show no pubsub events, and the message type of the notifications.
+// XEP-0060 registers no field for the latter, so it is implementation-
+// specific and named with the "x-" prefix XEP-0068 asks for.
+
+const (
+	formSubscribeOptions = nsPubsub + "#subscribe_options"
+	fieldIncludeBody     = "pubsub#include_body"
+	fieldMessageType     = "x-pingd#message_type"
+)
+
+// subOptionsForm is the options form filled with opts (type form, or
+// result when answering a subscribe-and-configure).
+func subOptionsForm(opts hub.Options, nodeType string, result bool) *form.Data {
+	typ := opts.MessageType
+	if typ == "" {
+		typ = nodeType
+	}
+	fields := []form.Field{
+		form.Title("Subscription options"),
+		form.Hidden("FORM_TYPE", form.Value(formSubscribeOptions)),
+		form.Boolean(fieldIncludeBody, form.Label("Add a readable message body to each notification"),
+			form.Value(boolValue(opts.IncludeBody))),
+		form.List(fieldMessageType, form.Label("Message type of notifications"),
+			form.Value(typ),
+			form.ListItem("Headline (shown, not stored offline)", hub.NotifyHeadline),
+			form.ListItem("Normal (stored offline)", hub.NotifyNormal),
+			form.ListItem("Chat (shown in a conversation)", hub.NotifyChat)),
+	}
+	if result {
+		fields = append([]form.Field{form.Result}, fields...)
+	}
+	return form.New(fields...)
+}
+
+// invalidOptions is the error for a subscription options form pingd
+// cannot take (XEP-0060 §6.3.5.3).
+func invalidOptions(format string, args ...any) *stanzaError {
+	return badRequest("invalid-options", format, args...)
+}
+
+// applySubOptionsForm applies a submitted options form to opts. Fields
+// left out keep their values; unknown fields are ignored, so clients that
+// send every field they know keep working.
+func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaError) {
+	f, serr := parseForm(x)
+	if serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	}
+	switch f.Type {
+	case string(form.TypeSubmit):
+	case string(form.TypeCancel):
+		return opts, nil
+	default:
+		return opts, invalidOptions("the options form must be of type submit, not %q", f.Type)
+	}
+	if ft, ok := f.Values["FORM_TYPE"]; ok && (len(ft) != 1 || strings.TrimSpace(ft[0]) != formSubscribeOptions) {
+		return opts, invalidOptions("FORM_TYPE must be %s", formSubscribeOptions)
+	}
+	if v, ok, serr := f.single(fieldIncludeBody); serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	} else if ok {
+		b, valid := parseXSDBool(v)
+		if !valid {
+			return opts, invalidOptions("%s must be a boolean, not %q", fieldIncludeBody, v)
+		}
+		opts.IncludeBody = b
+	}
+	if v, ok, serr := f.single(fieldMessageType); serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	} else if ok {
+		if v == "" || !hub.ValidMessageType(v) {
+			return opts, invalidOptions("%s must be headline, normal or chat, not %q", fieldMessageType, v)
+		}
+		opts.MessageType = v
+	}
+	return opts, nil
+}
+
+// subscriptionFor finds the subscription an options request is about.
+func (c *Component) subscriptionFor(ctx context.Context, sender jid.JID, r *request) (*hub.Node, *hub.Subscription, error) {
+	n, err := c.node(ctx, r.Node)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !r.JID.Bare().Equal(sender.Bare()) {
+		return nil, nil, forbidden(fmt.Sprintf("you may see and change the options of %s only, not %s", sender.Bare(), r.JID))
+	}
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(subs) == 0 {
+		return nil, nil, newError(stanza.Cancel, stanza.UnexpectedRequest, "not-subscribed",
+			fmt.Sprintf("%s is not subscribed to %q", r.JID, n.Name))
+	}
+	if r.SubID != "" && r.SubID != subs[0].SubID {
+		return nil, nil, notAcceptable("invalid-subid", "no subscription %q", r.SubID)
+	}
+	return n, &subs[0], nil
+}
+
+// optionsGet answers a request for a subscription's options (§6.3.2).
+func (c *Component) optionsGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, sub, err := c.subscriptionFor(ctx, sender, r)
+	if err != nil {
+		return err
+	}
+	b.open("pubsub", "xmlns", nsPubsub)
+	b.open("options", "node", n.Name, "jid", sub.Address, "subid", sub.SubID)
+	renderForm(b, subOptionsForm(sub.Options, nodeMessageType(n), false))
+	b.close("options").close("pubsub")
+	return nil
+}
+
+// optionsSet changes a subscription's options (§6.3.5).
+func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) error {
+	_, sub, err := c.subscriptionFor(ctx, sender, r)
+	if err != nil {
+		return err
+	}
+	opts, serr := applySubOptionsForm(sub.Options, r.Form)
+	if serr != nil {
+		return serr
+	}
+	if opts.IncludeBody == sub.Options.IncludeBody && opts.MessageType == sub.Options.MessageType {
+		return nil
+	}
+	if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+		return err
+	}
+	c.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
+		"include_body", opts.IncludeBody, "message_type", opts.MessageType)
+	return nil
+}
+
+// subscriptionDefaults answers a request for the default subscription
+// options (§6.4).
+func (c *Component) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *request) error {
+	nodeType := hub.NotifyHeadline
+	if r.HasNode && r.Node != "" {
+		n, err := c.node(ctx, r.Node)
+		if err != nil {
+			return err
+		}
+		nodeType = nodeMessageType(n)
+	}
+	b.open("pubsub", "xmlns", nsPubsub)
+	if r.HasNode && r.Node != "" {
+		b.open("default", "node", r.Node)
+	} else {
+		b.open("default")
+	}
+	renderForm(b, subOptionsForm(hub.Options{}, nodeType, false))
+	b.close("default").close("pubsub")
+	return nil
+}

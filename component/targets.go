@@ -1,0 +1,143 @@
+package component
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// What a user names when subscribing by chat or ad-hoc command: a node,
+// or the URL of a feed or of a page that links to one. Both interfaces
+// share these answers, written for people.
+
+// isWebURL reports whether s looks like an absolute http(s) URL.
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// findTarget finds the node a user names. With create, a URL no node
+// follows gets one when the operator allows it (OpenSources). It returns
+// the node, or nil and a plain answer saying why not.
+func (c *Component) findTarget(ctx context.Context, target string, create bool) (*hub.Node, string, error) {
+	target = strings.TrimSpace(target)
+	if target == "" {
+		return nil, `Which node or feed? Send "nodes" to see the nodes.`, nil
+	}
+	if !isWebURL(target) {
+		return c.chatNode(ctx, target)
+	}
+	// A node named by the URL, or one following it: no fetch needed.
+	if n, err := c.hub.Node(ctx, target); err == nil {
+		return n, "", nil
+	}
+	n, err := c.hub.NodeForURL(ctx, target, false)
+	if err == nil {
+		return n, "", nil
+	}
+	if !errors.Is(err, hub.ErrNotFound) {
+		return nil, invalidURLAnswer(target, err), nilUnlessInternal(err)
+	}
+	feedURL := target
+	if c.resolver != nil {
+		res, rerr := c.resolver.ResolveSource(ctx, target)
+		switch {
+		case rerr != nil && !create:
+			return nil, fmt.Sprintf("No node follows %s.", target), nil
+		case rerr != nil:
+			c.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
+			return nil, fmt.Sprintf("pingd could not find a feed at %s: %v", target, rerr), nil
+		case res.FeedURL != "":
+			feedURL = res.FeedURL
+		}
+		if feedURL != target {
+			if n, err := c.hub.NodeForURL(ctx, feedURL, false); err == nil {
+				return n, "", nil
+			}
+		}
+	}
+	if !create {
+		return nil, fmt.Sprintf("No node follows %s.", target), nil
+	}
+	if !c.openSources {
+		return nil, fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
+			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL), nil
+	}
+	n, err = c.hub.NodeForURL(ctx, feedURL, true)
+	if err != nil {
+		return nil, invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
+	}
+	c.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target)
+	return n, "", nil
+}
+
+// invalidURLAnswer says why a URL cannot be followed.
+func invalidURLAnswer(u string, err error) string {
+	return fmt.Sprintf("pingd cannot follow %s: %v", u, err)
+}
+
+// nilUnlessInternal keeps an error only when it is pingd's own failure,
+// not a refusal to explain to the user.
+func nilUnlessInternal(err error) error {
+	if errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrExists) || errors.Is(err, hub.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// subscribeTarget subscribes bare to the node target names, with opts.
+func (c *Component) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, via string) (string, error) {
+	n, msg, err := c.findTarget(ctx, target, true)
+	if n == nil {
+		return msg, err
+	}
+	sub, existed, err := c.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare, Options: opts})
+	switch {
+	case errors.Is(err, hub.ErrNotMember):
+		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may subscribe. Ask its owner to add you.", n.Name), nil
+	case errors.Is(err, hub.ErrForbidden):
+		return fmt.Sprintf("You may not subscribe to %q: its owner has banned you.", n.Name), nil
+	case err != nil:
+		return "", err
+	case existed:
+		if sub.Options.IncludeBody != opts.IncludeBody || sub.Options.MessageType != opts.MessageType {
+			if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("You are already subscribed to %q; your notification settings are updated.", n.Name), nil
+		}
+		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
+	}
+	c.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
+	answer := fmt.Sprintf("Subscribed to %q: its new items will come to %s.", n.Name, bare)
+	if n.Title != "" {
+		answer = fmt.Sprintf("Subscribed to %q (%s): its new items will come to %s.", n.Name, n.Title, bare)
+	}
+	return answer, nil
+}
+
+// unsubscribeTarget removes bare's subscriptions to the node target names.
+func (c *Component) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
+	n, msg, err := c.findTarget(ctx, target, false)
+	if n == nil {
+		return msg, err
+	}
+	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
+	if err != nil {
+		return "", err
+	}
+	if len(subs) == 0 {
+		return fmt.Sprintf("You are not subscribed to %q.", n.Name), nil
+	}
+	for _, s := range subs {
+		if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			return "", err
+		}
+	}
+	c.log.InfoContext(ctx, "XMPP unsubscription by "+via, "node", n.Name, "jid", bare)
+	return fmt.Sprintf("Unsubscribed from %q.", n.Name), nil
+}

@@ -1,0 +1,63 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+)
+
+// NotifyChat is the message type a subscriber may choose for its
+// notifications besides the node's headline or normal.
+const NotifyChat = "chat"
+
+// ValidMessageType reports whether t is a notification message type a
+// subscription may ask for ("" keeps the node's).
+func ValidMessageType(t string) bool {
+	switch t {
+	case "", NotifyHeadline, NotifyNormal, NotifyChat:
+		return true
+	}
+	return false
+}
+
+// SetSubscriptionOptions replaces the options of an existing subscription
+// (XEP-0060 §6.3); its state, cursor and delivery state are kept.
+func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
+	if !ValidMessageType(opts.MessageType) {
+		return nil, fmt.Errorf("%w: message type %q", ErrInvalid, opts.MessageType)
+	}
+	sub.Options = opts
+	if _, err := h.store.PutSubscription(ctx, &sub); err != nil {
+		return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
+	}
+	return &sub, nil
+}
+
+// SetNodeSourceURL points a node at the source rawURL ("" for none) and
+// schedules the source's first fetch when it has none yet.
+func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
+	var src *Source
+	if rawURL != "" {
+		if err := ValidURL(rawURL); err != nil {
+			return nil, err
+		}
+		s, _, err := h.store.EnsureSource(ctx, rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("set the source of %q: %w", name, err)
+		}
+		src = s
+	}
+	var id int64
+	if src != nil {
+		id = src.ID
+	}
+	if err := h.store.SetNodeSource(ctx, name, id); err != nil {
+		return nil, fmt.Errorf("set the source of %q: %w", name, err)
+	}
+	if src != nil {
+		if err := h.scheduleBaseline(ctx, src); err != nil {
+			return nil, err
+		}
+	}
+	h.log.InfoContext(ctx, "node source set", "node", name, "source", rawURL)
+	return h.store.Node(ctx, name)
+}
