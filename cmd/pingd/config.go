@@ -32,6 +32,7 @@ type Config struct {
 	DBMaxConns       int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens two more of its own: leader lock and wake-ups)"`
 	AdminToken       string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
 	Admins           string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
+	OpenSources      bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
 	AllowPrivate     bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
 	LogLevel         string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
 	LogFormat        string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`

@@ -98,6 +98,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 
 		Multicast:             cfg.XMPPMulticast,
 		MulticastMaxAddresses: cfg.XMPPMulticastMax,
+
+		OpenSources: cfg.OpenSources,
 	})
 	if err != nil {
 		return err
