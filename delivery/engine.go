@@ -413,22 +413,26 @@ func (e *Engine) giveBack(ctx context.Context, sub *hub.Subscription) {
 // but this engine. Only with Exclusive: then their holder is a process
 // that died (kill -9, a crash, a power cut) before it could save them.
 func (e *Engine) reclaimLeases(ctx context.Context) {
-	subs, err := e.cfg.Store.Subscriptions(ctx, hub.SubscriptionFilter{})
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.WarnContext(ctx, "look for deliveries left leased by an earlier process", "err", err)
-		}
-		return
-	}
 	now := e.now()
 	n := 0
-	for i := range subs {
-		s := &subs[i]
-		if s.Kind == hub.KindXMPP || s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
-			continue
+	// One kind at a time: XMPP subscriptions, often the most numerous,
+	// have no delivery leases and are not read at all.
+	for _, kind := range []hub.Kind{hub.KindWebhook, hub.KindWebSub, hub.KindRSSCloud, hub.KindCNWS} {
+		subs, err := e.cfg.Store.Subscriptions(ctx, hub.SubscriptionFilter{Kind: kind})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.WarnContext(ctx, "look for deliveries left leased by an earlier process", "kind", kind, "err", err)
+			}
+			return
 		}
-		e.save(ctx, s, s.DeliveryState)
-		n++
+		for i := range subs {
+			s := &subs[i]
+			if s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
+				continue
+			}
+			e.save(ctx, s, s.DeliveryState)
+			n++
+		}
 	}
 	if n > 0 {
 		e.log.InfoContext(ctx, "took back deliveries an earlier process left leased", "subscriptions", n)
