@@ -11,7 +11,19 @@
 // publisher pastes, JSON-friendly for the admin API) and PreferXRDS (Accept
 // negotiation between the page and the XRDS document).
 //
-// It is pure rendering: no I/O, no hub state beyond the node it is given,
+// The rendering is pure: no I/O, no hub state beyond the node it is given,
 // no HTTP routing (httpapi serves what it renders). Every value is escaped
 // for its context, so any node name and URL gives a well-formed document.
+//
+// The client side reads what others publish the same way (find.go,
+// client.go): Client.Discover fetches a URL through the SSRF-guarded,
+// size-capped HTTP client it is given (at most 5 redirects) and reports
+// the feeds an HTML page links to (ranked: Atom, then RSS, then RDF, in
+// page order, comment feeds last), GetPingd descriptors (X-XRDS-Location,
+// the meta tag, link rel, and atom:link in feeds) with the services of
+// their XRDS documents, WebSub hubs and self URLs (Link headers, link
+// tags, atom:link in feeds) and rssCloud <cloud> elements. Client also
+// implements hub.SourceResolver: a page's source is its best feed. These
+// parsers take outside input and are fuzzed. The client side may read the
+// network only through the client it is given and never touches the store.
 package discovery

@@ -86,6 +86,16 @@ type nodeJSON struct {
 	Snippets discovery.PublisherSnippets `json:"snippets"`
 	// Token is set only in the answer that creates the node.
 	Token string `json:"token,omitempty"`
+	// Discovered says which feed was chosen when the source given was a
+	// page (only in the answer that creates the node).
+	Discovered *discoveredJSON `json:"discovered,omitempty"`
+}
+
+// discoveredJSON is what discovery found on a page given as a source.
+type discoveredJSON struct {
+	From         string   `json:"from"`
+	Feed         string   `json:"feed"`
+	Alternatives []string `json:"alternatives"`
 }
 
 // nodeLinks are the node's URLs: descriptor, subscribe, xrds, atom, rss,
@@ -155,6 +165,30 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var discovered *discoveredJSON
+	if req.Source != "" && a.cfg.Resolver != nil {
+		// A page given as the source stands for the feed it links to. A
+		// source that cannot be fetched yet is kept as given (201, shown
+		// in the status); a reachable page without any feed is refused.
+		res, err := a.cfg.Resolver.ResolveSource(r.Context(), req.Source)
+		switch {
+		case errors.Is(err, discovery.ErrNoFeed):
+			writeJSONError(w, http.StatusUnprocessableEntity, fmt.Sprintf("%s is a web page that links to no RSS or Atom feed; give the feed's URL", req.Source))
+			return
+		case err != nil:
+			a.log.InfoContext(r.Context(), "source not reachable yet; kept as given", "source", req.Source, "err", err)
+		case res.FromPage:
+			if err := a.checkOutbound(r.Context(), "the feed found on the page", res.FeedURL); err != nil {
+				writeJSONError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			discovered = &discoveredJSON{From: req.Source, Feed: res.FeedURL, Alternatives: res.Alternatives}
+			if discovered.Alternatives == nil {
+				discovered.Alternatives = []string{}
+			}
+			req.Source = res.FeedURL
+		}
+	}
 	n, token, err := a.hub.CreateNode(r.Context(), hub.NodeSpec{Name: req.Node, Source: req.Source, Config: cfg})
 	if err != nil {
 		a.writeHubError(w, r, err, "create node")
@@ -162,6 +196,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	out := a.nodeJSON(n)
 	out.Token = token
+	out.Discovered = discovered
 	w.Header().Set("Location", "/api/nodes/"+url.PathEscape(n.Name))
 	w.Header().Set("Cache-Control", "no-store") // the token is in it
 	writeJSON(w, http.StatusCreated, out)

@@ -69,6 +69,9 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 		return 0, fmt.Errorf("%w: %w", errPingNotStored, err)
 	}
 	a.log.InfoContext(ctx, "ping", "dialect", p.Dialect, "url", urls[0], "remote", p.Remote, "sources", n)
+	if n == 0 {
+		a.pages.lookAt(urls[0])
+	}
 	return n, nil
 }
 

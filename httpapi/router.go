@@ -44,6 +44,9 @@ type Config struct {
 	// origin draws; default 10 per second in bursts of 100.
 	PingHostRate  float64
 	PingHostBurst int
+	// Resolver, when set, turns a page URL given where a feed is expected
+	// (a node's source, a ping naming a homepage) into the page's feed.
+	Resolver hub.SourceResolver
 	// CheckHost, when set, is asked about the host of each URL pingd is
 	// asked to fetch or call back (node sources, topics, callbacks) before
 	// the request is stored; when it answers netguard.ErrRefused the
@@ -81,6 +84,10 @@ type API struct {
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
+
+	// pages looks at homepages named by pings (pagepings.go); nil without
+	// a resolver.
+	pages *pagePings
 }
 
 // New returns the API with every route installed.
@@ -126,6 +133,7 @@ func New(cfg Config) (*API, error) {
 		adminLimit:    newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
 		rpc:           map[string]RPCMethod{},
 	}
+	a.pages = newPagePings(a, cfg.Resolver)
 	a.router = mux.NewRouter()
 	// Node names are one percent-encoded path segment ("feeds%2Fdemo"), so
 	// routes match the encoded path and handlers unescape the variables.

@@ -53,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = pingCommand(rest, stdout, stderr, getenv)
 	case "status":
 		err = statusCommand(rest, stdout, stderr, getenv)
+	case "discover":
+		err = discoverCommand(rest, stdout, stderr, getenv)
 	default:
 		fmt.Fprintf(stderr, "pingd: unknown command %q\n\n", cmd)
 		usage(stderr)
@@ -79,6 +81,7 @@ Usage:
   pingd config [options]   print the effective configuration (secrets redacted)
   pingd migrate-db --from sqlite:PATH --to postgres://…   copy an installation to PostgreSQL
   pingd version            print the version
+  pingd discover [--json] URL   what a page or feed offers: feeds, hubs, clouds, GetPingd services
 
 Admin commands (talk to a running pingd's admin API at --server, default
 http://PINGD_HTTP_ADDR, with PINGD_ADMIN_TOKEN; --json for JSON output):

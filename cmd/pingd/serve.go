@@ -13,6 +13,7 @@ import (
 
 	"github.com/pingd/pingd/component"
 	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
@@ -86,6 +87,12 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Discovery turns page URLs users give into the feeds they link to,
+	// through the same guarded client as every fetch.
+	resolver := &discovery.Client{
+		HTTP:      netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate}),
+		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
+	}
 	comp, err := component.New(component.Config{
 		Hub:       h,
 		Domain:    cfg.XMPPDomain,
@@ -100,6 +107,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		MulticastMaxAddresses: cfg.XMPPMulticastMax,
 
 		OpenSources: cfg.OpenSources,
+		Resolver:    resolver,
 	})
 	if err != nil {
 		return err
@@ -144,6 +152,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		ComponentJID: cfg.XMPPDomain,
 		Ready:        comp.Ready,
 		CheckHost:    checkHost,
+		Resolver:     resolver,
 		Logger:       log,
 		Version:      version,
 	})

@@ -1,0 +1,136 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Client discovers what a URL offers. Its HTTP client must be the
+// SSRF-guarded one (internal/netguard), which follows at most 5 redirects.
+type Client struct {
+	HTTP      *http.Client
+	UserAgent string
+	// MaxBodyBytes caps each body read; default 2 MiB (a page's head or a
+	// feed's channel comes early; the rest is not needed).
+	MaxBodyBytes int64
+}
+
+// DefaultMaxBodyBytes caps a discovery read.
+const DefaultMaxBodyBytes = 2 << 20
+
+// maxDescriptors bounds the XRDS documents fetched for one URL.
+const maxDescriptors = 3
+
+// ErrNoFeed says an HTML page links to no feed.
+var ErrNoFeed = errors.New("the page links to no RSS or Atom feed")
+
+// Discover fetches rawURL and reports the feeds, hubs, clouds and GetPingd
+// services it names, reading the XRDS documents of its descriptors.
+func (c *Client) Discover(ctx context.Context, rawURL string) (*Found, error) {
+	if err := hub.ValidURL(rawURL); err != nil {
+		return nil, err
+	}
+	resp, body, err := c.get(ctx, rawURL, "text/html, application/atom+xml, application/rss+xml;q=0.9, application/xml;q=0.8, */*;q=0.5")
+	if err != nil {
+		return nil, err
+	}
+	final := resp.Request.URL
+	f := &Found{URL: rawURL, FinalURL: final.String(), ContentType: mediaType(resp.Header.Get("Content-Type")), Kind: "other"}
+	f.parseHeaders(final, resp.Header)
+	switch {
+	case f.parseFeed(final, body):
+		f.Kind = "feed"
+	case looksLikeHTML(f.ContentType, body):
+		f.Kind = "html"
+		f.parseHTML(final, body)
+		rankFeeds(f.Feeds)
+	}
+	for i, d := range f.Descriptors {
+		if i == maxDescriptors {
+			break
+		}
+		svcs, err := c.xrds(ctx, d)
+		if err != nil {
+			continue // a broken descriptor does not spoil the rest
+		}
+		f.Services = append(f.Services, svcs...)
+	}
+	return f, nil
+}
+
+// looksLikeHTML reports whether an answer is an HTML page.
+func looksLikeHTML(contentType string, body []byte) bool {
+	if contentType == "text/html" || contentType == "application/xhtml+xml" {
+		return true
+	}
+	return strings.HasPrefix(http.DetectContentType(body), "text/html")
+}
+
+// xrds fetches and reads one XRDS document.
+func (c *Client) xrds(ctx context.Context, descriptor string) ([]Service, error) {
+	_, body, err := c.get(ctx, descriptor, ContentTypeXRDS+", application/xml;q=0.5")
+	if err != nil {
+		return nil, err
+	}
+	return parseXRDS(descriptor, body)
+}
+
+// get fetches a URL and reads its body up to the cap; only 2xx answers.
+func (c *Client) get(ctx context.Context, rawURL, accept string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover %s: %w", rawURL, err)
+	}
+	req.Header.Set("Accept", accept)
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover %s: %w", rawURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, nil, fmt.Errorf("discover %s: HTTP %d", rawURL, resp.StatusCode)
+	}
+	limit := c.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	// A body over the cap is read up to it: the links are near the top.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, fmt.Errorf("discover %s: read: %w", rawURL, err)
+	}
+	return resp, bytes.Clone(body), nil
+}
+
+// ResolveSource implements hub.SourceResolver: a feed (or anything that is
+// not an HTML page) is its own source; a page's source is the best feed it
+// links to.
+func (c *Client) ResolveSource(ctx context.Context, rawURL string) (*hub.ResolvedSource, error) {
+	f, err := c.Discover(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if f.Kind != "html" {
+		return &hub.ResolvedSource{FeedURL: rawURL}, nil
+	}
+	if len(f.Feeds) == 0 {
+		return nil, fmt.Errorf("%s: %w", rawURL, ErrNoFeed)
+	}
+	res := &hub.ResolvedSource{FeedURL: f.Feeds[0].URL, FromPage: true}
+	for _, l := range f.Feeds[1:] {
+		res.Alternatives = append(res.Alternatives, l.URL)
+	}
+	return res, nil
+}
+
+var _ hub.SourceResolver = (*Client)(nil)

@@ -1,0 +1,442 @@
+package discovery
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// The client side: what a page, a feed or the headers of either say about
+// where its feeds, push hubs and GetPingd descriptors are. These are the
+// parsers of outside input (fuzzed); client.go does the fetching.
+
+// Found is what discovery learnt about one URL.
+type Found struct {
+	// URL is the URL asked; FinalURL the one that answered after
+	// redirects.
+	URL      string `json:"url"`
+	FinalURL string `json:"final_url"`
+	// ContentType is the answer's media type, without parameters.
+	ContentType string `json:"content_type,omitempty"`
+	// Kind is "feed" (RSS or Atom), "html" or "other".
+	Kind string `json:"kind"`
+	// Feeds are the feeds an HTML page links to, best first (rankFeeds).
+	Feeds []FeedLink `json:"feeds,omitempty"`
+	// Descriptors are GetPingd descriptor URLs; Services what their XRDS
+	// documents list.
+	Descriptors []string  `json:"descriptors,omitempty"`
+	Services    []Service `json:"services,omitempty"`
+	// Hubs are WebSub hubs; Self the topic URL the document names for
+	// itself (rel="self").
+	Hubs []string `json:"hubs,omitempty"`
+	Self string   `json:"self,omitempty"`
+	// Clouds are rssCloud <cloud> elements of an RSS channel.
+	Clouds []FoundCloud `json:"clouds,omitempty"`
+}
+
+// FeedLink is one <link rel="alternate"> to a feed.
+type FeedLink struct {
+	URL   string `json:"url"`
+	Type  string `json:"type"`
+	Title string `json:"title,omitempty"`
+}
+
+// Service is one GetPingd service of an XRDS document.
+type Service struct {
+	// Descriptor is the XRDS document's URL.
+	Descriptor string   `json:"descriptor"`
+	Types      []string `json:"types,omitempty"`
+	// Subscribe maps HTTP methods to subscribe URIs (SUBSCRIBE, POST).
+	Subscribe map[string]string `json:"subscribe,omitempty"`
+	// Accept are the subscription types offered.
+	Accept []string `json:"accept,omitempty"`
+	// JID, Node and Security are the getpingd-xmpp:PubSub element.
+	JID      string `json:"jid,omitempty"`
+	Node     string `json:"node,omitempty"`
+	Security string `json:"security,omitempty"`
+}
+
+// FoundCloud is an rssCloud <cloud> element found in a feed.
+type FoundCloud struct {
+	Domain            string `json:"domain"`
+	Port              int    `json:"port"`
+	Path              string `json:"path"`
+	RegisterProcedure string `json:"register_procedure,omitempty"`
+	Protocol          string `json:"protocol"`
+}
+
+// Feed media types, in the order of preference.
+var feedTypes = []string{"application/atom+xml", "application/rss+xml", "application/rdf+xml", "application/feed+json", "application/json"}
+
+// isFeedType reports whether a link type names a feed pingd can follow.
+func isFeedType(t string) bool {
+	t = mediaType(t)
+	return t == "application/atom+xml" || t == "application/rss+xml" || t == "application/rdf+xml"
+}
+
+// mediaType is a Content-Type or type attribute without parameters, lower case.
+func mediaType(v string) string {
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(v))
+	}
+	return mt
+}
+
+// resolve makes ref absolute against base; "" when it cannot be an
+// http(s) URL.
+func resolve(base *url.URL, ref string) string {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return ""
+	}
+	u, err := url.Parse(ref)
+	if err != nil {
+		return ""
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return ""
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+// addUnique appends s to list unless it is empty or there already.
+func addUnique(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// relTokens splits a rel attribute into its lower-case tokens.
+func relTokens(rel string) []string {
+	return strings.Fields(strings.ToLower(rel))
+}
+
+// parseHeaders reads the discovery headers of an answer: X-XRDS-Location
+// and Link (RFC 8288) with rel="hub" and rel="self".
+func (f *Found) parseHeaders(base *url.URL, h http.Header) {
+	for _, v := range h.Values(XRDSLocationHeader) {
+		f.Descriptors = addUnique(f.Descriptors, resolve(base, v))
+	}
+	for _, l := range parseLinkHeader(h.Values("Link")) {
+		for _, rel := range relTokens(l.rel) {
+			switch rel {
+			case "hub":
+				f.Hubs = addUnique(f.Hubs, resolve(base, l.target))
+			case "self":
+				if f.Self == "" {
+					f.Self = resolve(base, l.target)
+				}
+			case RelDescriptor:
+				f.Descriptors = addUnique(f.Descriptors, resolve(base, l.target))
+			}
+		}
+	}
+}
+
+type linkValue struct{ target, rel string }
+
+// maxLinks bounds the Link header values read.
+const maxLinks = 64
+
+// parseLinkHeader reads Link header values: `<uri>; rel="a b", <uri2>; rel=c`.
+func parseLinkHeader(values []string) []linkValue {
+	var out []linkValue
+	for _, v := range values {
+		for len(v) > 0 && len(out) < maxLinks {
+			start := strings.IndexByte(v, '<')
+			if start < 0 {
+				break
+			}
+			end := strings.IndexByte(v[start:], '>')
+			if end < 0 {
+				break
+			}
+			lv := linkValue{target: v[start+1 : start+end]}
+			rest := v[start+end+1:]
+			// Parameters run to the next comma outside quotes.
+			i, inQuote := 0, false
+			for ; i < len(rest); i++ {
+				if rest[i] == '"' {
+					inQuote = !inQuote
+				}
+				if rest[i] == ',' && !inQuote {
+					break
+				}
+			}
+			for _, p := range strings.Split(rest[:i], ";") {
+				name, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+				if ok && strings.EqualFold(strings.TrimSpace(name), "rel") {
+					lv.rel = strings.Trim(strings.TrimSpace(val), `"`)
+				}
+			}
+			out = append(out, lv)
+			if i >= len(rest) {
+				break
+			}
+			v = rest[i+1:]
+		}
+	}
+	return out
+}
+
+// parseHTML reads the <head> links of an HTML page: feeds, hubs, self,
+// GetPingd descriptors (link and meta http-equiv), honouring <base href>.
+func (f *Found) parseHTML(base *url.URL, body []byte) {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		name, hasAttr := z.TagName()
+		a := atom.Lookup(name)
+		if a == atom.Body {
+			return // links that matter are in the head
+		}
+		if !hasAttr || (a != atom.Link && a != atom.Meta && a != atom.Base) {
+			continue
+		}
+		attrs := map[string]string{}
+		for {
+			k, v, more := z.TagAttr()
+			key := strings.ToLower(string(k))
+			if _, seen := attrs[key]; !seen {
+				attrs[key] = string(v)
+			}
+			if !more {
+				break
+			}
+		}
+		switch a {
+		case atom.Base:
+			if b := resolve(base, attrs["href"]); b != "" {
+				if u, err := url.Parse(b); err == nil {
+					base = u
+				}
+			}
+		case atom.Meta:
+			if strings.EqualFold(strings.TrimSpace(attrs["http-equiv"]), XRDSLocationHeader) {
+				f.Descriptors = addUnique(f.Descriptors, resolve(base, attrs["content"]))
+			}
+		case atom.Link:
+			href := resolve(base, attrs["href"])
+			if href == "" {
+				continue
+			}
+			for _, rel := range relTokens(attrs["rel"]) {
+				switch rel {
+				case "alternate", "feed":
+					if isFeedType(attrs["type"]) && !slices.ContainsFunc(f.Feeds, func(l FeedLink) bool { return l.URL == href }) {
+						f.Feeds = append(f.Feeds, FeedLink{URL: href, Type: mediaType(attrs["type"]), Title: strings.TrimSpace(attrs["title"])})
+					}
+				case "hub":
+					f.Hubs = addUnique(f.Hubs, href)
+				case "self":
+					if f.Self == "" {
+						f.Self = href
+					}
+				case RelDescriptor:
+					f.Descriptors = addUnique(f.Descriptors, href)
+				}
+			}
+		}
+	}
+}
+
+// rankFeeds orders a page's feeds: Atom, then RSS, then RDF; within a
+// type the page's order; comment feeds after every other feed (a page
+// that offers "Comments on …" beside its posts means the posts).
+func rankFeeds(feeds []FeedLink) {
+	typeRank := func(t string) int {
+		if i := slices.Index(feedTypes, t); i >= 0 {
+			return i
+		}
+		return len(feedTypes)
+	}
+	isComments := func(l FeedLink) bool {
+		return strings.Contains(strings.ToLower(l.Title), "comment") || strings.Contains(strings.ToLower(l.URL), "comment")
+	}
+	slices.SortStableFunc(feeds, func(a, b FeedLink) int {
+		if ca, cb := isComments(a), isComments(b); ca != cb {
+			if ca {
+				return 1
+			}
+			return -1
+		}
+		return typeRank(a.Type) - typeRank(b.Type)
+	})
+}
+
+// Namespaces read in feeds.
+const (
+	nsAtom   = "http://www.w3.org/2005/Atom"
+	nsRDF    = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+	nsRSS10  = "http://purl.org/rss/1.0/"
+	maxDepth = 64
+)
+
+// parseFeed reads a feed's discovery elements: Atom <link rel="hub|self|
+// getpingd.updates.descriptor"> (as atom:link in RSS too) and the RSS
+// <cloud>. It reports whether the document is a feed at all.
+func (f *Found) parseFeed(base *url.URL, body []byte) bool {
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = false
+	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	// stack holds the local names of the open elements; the elements read
+	// are the feed's own (children of <feed>) or the channel's (children
+	// of <channel>), never an entry's.
+	var stack []string
+	isFeed, ownDepth := false, 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return isFeed
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, t.Name.Local)
+			depth := len(stack)
+			if depth > maxDepth {
+				return isFeed
+			}
+			if depth == 1 {
+				switch {
+				case t.Name.Local == "feed" && t.Name.Space == nsAtom:
+					isFeed, ownDepth = true, 2
+				case t.Name.Local == "rss" && t.Name.Space == "",
+					t.Name.Local == "RDF" && t.Name.Space == nsRDF:
+					isFeed, ownDepth = true, 3
+				default:
+					return false
+				}
+				continue
+			}
+			if depth != ownDepth || (ownDepth == 3 && stack[1] != "channel") {
+				continue
+			}
+			attr := func(name string) string {
+				for _, a := range t.Attr {
+					if a.Name.Local == name && a.Name.Space == "" {
+						return a.Value
+					}
+				}
+				return ""
+			}
+			switch {
+			case t.Name.Local == "link" && t.Name.Space == nsAtom:
+				href := resolve(base, attr("href"))
+				for _, rel := range relTokens(attr("rel")) {
+					switch rel {
+					case "hub":
+						f.Hubs = addUnique(f.Hubs, href)
+					case "self":
+						if f.Self == "" {
+							f.Self = href
+						}
+					case RelDescriptor:
+						f.Descriptors = addUnique(f.Descriptors, href)
+					}
+				}
+			case t.Name.Local == "cloud" && (t.Name.Space == "" || t.Name.Space == nsRSS10):
+				port, err := strconv.Atoi(strings.TrimSpace(attr("port")))
+				if err != nil || port <= 0 || port > 65535 {
+					port = 80
+				}
+				c := FoundCloud{Domain: strings.TrimSpace(attr("domain")), Port: port, Path: strings.TrimSpace(attr("path")),
+					RegisterProcedure: strings.TrimSpace(attr("registerProcedure")), Protocol: strings.TrimSpace(attr("protocol"))}
+				if c.Domain != "" && len(f.Clouds) < 8 {
+					f.Clouds = append(f.Clouds, c)
+				}
+			}
+		case xml.EndElement:
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		}
+	}
+}
+
+// foundXRDS is the part of an XRDS document discovery reads.
+type foundXRDS struct {
+	XRD []struct {
+		Services []struct {
+			Types []string `xml:"Type"`
+			URIs  []struct {
+				Method string `xml:"http://getpingd.com/core/getpingd-1.0 http-method,attr"`
+				Value  string `xml:",chardata"`
+			} `xml:"URI"`
+			Accept []struct {
+				Type string `xml:"type,attr"`
+			} `xml:"http://getpingd.com/core/getpingd-1.0 Accept"`
+			PubSub *struct {
+				JID      string `xml:"jid,attr"`
+				Node     string `xml:"node,attr"`
+				Security string `xml:"security,attr"`
+			} `xml:"http://getpingd.com/extensions/xmpp/getpingd-1.0 PubSub"`
+		} `xml:"Service"`
+	} `xml:"XRD"`
+}
+
+// maxServices bounds the services read from one document.
+const maxServices = 16
+
+// parseXRDS reads the GetPingd services of an XRDS document.
+func parseXRDS(descriptor string, body []byte) ([]Service, error) {
+	var doc foundXRDS
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(descriptor)
+	var out []Service
+	for _, x := range doc.XRD {
+		for _, s := range x.Services {
+			if len(out) == maxServices {
+				return out, nil
+			}
+			svc := Service{Descriptor: descriptor}
+			for _, t := range s.Types {
+				svc.Types = append(svc.Types, strings.TrimSpace(t))
+			}
+			for _, u := range s.URIs {
+				if v := resolve(base, u.Value); v != "" {
+					if svc.Subscribe == nil {
+						svc.Subscribe = map[string]string{}
+					}
+					m := strings.ToUpper(strings.TrimSpace(u.Method))
+					if m == "" {
+						m = "GET"
+					}
+					svc.Subscribe[m] = v
+				}
+			}
+			for _, a := range s.Accept {
+				if t := strings.TrimSpace(a.Type); t != "" {
+					svc.Accept = append(svc.Accept, t)
+				}
+			}
+			if s.PubSub != nil {
+				svc.JID, svc.Node, svc.Security = s.PubSub.JID, s.PubSub.Node, s.PubSub.Security
+			}
+			out = append(out, svc)
+		}
+	}
+	return out, nil
+}
