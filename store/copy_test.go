@@ -42,7 +42,7 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 			t.Errorf("table %s: nothing copied; the test must fill every table", tc.Table)
 		}
 	}
-	if len(report.Tables) != 9 || report.Replaced || report.SchemaVersion < 1 {
+	if len(report.Tables) != 10 || report.Replaced || report.SchemaVersion < 1 {
 		t.Fatalf("report = %+v", report)
 	}
 
@@ -207,6 +207,9 @@ func fillEveryTable(t *testing.T, ctx context.Context, s store.Store) {
 
 	check(s.SetAffiliation(ctx, news.ID, "member@example.org", hub.AffMember))
 	check(s.SetAffiliation(ctx, news.ID, "owner@example.org", hub.AffOwner))
+	check(s.(hub.UpstreamStore).PutUpstream(ctx, &hub.Upstream{SourceID: src.ID, Kind: hub.UpstreamWebSub,
+		Endpoint: "https://hub.example.org/", Topic: src.URL, Secret: "s", State: hub.UpstreamActive,
+		LeaseSeconds: 86400, ExpiresAt: t0.Add(24 * time.Hour), NextRenewAt: t0.Add(19 * time.Hour)}))
 	for i := range 3 {
 		check(s.RecordPing(ctx, &hub.Ping{Dialect: "xmlrpc-weblogupdates", Name: fmt.Sprintf("blog %d", i),
 			URL: "https://example.org/", Remote: "127.0.0.1", ReceivedAt: t0.Add(time.Duration(i) * time.Second)}))
@@ -229,6 +232,7 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		Pings      []hub.Ping
 		PingsTotal int64
 		Behind     []hub.Node
+		Upstreams  []hub.Upstream
 	}
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
@@ -257,6 +261,9 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		t.Fatal(err)
 	}
 	if dump.Behind, err = s.NodesBehindXMPP(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dump.Upstreams, err = s.(hub.UpstreamStore).Upstreams(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(dump)
