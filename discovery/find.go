@@ -440,3 +440,18 @@ func parseXRDS(descriptor string, body []byte) ([]Service, error) {
 	}
 	return out, nil
 }
+
+// FromFeed reads the discovery elements of a feed document already
+// fetched (its hubs, self URL, descriptors and clouds); nil when body is
+// not an RSS or Atom feed.
+func FromFeed(feedURL string, body []byte) *Found {
+	base, err := url.Parse(feedURL)
+	if err != nil {
+		return nil
+	}
+	f := &Found{URL: feedURL, FinalURL: feedURL, Kind: "feed"}
+	if !f.parseFeed(base, body) {
+		return nil
+	}
+	return f
+}

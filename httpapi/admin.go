@@ -478,6 +478,9 @@ type statusJSON struct {
 	Subscribers map[hub.Kind]int `json:"subscribers"`
 	LastSeq     int64            `json:"last_seq"`
 	XMPPSeq     int64            `json:"xmpp_seq"`
+	// Upstream lists the push subscriptions pingd holds at the source's
+	// own WebSub hub or rssCloud cloud (secrets left out).
+	Upstream []upstreamJSON `json:"upstream"`
 }
 
 func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
@@ -509,6 +512,19 @@ func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		st.Source = sourceFrom(src)
+		if us, ok := a.hub.Store().(hub.UpstreamStore); ok {
+			ups, err := us.UpstreamsOfSource(r.Context(), n.SourceID)
+			if err != nil {
+				a.writeHubError(w, r, err, "load upstream subscriptions")
+				return
+			}
+			for _, u := range ups {
+				st.Upstream = append(st.Upstream, upstreamFrom(u))
+			}
+		}
+	}
+	if st.Upstream == nil {
+		st.Upstream = []upstreamJSON{}
 	}
 	writeJSON(w, http.StatusOK, st)
 }
@@ -579,4 +595,27 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// upstreamJSON is one upstream push subscription in a node's status.
+type upstreamJSON struct {
+	Kind      string     `json:"kind"`
+	Endpoint  string     `json:"endpoint"`
+	Topic     string     `json:"topic"`
+	State     string     `json:"state"`
+	Expires   *time.Time `json:"expires,omitempty"`
+	NextRenew *time.Time `json:"next_renew,omitempty"`
+	LastPush  *time.Time `json:"last_push,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+}
+
+func upstreamFrom(u hub.Upstream) upstreamJSON {
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return upstreamJSON{Kind: u.Kind, Endpoint: u.Endpoint, Topic: u.Topic, State: u.State,
+		Expires: opt(u.ExpiresAt), NextRenew: opt(u.NextRenewAt), LastPush: opt(u.LastPushAt), LastError: u.LastError}
 }

@@ -14,6 +14,7 @@ import (
 // Store is hub.Store plus what only operators need.
 type Store interface {
 	hub.Store
+	hub.UpstreamStore // upstream.go
 	// Backend names the database behind the store: "sqlite" or "postgres".
 	Backend() string
 	// TryLeader takes the named leader lock if no other process holds it

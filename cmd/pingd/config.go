@@ -20,24 +20,27 @@ import (
 // Config is pingd's effective configuration: defaults, then the config
 // file, then PINGD_* environment variables, then flags.
 type Config struct {
-	XMPPAddr         string        `opt:"xmpp-addr" env:"PINGD_XMPP_ADDR" default:"127.0.0.1:5347" help:"the XMPP server's component port (host:port)"`
-	XMPPDomain       string        `opt:"xmpp-domain" env:"PINGD_XMPP_DOMAIN" default:"pubsub.localhost" help:"the component's JID, as configured in the XMPP server"`
-	XMPPSecret       string        `opt:"xmpp-secret" env:"PINGD_XMPP_SECRET" secret:"true" help:"the component secret (required)"`
-	XMPPShared       bool          `opt:"xmpp-shared" env:"PINGD_XMPP_SHARED" default:"false" help:"1: the XMPP server takes several connections under the component's name (ejabberd): every pingd process on one PostgreSQL connects, the leader alone sends notifications"`
-	XMPPMulticast    string        `opt:"xmpp-multicast" env:"PINGD_XMPP_MULTICAST" default:"auto" help:"XEP-0033 multicast of notifications: auto (use the XMPP server's multicast service when it has one), off, or the service's JID"`
-	XMPPMulticastMax int           `opt:"xmpp-multicast-max" env:"PINGD_XMPP_MULTICAST_MAX" default:"0" help:"addresses per multicast stanza, never above the service's announced limit (0: the service's limit, 20 when it announces none)"`
-	HTTPAddr         string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
-	PublicURL        string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
-	DB               string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
-	DBMaxConns       int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens two more of its own: leader lock and wake-ups)"`
-	AdminToken       string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
-	Admins           string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
-	OpenSources      bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
-	AllowPrivate     bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
-	LogLevel         string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
-	LogFormat        string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`
-	ShutdownWait     time.Duration `opt:"shutdown-timeout" env:"PINGD_SHUTDOWN_TIMEOUT" default:"15s" help:"how long a graceful shutdown waits for requests and deliveries in flight"`
-	ConfigFile       string        `opt:"config" env:"PINGD_CONFIG" help:"optional config file of KEY=value lines (PINGD_* names or option names)"`
+	XMPPAddr           string        `opt:"xmpp-addr" env:"PINGD_XMPP_ADDR" default:"127.0.0.1:5347" help:"the XMPP server's component port (host:port)"`
+	XMPPDomain         string        `opt:"xmpp-domain" env:"PINGD_XMPP_DOMAIN" default:"pubsub.localhost" help:"the component's JID, as configured in the XMPP server"`
+	XMPPSecret         string        `opt:"xmpp-secret" env:"PINGD_XMPP_SECRET" secret:"true" help:"the component secret (required)"`
+	XMPPShared         bool          `opt:"xmpp-shared" env:"PINGD_XMPP_SHARED" default:"false" help:"1: the XMPP server takes several connections under the component's name (ejabberd): every pingd process on one PostgreSQL connects, the leader alone sends notifications"`
+	XMPPMulticast      string        `opt:"xmpp-multicast" env:"PINGD_XMPP_MULTICAST" default:"auto" help:"XEP-0033 multicast of notifications: auto (use the XMPP server's multicast service when it has one), off, or the service's JID"`
+	XMPPMulticastMax   int           `opt:"xmpp-multicast-max" env:"PINGD_XMPP_MULTICAST_MAX" default:"0" help:"addresses per multicast stanza, never above the service's announced limit (0: the service's limit, 20 when it announces none)"`
+	HTTPAddr           string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
+	PublicURL          string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
+	DB                 string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
+	DBMaxConns         int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens two more of its own: leader lock and wake-ups)"`
+	AdminToken         string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
+	Admins             string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
+	UpstreamPush       bool          `opt:"upstream-push" env:"PINGD_UPSTREAM_PUSH" default:"true" help:"1: subscribe to the WebSub hub or rssCloud cloud a source advertises, and poll it only as a safety net"`
+	UpstreamSafetyPoll time.Duration `opt:"upstream-safety-poll" env:"PINGD_UPSTREAM_SAFETY_POLL" default:"6h" help:"how often a source whose upstream push is active is still polled"`
+	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
+	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
+	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
+	LogLevel           string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
+	LogFormat          string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`
+	ShutdownWait       time.Duration `opt:"shutdown-timeout" env:"PINGD_SHUTDOWN_TIMEOUT" default:"15s" help:"how long a graceful shutdown waits for requests and deliveries in flight"`
+	ConfigFile         string        `opt:"config" env:"PINGD_CONFIG" help:"optional config file of KEY=value lines (PINGD_* names or option names)"`
 }
 
 // option describes one field of Config.
@@ -242,6 +245,12 @@ func (c *Config) Validate() error {
 		if j, err := jid.Parse(m); err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
 			errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST (--xmpp-multicast) %q: want auto, off or a service JID like multicast.example.org", c.XMPPMulticast))
 		}
+	}
+	if c.UpstreamCheck < time.Second {
+		errs = append(errs, fmt.Errorf("PINGD_UPSTREAM_CHECK (--upstream-check) %s: want at least 1s", c.UpstreamCheck))
+	}
+	if c.UpstreamSafetyPoll < time.Minute {
+		errs = append(errs, fmt.Errorf("PINGD_UPSTREAM_SAFETY_POLL (--upstream-safety-poll) %s: want at least 1m", c.UpstreamSafetyPoll))
 	}
 	if c.XMPPMulticastMax < 0 {
 		errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST_MAX (--xmpp-multicast-max) %d: want 0 or more", c.XMPPMulticastMax))

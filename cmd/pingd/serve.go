@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/internal/metrics"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
+	"github.com/pingd/pingd/upstream"
 )
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
@@ -72,10 +73,19 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		PublicURL:    cfg.PublicURL,
 		AllowPrivate: cfg.AllowPrivate,
 	})
+	// With upstream push on, the scheduler notes the hubs and clouds each
+	// fetched feed advertises, and polls sources whose push is active only
+	// as a safety net.
+	var scheduler hub.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
+	var tracker *upstream.Tracker
+	if cfg.UpstreamPush {
+		tracker = upstream.NewTracker(scheduler, cfg.UpstreamSafetyPoll)
+		scheduler = tracker
+	}
 	h, err := hub.New(hub.Config{
 		Store:      st,
 		Fetcher:    fetcher,
-		Scheduler:  feed.NewScheduler(feed.SchedulerConfig{}),
+		Scheduler:  scheduler,
 		Logger:     log,
 		AdminToken: cfg.AdminToken,
 		Admins:     cfg.AdminJIDs(),
@@ -160,6 +170,21 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	api.Router().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
+	var upstreams *upstream.Manager
+	if tracker != nil {
+		upClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
+		upClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		upstreams, err = upstream.New(upstream.Config{
+			Hub: h, Store: st, HTTP: upClient, PublicURL: cfg.PublicURL, Tracker: tracker, Logger: log,
+			Leading:    comp.Leading,
+			CheckEvery: cfg.UpstreamCheck,
+			UserAgent:  fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
+		})
+		if err != nil {
+			return err
+		}
+		api.Router().PathPrefix("/upstream/").Handler(upstreams.Handler())
+	}
 	metrics.SetComponentState(comp.Connected)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -186,6 +211,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 			log.Error("hub stopped", "err", err)
 		}
 	})
+	if upstreams != nil {
+		wg.Go(func() {
+			if err := upstreams.Run(workCtx); err != nil {
+				log.Error("upstream subscriptions stopped", "err", err)
+			}
+		})
+	}
 	wg.Go(func() {
 		if err := deliveries.Run(workCtx); err != nil {
 			log.Error("deliveries stopped", "err", err)

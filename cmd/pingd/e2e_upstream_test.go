@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/internal/testenv"
+)
+
+// TestPushFromUpstream: sources that advertise their own WebSub hub or
+// rssCloud cloud are subscribed to there; a push from upstream reaches an
+// XMPP subscriber with one fetch and no poll.
+func TestPushFromUpstream(t *testing.T) {
+	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	p.Register("reader", "pw")
+
+	// A WebSub hub that verifies intent and then pushes on demand.
+	var hubMu sync.Mutex
+	var callback, secret string
+	hubSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f := r.PostForm
+		w.WriteHeader(http.StatusAccepted)
+		go func() {
+			q := url.Values{"hub.mode": {f.Get("hub.mode")}, "hub.topic": {f.Get("hub.topic")}, "hub.challenge": {"ch4llenge"}, "hub.lease_seconds": {"3600"}}
+			resp, err := http.Get(f.Get("hub.callback") + "?" + q.Encode())
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) == "ch4llenge" && f.Get("hub.mode") == "subscribe" {
+				hubMu.Lock()
+				callback, secret = f.Get("hub.callback"), f.Get("hub.secret")
+				hubMu.Unlock()
+			}
+		}()
+	}))
+	defer hubSrv.Close()
+	// A cloud that checks with a challenge and then notifies on demand.
+	var cloudMu sync.Mutex
+	var cloudCallback string
+	cloudSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f := r.PostForm
+		cb := "http://" + f.Get("domain") + ":" + f.Get("port") + f.Get("path")
+		resp, err := http.Get(cb + "?" + url.Values{"url": {f.Get("url1")}, "challenge": {"abc"}}.Encode())
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) == "abc" {
+				cloudMu.Lock()
+				cloudCallback = cb
+				cloudMu.Unlock()
+				fmt.Fprint(w, `<notifyResult success="true" msg="ok"/>`)
+				return
+			}
+		}
+		fmt.Fprint(w, `<notifyResult success="false" msg="challenge failed"/>`)
+	}))
+	defer cloudSrv.Close()
+
+	// Two feeds: Atom with a hub, RSS with a cloud; each counts its GETs.
+	var mu sync.Mutex
+	atomEntries, rssEntries := []string{"a0"}, []string{"r0"}
+	var atomGets, rssGets atomic.Int64
+	feeds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		base := "http://" + r.Host
+		if r.URL.Path == "/atom" {
+			atomGets.Add(1)
+			w.Header().Set("Content-Type", "application/atom+xml")
+			fmt.Fprintf(w, `<feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><id>urn:a</id><updated>2031-01-01T00:00:00Z</updated><link rel="hub" href="%s/"/><link rel="self" href="%s/atom"/>`, hubSrv.URL, base)
+			for _, e := range atomEntries {
+				fmt.Fprintf(w, `<entry><id>urn:%s</id><title>Atom %s</title><updated>2031-01-01T00:00:00Z</updated><link href="%s/%s"/></entry>`, e, e, base, e)
+			}
+			fmt.Fprint(w, `</feed>`)
+			return
+		}
+		rssGets.Add(1)
+		host, port, _ := strings.Cut(strings.TrimPrefix(cloudSrv.URL, "http://"), ":")
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprintf(w, `<rss version="2.0"><channel><title>R</title><link>%s/</link><description>d</description><cloud domain="%s" port="%s" path="/pleaseNotify" registerProcedure="" protocol="http-post"/>`, base, host, port)
+		for _, e := range rssEntries {
+			fmt.Fprintf(w, `<item><title>RSS %s</title><guid isPermaLink="false">%s</guid><link>%s/%s</link></item>`, e, e, base, e)
+		}
+		fmt.Fprint(w, `</channel></rss>`)
+	}))
+	defer feeds.Close()
+
+	d := newDaemon(t, p, "PINGD_UPSTREAM_CHECK=1s")
+	d.Start(true)
+	for node, src := range map[string]string{"atom": feeds.URL + "/atom", "rss": feeds.URL + "/rss"} {
+		if code := d.api("POST", "/api/nodes", map[string]string{"node": node, "source": src}, nil); code != 201 {
+			t.Fatalf("create %s: HTTP %d", node, code)
+		}
+	}
+	waitFor(t, 10*time.Second, "baseline fetches", func() bool { return atomGets.Load() >= 1 && rssGets.Load() >= 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	reader := testenv.Dial(ctx, t, p, "reader", "pw", "e2e")
+	for _, node := range []string{"atom", "rss"} {
+		if resp := subscribe(t, ctx, reader, p.ComponentDomain, node); !strings.Contains(resp, `subscription="subscribed"`) {
+			t.Fatalf("subscribe %s: %s", node, resp)
+		}
+	}
+	waitFor(t, 20*time.Second, "the upstream subscriptions", func() bool {
+		hubMu.Lock()
+		defer hubMu.Unlock()
+		cloudMu.Lock()
+		defer cloudMu.Unlock()
+		return callback != "" && cloudCallback != ""
+	})
+	var status struct {
+		Upstream []struct {
+			Kind  string `json:"kind"`
+			State string `json:"state"`
+		} `json:"upstream"`
+	}
+	waitFor(t, 10*time.Second, "the WebSub subscription to be active", func() bool {
+		d.api("GET", "/api/nodes/atom/status", nil, &status)
+		return len(status.Upstream) == 1 && status.Upstream[0].Kind == "websub" && status.Upstream[0].State == "active"
+	})
+	atomBefore, rssBefore := atomGets.Load(), rssGets.Load()
+
+	// WebSub: new content, pushed and signed.
+	mu.Lock()
+	atomEntries = append(atomEntries, "a1")
+	mu.Unlock()
+	body := "<feed/>"
+	hubMu.Lock()
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req, _ := http.NewRequest(http.MethodPost, callback, strings.NewReader(body))
+	hubMu.Unlock()
+	req.Header.Set("X-Hub-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := collectItems(t, reader, 1, 20*time.Second, 500*time.Millisecond)
+	if len(got) != 1 || got[0].Title != "Atom a1" {
+		t.Fatalf("after the WebSub push: %+v", got)
+	}
+
+	// rssCloud: a notification.
+	mu.Lock()
+	rssEntries = append(rssEntries, "r1")
+	mu.Unlock()
+	cloudMu.Lock()
+	resp, err = http.PostForm(cloudCallback, url.Values{"url": {feeds.URL + "/rss"}})
+	cloudMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got = collectItems(t, reader, 1, 20*time.Second, 500*time.Millisecond)
+	if len(got) != 1 || got[0].Title != "RSS r1" {
+		t.Fatalf("after the rssCloud notification: %+v", got)
+	}
+	if a, r := atomGets.Load()-atomBefore, rssGets.Load()-rssBefore; a != 1 || r != 1 {
+		t.Errorf("fetches after one push each: atom %d, rss %d; want 1 and 1 (no polls)", a, r)
+	}
+}

@@ -1,0 +1,37 @@
+// Package upstream is pingd as a subscriber of other push services: when a
+// source advertises its own WebSub hub or rssCloud cloud, pingd subscribes
+// there, so the source's changes come to pingd instead of being polled for.
+//
+// It is a room of its own because it is the mirror image of delivery:
+// delivery sends pingd's changes to its subscribers; upstream receives
+// other hubs' changes as one of their subscribers, with its own callbacks,
+// leases, renewals and verification answers.
+//
+// Its parts:
+//   - Tracker wraps the feed scheduler the hub asks after every fetch. It
+//     notes the hubs and clouds a fetched feed advertises (its channel's
+//     atom:link rel="hub" and rel="self", and <cloud>), and while a push is
+//     active for a source it moves the next poll out to a rare safety net
+//     (Config.SafetyPoll), so a lost push delays a change, never loses it.
+//   - Manager acts on that: for a source with subscribers it subscribes at
+//     the WebSub hub (hub.mode=subscribe with a callback per subscription,
+//     a lease and a secret of its own) or registers with the cloud
+//     (pleaseNotify over http-post, with pingd's public host as domain so
+//     the cloud checks pingd with a challenge); it renews a WebSub lease at
+//     80 % of its length and re-registers with a cloud every 24 hours; when
+//     the source has no subscriber left it unsubscribes at the hub (a cloud
+//     registration just lapses). Only the process that leads (Config.Leading)
+//     sends these requests. Failures are retried after an hour.
+//   - Handler serves the callbacks: /upstream/websub/{id} answers the hub's
+//     verification of intent for the subscription it knows and takes content
+//     distributions signed with its secret (X-Hub-Signature); unsigned or
+//     wrongly signed ones are answered 2xx and ignored, as WebSub §8 says;
+//     /upstream/rsscloud/{id} answers the cloud's challenge and takes its
+//     notifications. A push enters as a ping of the source: pingd fetches it
+//     (conditionally) and the one rule of "what is new" decides what
+//     subscribers get.
+//
+// It talks to the hub and its store (hub.UpstreamStore) only; it never
+// touches the XMPP side or other packages' HTTP routes, and its outbound
+// requests go through the SSRF-guarded client it is given.
+package upstream

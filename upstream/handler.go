@@ -1,0 +1,233 @@
+package upstream
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// maxPushBytes caps a content distribution or notification read.
+const maxPushBytes = 4 << 20
+
+// Ping dialects of pushes received from upstream.
+const (
+	DialectWebSubUpstream   = "websub-upstream"
+	DialectRSSCloudUpstream = "rsscloud-upstream"
+)
+
+// Handler serves /upstream/websub/{id} and /upstream/rsscloud/{id}.
+func (m *Manager) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/upstream/")
+		kind, idText, ok2 := strings.Cut(rest, "/")
+		id, err := strconv.ParseInt(idText, 10, 64)
+		if !ok || !ok2 || err != nil || id <= 0 || (kind != hub.UpstreamWebSub && kind != hub.UpstreamRSSCloud) {
+			http.NotFound(w, r)
+			return
+		}
+		u, err := m.cfg.Store.Upstream(r.Context(), id)
+		if errors.Is(err, hub.ErrNotFound) || (err == nil && u.Kind != kind) {
+			// WebSub §7: 410 tells a hub to drop a subscription pingd has
+			// no record of.
+			http.Error(w, "no such subscription", http.StatusGone)
+			return
+		}
+		if err != nil {
+			m.log.ErrorContext(r.Context(), "read upstream subscription", "id", id, "err", err)
+			http.Error(w, "try again later", http.StatusServiceUnavailable)
+			return
+		}
+		switch {
+		case kind == hub.UpstreamWebSub && r.Method == http.MethodGet:
+			m.websubVerify(w, r, u)
+		case kind == hub.UpstreamWebSub && r.Method == http.MethodPost:
+			m.websubContent(w, r, u)
+		case kind == hub.UpstreamRSSCloud && r.Method == http.MethodGet:
+			m.cloudChallenge(w, r, u)
+		case kind == hub.UpstreamRSSCloud && r.Method == http.MethodPost:
+			m.cloudNotify(w, r, u)
+		default:
+			w.Header().Set("Allow", "GET, POST")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
+	})
+}
+
+// websubVerify answers the hub's verification of intent (WebSub §5.3):
+// the challenge is echoed only for the subscription pingd asked for, with
+// its topic and mode.
+func (m *Manager) websubVerify(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	q := r.URL.Query()
+	mode, topic, challenge := q.Get("hub.mode"), q.Get("hub.topic"), q.Get("hub.challenge")
+	if topic != u.Topic {
+		http.Error(w, "unknown topic", http.StatusNotFound)
+		return
+	}
+	ctx := r.Context()
+	now := m.now()
+	switch mode {
+	case "subscribe":
+		if u.State != hub.UpstreamPending && u.State != hub.UpstreamActive || challenge == "" {
+			http.Error(w, "no subscription is being asked for", http.StatusNotFound)
+			return
+		}
+		lease, err := strconv.Atoi(q.Get("hub.lease_seconds"))
+		if err != nil || lease <= 0 {
+			lease = m.cfg.LeaseSeconds
+		}
+		u.State, u.LeaseSeconds, u.LastError = hub.UpstreamActive, lease, ""
+		u.ExpiresAt = now.Add(time.Duration(lease) * time.Second)
+		u.NextRenewAt = now.Add(time.Duration(lease) * time.Second * 8 / 10)
+	case "unsubscribe":
+		if u.State != StateUnsubscribing || challenge == "" {
+			http.Error(w, "no unsubscription is being asked for", http.StatusNotFound)
+			return
+		}
+		if err := m.cfg.Store.DeleteUpstream(ctx, u.ID); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			http.Error(w, "try again later", http.StatusServiceUnavailable)
+			return
+		}
+		m.cfg.Tracker.forget(u.SourceID)
+		m.log.InfoContext(ctx, "upstream unsubscription verified", "endpoint", u.Endpoint, "topic", u.Topic)
+		writeChallenge(w, challenge)
+		return
+	case "denied":
+		u.State, u.LastError, u.NextRenewAt = hub.UpstreamFailed, "denied by the hub: "+q.Get("hub.reason"), now.Add(retryAfterFailure)
+		if err := m.cfg.Store.PutUpstream(ctx, u); err != nil {
+			m.log.WarnContext(ctx, "store upstream subscription", "err", err)
+		}
+		w.WriteHeader(http.StatusOK)
+		return
+	default:
+		http.Error(w, "unknown hub.mode", http.StatusBadRequest)
+		return
+	}
+	if err := m.cfg.Store.PutUpstream(ctx, u); err != nil {
+		m.log.WarnContext(ctx, "store upstream subscription", "err", err)
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
+	}
+	m.cfg.Tracker.activate(u.SourceID)
+	m.log.InfoContext(ctx, "upstream subscription verified", "endpoint", u.Endpoint, "topic", u.Topic, "lease_seconds", u.LeaseSeconds)
+	writeChallenge(w, challenge)
+}
+
+func writeChallenge(w http.ResponseWriter, challenge string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, challenge)
+}
+
+// websubContent takes a content distribution (WebSub §7). Only a body
+// signed with the subscription's secret counts; anything else is answered
+// 2xx and ignored (§8), so that a forger learns nothing.
+func (m *Manager) websubContent(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPushBytes+1))
+	if err != nil {
+		http.Error(w, "could not read the body", http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxPushBytes {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if u.State != hub.UpstreamActive || !validSignature(r.Header.Get("X-Hub-Signature"), u.Secret, body) {
+		m.log.WarnContext(r.Context(), "upstream content without a valid signature ignored", "endpoint", u.Endpoint, "topic", u.Topic,
+			"remote", r.RemoteAddr)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !m.enter(r.Context(), u, DialectWebSubUpstream) {
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// validSignature checks X-Hub-Signature: method=hex HMAC of the body.
+func validSignature(header, secret string, body []byte) bool {
+	algo, sig, ok := strings.Cut(header, "=")
+	if !ok || secret == "" {
+		return false
+	}
+	var h func() hash.Hash
+	switch strings.ToLower(algo) {
+	case "sha1":
+		h = sha1.New
+	case "sha256":
+		h = sha256.New
+	case "sha384":
+		h = sha512.New384
+	case "sha512":
+		h = sha512.New
+	default:
+		return false
+	}
+	want, err := hex.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(h, []byte(secret))
+	mac.Write(body)
+	return hmac.Equal(mac.Sum(nil), want)
+}
+
+// cloudChallenge answers the cloud's check of a registration naming
+// pingd's domain (rssCloud: a GET with url and challenge to echo).
+func (m *Manager) cloudChallenge(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	q := r.URL.Query()
+	if q.Get("url") != u.Topic || q.Get("challenge") == "" {
+		http.Error(w, "unknown url", http.StatusNotFound)
+		return
+	}
+	writeChallenge(w, q.Get("challenge"))
+}
+
+// cloudNotify takes an rssCloud notification (http-post: url=…) for the
+// URL pingd registered for.
+func (m *Manager) cloudNotify(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed form", http.StatusBadRequest)
+		return
+	}
+	if r.PostForm.Get("url") != u.Topic {
+		http.Error(w, "pingd did not register for that url", http.StatusNotFound)
+		return
+	}
+	if !m.enter(r.Context(), u, DialectRSSCloudUpstream) {
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// enter turns a push into a ping of the source.
+func (m *Manager) enter(ctx context.Context, u *hub.Upstream, dialect string) bool {
+	src, err := m.cfg.Hub.Source(ctx, u.SourceID)
+	if err != nil {
+		m.log.WarnContext(ctx, "upstream push for a source pingd cannot read", "source", u.SourceID, "err", err)
+		return false
+	}
+	if _, err := m.cfg.Hub.Ping(ctx, hub.Ping{Dialect: dialect, URL: src.URL}, []string{src.URL}, nil); err != nil {
+		m.log.WarnContext(ctx, "record an upstream push", "source", src.URL, "err", err)
+		return false
+	}
+	if err := m.cfg.Store.MarkUpstreamPush(ctx, u.ID, m.now()); err != nil {
+		m.log.WarnContext(ctx, "record an upstream push", "id", u.ID, "err", err)
+	}
+	m.log.InfoContext(ctx, "upstream push", "kind", u.Kind, "source", src.URL)
+	return true
+}
