@@ -41,6 +41,12 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 // syncBuffer collects log output from concurrent handlers.
 type syncBuffer struct {
 	mu sync.Mutex

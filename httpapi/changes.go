@@ -28,6 +28,25 @@ const (
 func (a *API) changesRoutes(r *mux.Router) {
 	r.HandleFunc("/changes.xml", a.changes(changesWindow)).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/shortChanges.xml", a.changes(shortChangesWindow)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/{year:[0-9]{4}}/{month:[0-9]{2}}/{day:[0-9]{2}}/{hour:[0-9]{2}}.xml", a.archive).Methods(http.MethodGet, http.MethodHead)
+}
+
+// withTag keeps the pings carrying tag (case-insensitive); all when tag
+// is empty.
+func withTag(pings []hub.Ping, tag string) []hub.Ping {
+	if tag == "" {
+		return pings
+	}
+	out := pings[:0:0]
+	for _, p := range pings {
+		for _, t := range p.Tags {
+			if strings.EqualFold(t, tag) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // changes serves the pings received within window in the weblogs.com
@@ -41,6 +60,10 @@ func (a *API) changes(window time.Duration) http.HandlerFunc {
 			a.log.ErrorContext(r.Context(), "list pings", "err", err)
 			writeText(w, http.StatusServiceUnavailable, "the change list is not available right now")
 			return
+		}
+		if tag := r.URL.Query().Get("tag"); tag != "" {
+			pings = withTag(pings, tag)
+			total = int64(len(pings))
 		}
 		body, etag := renderChanges(pings, total, now)
 		gz := acceptsGzip(r.Header.Get("Accept-Encoding"))

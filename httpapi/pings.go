@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -121,7 +122,8 @@ func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, e
 // rpcExtendedPing is weblogUpdates.extendedPing(name, url, changesUrl,
 // feedUrl[, tags]). feedUrl is the source and is recorded; url and
 // changesUrl are only matched against the known sources and their sites,
-// and are skipped when they are not URLs. The tags are accepted and not used.
+// and are skipped when they are not URLs. The tags ('|'-separated) are
+// stored with the ping: changes.xml and the archives filter by them.
 // The three-parameter form (name, url, feedUrl) that WordPress sends is
 // taken too, so that it need not fall back to weblogUpdates.ping.
 func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
@@ -153,7 +155,11 @@ func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error)
 			urls = append(urls, u)
 		}
 	}
-	n, err := a.ping(ctx, hub.Ping{Dialect: DialectExtendedPing, Name: name, Remote: req.Remote}, urls)
+	tags, err := parseTags(s[4])
+	if err != nil {
+		return weblogUpdatesAnswer(0, err)
+	}
+	n, err := a.ping(ctx, hub.Ping{Dialect: DialectExtendedPing, Name: name, Remote: req.Remote, Tags: tags}, urls)
 	return weblogUpdatesAnswer(n, err)
 }
 
@@ -259,4 +265,30 @@ func writePingPage(w http.ResponseWriter, code int, title, message, rawURL strin
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
+}
+
+// Limits of extendedPing's tags.
+const (
+	maxTags     = 20
+	maxTagBytes = 64
+)
+
+// parseTags reads extendedPing's '|'-separated tags: trimmed, empty ones
+// dropped, duplicates (case-insensitive) once.
+func parseTags(v string) ([]string, error) {
+	var out []string
+	for t := range strings.SplitSeq(v, "|") {
+		t = strings.TrimSpace(t)
+		if t == "" || slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, t) }) {
+			continue
+		}
+		if len(t) > maxTagBytes || !utf8.ValidString(t) {
+			return nil, fmt.Errorf("%w: a tag is longer than %d bytes or not valid UTF-8", hub.ErrInvalid, maxTagBytes)
+		}
+		out = append(out, t)
+	}
+	if len(out) > maxTags {
+		return nil, fmt.Errorf("%w: more than %d tags", hub.ErrInvalid, maxTags)
+	}
+	return out, nil
 }

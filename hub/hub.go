@@ -40,7 +40,7 @@ type Config struct {
 	FetchesPerHost int
 	// FetchTimeout bounds one fetch; default 30s.
 	FetchTimeout time.Duration
-	// PingRetention is how long received pings are kept; default 24h.
+	// PingRetention is how long received pings are kept; default 7 days.
 	PingRetention time.Duration
 	// Observe, if set, is told what the hub did (metrics).
 	Observe Observer
@@ -102,7 +102,7 @@ func New(cfg Config) (*Hub, error) {
 		cfg.Observe = nopObserver{}
 	}
 	if cfg.PingRetention <= 0 {
-		cfg.PingRetention = 24 * time.Hour
+		cfg.PingRetention = 7 * 24 * time.Hour
 	}
 	h := &Hub{
 		store:      cfg.Store,

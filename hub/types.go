@@ -449,11 +449,13 @@ type FetchApplied struct {
 
 // Ping is one change notification received from a publisher.
 type Ping struct {
-	ID         int64
-	Dialect    string // xmlrpc-weblogupdates, xmlrpc-extended, rsscloud, rest, form, cnws, websub
-	Name       string // the weblog's name, when given
-	URL        string // the URL the ping named
-	Remote     string // the pinging address
+	ID      int64
+	Dialect string // xmlrpc-weblogupdates, xmlrpc-extended, rsscloud, rest, form, cnws, websub
+	Name    string // the weblog's name, when given
+	URL     string // the URL the ping named
+	Remote  string // the pinging address
+	// Tags are extendedPing's categories (its fifth parameter).
+	Tags       []string
 	ReceivedAt time.Time
 }
 

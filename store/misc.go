@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -74,9 +75,9 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 	}
 	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
 	err := s.inTx(ctx, func(tx *txn) error {
-		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, remote, received_at)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-			[]any{p.Dialect, p.Name, p.URL, p.Remote, s.timeArg(p.ReceivedAt)}, &p.ID); err != nil {
+		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, remote, received_at, tags)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			[]any{p.Dialect, p.Name, p.URL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
 			return err
 		}
 		_, err := s.exec(ctx, tx, `UPDATE counters SET value = value + 1 WHERE name = 'pings'`)
@@ -91,15 +92,29 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 // Pings returns pings received since the given time, newest first (all of
 // them when limit <= 0), and the number of pings ever received.
 func (s *sqlStore) Pings(ctx context.Context, since time.Time, limit int) ([]hub.Ping, int64, error) {
+	return s.PingsBetween(ctx, since, time.Time{}, limit)
+}
+
+// PingsBetween returns the pings received in [since, until) (either end
+// open when zero), newest first, and the number of pings ever received.
+func (s *sqlStore) PingsBetween(ctx context.Context, since, until time.Time, limit int) ([]hub.Ping, int64, error) {
 	var total int64
 	if err := s.queryRow(ctx, s.read, `SELECT value FROM counters WHERE name = 'pings'`, nil, &total); err != nil {
 		return nil, 0, fmt.Errorf("count pings: %w", err)
 	}
-	query := `SELECT id, dialect, name, url, remote, received_at FROM pings`
+	query := `SELECT id, dialect, name, url, remote, received_at, tags FROM pings`
 	var args []any
+	var conds []string
 	if !since.IsZero() {
-		query += ` WHERE received_at >= $1`
 		args = append(args, s.timeArg(since))
+		conds = append(conds, fmt.Sprintf(`received_at >= $%d`, len(args)))
+	}
+	if !until.IsZero() {
+		args = append(args, s.timeArg(until))
+		conds = append(conds, fmt.Sprintf(`received_at < $%d`, len(args)))
+	}
+	if len(conds) > 0 {
+		query += ` WHERE ` + strings.Join(conds, ` AND `)
 	}
 	query += ` ORDER BY received_at DESC, id DESC`
 	if limit > 0 {
@@ -109,8 +124,12 @@ func (s *sqlStore) Pings(ctx context.Context, since time.Time, limit int) ([]hub
 	var out []hub.Ping
 	err := s.query(ctx, s.read, query, args, func(r *sql.Rows) error {
 		var p hub.Ping
-		if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.Remote, tc(&p.ReceivedAt)); err != nil {
+		var tags string
+		if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.Remote, tc(&p.ReceivedAt), &tags); err != nil {
 			return err
+		}
+		if tags != "" {
+			p.Tags = strings.Split(tags, "|")
 		}
 		out = append(out, p)
 		return nil

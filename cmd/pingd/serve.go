@@ -83,13 +83,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		scheduler = tracker
 	}
 	h, err := hub.New(hub.Config{
-		Store:      st,
-		Fetcher:    fetcher,
-		Scheduler:  scheduler,
-		Logger:     log,
-		AdminToken: cfg.AdminToken,
-		Admins:     cfg.AdminJIDs(),
-		Observe:    hubMetrics{},
+		Store:     st,
+		Fetcher:   fetcher,
+		Scheduler: scheduler,
+		// Pings are kept for the hourly archives.
+		PingRetention: cfg.PingArchive,
+		Logger:        log,
+		AdminToken:    cfg.AdminToken,
+		Admins:        cfg.AdminJIDs(),
+		Observe:       hubMetrics{},
 		// An SQLite file serves one process (its lock is held): leases
 		// left by a killed predecessor are taken back at once.
 		Exclusive: exclusive,
