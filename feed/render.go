@@ -29,6 +29,30 @@ type FeedMeta struct {
 	// Author names the feed's author, required by Atom when entries have
 	// none; default "pingd".
 	Author string
+	// DescriptorURL is the node's GetPingd descriptor
+	// (rel="getpingd.updates.descriptor").
+	DescriptorURL string
+	// Polling are the owner's hints to readers: in RSS <ttl> (when
+	// positive, else the ttl argument), <skipHours> and <skipDays>; in both
+	// formats sy:updatePeriod and sy:updateFrequency.
+	Polling hub.FeedPolling
+}
+
+// SyndicationNS is the RSS 1.0 syndication module, whose updatePeriod and
+// updateFrequency RSS 2.0 and Atom feeds carry as extensions.
+const SyndicationNS = "http://purl.org/rss/1.0/modules/syndication/"
+
+// syndication adds sy:updatePeriod and sy:updateFrequency to parent, and
+// declares the prefix on root, when the hints give them.
+func syndication(root, parent *etree.Element, p hub.FeedPolling) {
+	if p.UpdatePeriod == "" {
+		return
+	}
+	root.CreateAttr("xmlns:sy", SyndicationNS)
+	parent.CreateElement("sy:updatePeriod").SetText(p.UpdatePeriod)
+	if p.UpdateFrequency > 0 {
+		parent.CreateElement("sy:updateFrequency").SetText(strconv.Itoa(p.UpdateFrequency))
+	}
 }
 
 // Cloud is the RSS 2.0 <cloud> element: where rssCloud subscribers register.
@@ -84,6 +108,10 @@ func AtomFeed(meta FeedMeta, items []hub.Event) []byte {
 	if meta.HubURL != "" {
 		atomLink(f, "", "hub", meta.HubURL, "")
 	}
+	if meta.DescriptorURL != "" {
+		atomLink(f, "", "getpingd.updates.descriptor", meta.DescriptorURL, "")
+	}
+	syndication(f, f, meta.Polling)
 	author := meta.Author
 	if author == "" {
 		author = generator
@@ -134,6 +162,9 @@ func RSSFeed(meta FeedMeta, cloud *Cloud, ttl int, items []hub.Event) []byte {
 	if meta.HubURL != "" {
 		atomLink(ch, atomPrefix, "hub", meta.HubURL, "")
 	}
+	if meta.DescriptorURL != "" {
+		atomLink(ch, atomPrefix, "getpingd.updates.descriptor", meta.DescriptorURL, "")
+	}
 	if cloud != nil {
 		c := ch.CreateElement("cloud")
 		c.CreateAttr("domain", cloud.Domain)
@@ -142,9 +173,25 @@ func RSSFeed(meta FeedMeta, cloud *Cloud, ttl int, items []hub.Event) []byte {
 		c.CreateAttr("registerProcedure", cloud.RegisterProcedure)
 		c.CreateAttr("protocol", cloud.Protocol)
 	}
+	if meta.Polling.TTLMinutes > 0 {
+		ttl = meta.Polling.TTLMinutes
+	}
 	if ttl > 0 {
 		ch.CreateElement("ttl").SetText(strconv.Itoa(ttl))
 	}
+	if len(meta.Polling.SkipHours) > 0 {
+		sh := ch.CreateElement("skipHours")
+		for _, h := range meta.Polling.SkipHours {
+			sh.CreateElement("hour").SetText(strconv.Itoa(h))
+		}
+	}
+	if len(meta.Polling.SkipDays) > 0 {
+		sd := ch.CreateElement("skipDays")
+		for _, d := range meta.Polling.SkipDays {
+			sd.CreateElement("day").SetText(d)
+		}
+	}
+	syndication(rss, ch, meta.Polling)
 	ch.CreateElement("lastBuildDate").SetText(feedUpdated(meta.Updated, items).Format(time.RFC1123Z))
 	ch.CreateElement("generator").SetText(generator)
 	for _, ev := range items {

@@ -26,6 +26,7 @@ func (a *API) adminRoutes(r *mux.Router) {
 	r.Handle("/api/nodes", a.admin(a.createNode)).Methods(http.MethodPost)
 	r.Handle(node, a.admin(a.getNode)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node, a.admin(a.deleteNode)).Methods(http.MethodDelete)
+	r.Handle(node, a.admin(a.patchNode)).Methods(http.MethodPatch)
 	r.Handle(node+"/token", a.admin(a.rotateToken)).Methods(http.MethodPost)
 	r.Handle(node+"/whitelist", a.admin(a.getWhitelist)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node+"/whitelist/{jid}", a.admin(a.putWhitelist)).Methods(http.MethodPut)
@@ -77,6 +78,7 @@ type nodeJSON struct {
 	MaxItems         int             `json:"max_items"`
 	DeliverPayloads  bool            `json:"deliver_payloads"`
 	NotificationType string          `json:"notification_type"`
+	Polling          hub.FeedPolling `json:"polling"`
 	Implicit         bool            `json:"implicit"`
 	Created          time.Time       `json:"created"`
 	Updated          time.Time       `json:"updated"`
@@ -115,6 +117,7 @@ func (a *API) nodeJSON(n *hub.Node) nodeJSON {
 		MaxItems:         n.MaxItems,
 		DeliverPayloads:  n.DeliverPayloads,
 		NotificationType: n.NotificationType,
+		Polling:          n.Polling,
 		Implicit:         n.Implicit,
 		Created:          n.CreatedAt,
 		Updated:          n.UpdatedAt,
@@ -134,6 +137,63 @@ type createNodeRequest struct {
 	MaxItems         int             `json:"max_items"`
 	DeliverPayloads  *bool           `json:"deliver_payloads"`
 	NotificationType string          `json:"notification_type"`
+	// Polling are the hints the node's own feeds give their readers.
+	Polling *hub.FeedPolling `json:"polling"`
+}
+
+// patchNodeRequest changes a node's configuration; fields left out keep
+// their values. The access model is changed over XMPP (the owner's node
+// configuration or ad-hoc command), which also ends the subscriptions of
+// non-members.
+type patchNodeRequest struct {
+	Title            *string          `json:"title"`
+	MaxItems         *int             `json:"max_items"`
+	DeliverPayloads  *bool            `json:"deliver_payloads"`
+	NotificationType *string          `json:"notification_type"`
+	Polling          *hub.FeedPolling `json:"polling"`
+	AccessModel      *hub.AccessModel `json:"access_model"`
+}
+
+// patchNode is PATCH /api/nodes/{node}.
+func (a *API) patchNode(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.node(w, r)
+	if !ok {
+		return
+	}
+	var req patchNodeRequest
+	if !a.readJSON(w, r, &req) {
+		return
+	}
+	cfg := n.NodeConfig
+	if req.AccessModel != nil && *req.AccessModel != cfg.AccessModel {
+		writeJSONError(w, http.StatusUnprocessableEntity, "the access model is changed over XMPP (node configuration or the set-access ad-hoc command), which also ends non-members' subscriptions")
+		return
+	}
+	if req.Title != nil {
+		cfg.Title = *req.Title
+	}
+	if req.MaxItems != nil {
+		cfg.MaxItems = *req.MaxItems // 0: the default
+	}
+	if req.DeliverPayloads != nil {
+		cfg.DeliverPayloads = *req.DeliverPayloads
+	}
+	if req.NotificationType != nil {
+		cfg.NotificationType = *req.NotificationType // "": the default
+	}
+	if req.Polling != nil {
+		cfg.Polling = *req.Polling
+	}
+	if err := a.hub.ConfigureNode(r.Context(), n.Name, cfg); err != nil {
+		a.writeHubError(w, r, err, "configure node")
+		return
+	}
+	updated, err := a.hub.Node(r.Context(), n.Name)
+	if err != nil {
+		a.writeHubError(w, r, err, "load node")
+		return
+	}
+	writeJSON(w, http.StatusOK, a.nodeJSON(updated))
 }
 
 func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +218,9 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.NotificationType != "" {
 		cfg.NotificationType = req.NotificationType
+	}
+	if req.Polling != nil {
+		cfg.Polling = *req.Polling
 	}
 	if req.Source != "" {
 		if err := a.checkOutbound(r.Context(), "the source", req.Source); err != nil {

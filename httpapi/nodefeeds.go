@@ -309,9 +309,9 @@ func feedModified(n *hub.Node, items, last []hub.Event) time.Time {
 // feedFingerprint hashes what a node feed depends on besides its log.
 func (a *API) feedFingerprint(n *hub.Node, format feedFormat) string {
 	sum := sha256.New()
-	fmt.Fprintf(sum, "%s\x00%s\x00%s\x00%d\x00%d\x00%d\x00%q\x00%d\x00%q\x00%s",
+	fmt.Fprintf(sum, "%s\x00%s\x00%s\x00%d\x00%d\x00%d\x00%q\x00%d\x00%q\x00%s\x00%+v",
 		a.cfg.Version, format, a.publicURL, n.ID, n.CreatedAt.UnixNano(), n.UpdatedAt.UnixNano(),
-		n.Title, n.MaxItems, n.SourceURL, n.AccessModel)
+		n.Title, n.MaxItems, n.SourceURL, n.AccessModel, n.Polling)
 	return base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:9])
 }
 
@@ -326,10 +326,12 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 		title = n.Name
 	}
 	meta := feed.FeedMeta{
-		Title:        title,
-		HubURL:       links.Hub,
-		AlternateURL: n.SourceURL,
-		Updated:      modified,
+		Title:         title,
+		HubURL:        links.Hub,
+		AlternateURL:  n.SourceURL,
+		Updated:       modified,
+		DescriptorURL: links.Descriptor,
+		Polling:       n.Polling,
 	}
 	if format == formatAtom {
 		meta.ID, meta.SelfURL = links.Atom, links.Atom

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -108,11 +109,12 @@ func TestCreateNodeConfigDefaultsAndBounds(t *testing.T) {
 
 	// What an owner sets is kept.
 	cfg := hub.NodeConfig{Title: "Mine", AccessModel: hub.AccessWhitelist, MaxItems: hub.MaxItemsLimit,
-		DeliverPayloads: true, NotificationType: hub.NotifyNormal}
+		DeliverPayloads: true, NotificationType: hub.NotifyNormal,
+		Polling: hub.FeedPolling{TTLMinutes: 15, SkipDays: []string{"Saturday"}, UpdatePeriod: "hourly", UpdateFrequency: 4}}
 	if _, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "set", Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.node("set").NodeConfig; got != cfg {
+	if got := e.node("set").NodeConfig; !reflect.DeepEqual(got, cfg) {
 		t.Errorf("stored config %+v, want %+v", got, cfg)
 	}
 
@@ -123,6 +125,12 @@ func TestCreateNodeConfigDefaultsAndBounds(t *testing.T) {
 		{MaxItems: hub.MaxItemsLimit + 1},
 		{NotificationType: "chat"},
 		{Title: strings.Repeat("t", 1025)},
+		{Polling: hub.FeedPolling{SkipHours: []int{24}}},
+		{Polling: hub.FeedPolling{SkipHours: []int{3, 3}}},
+		{Polling: hub.FeedPolling{SkipDays: []string{"Funday"}}},
+		{Polling: hub.FeedPolling{UpdatePeriod: "fortnightly"}},
+		{Polling: hub.FeedPolling{UpdateFrequency: 2}},
+		{Polling: hub.FeedPolling{TTLMinutes: -1}},
 	}
 	for i, c := range bad {
 		_, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "bad" + string(rune('a'+i)), Config: c})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -80,6 +81,59 @@ type NodeConfig struct {
 	MaxItems         int         `json:"max_items"`
 	DeliverPayloads  bool        `json:"deliver_payloads"`
 	NotificationType string      `json:"notification_type"`
+	// Polling is what the node's own feeds tell readers about polling.
+	Polling FeedPolling `json:"polling"`
+}
+
+// FeedPolling are the polling hints a node's owner sets for readers of
+// the node's own feeds (/atom, /rss): RSS <ttl>, <skipHours>, <skipDays>
+// and the syndication module's sy:updatePeriod and sy:updateFrequency.
+// Zero values are left out (ttl: pingd's default).
+type FeedPolling struct {
+	TTLMinutes      int      `json:"ttl_minutes,omitempty"`
+	SkipHours       []int    `json:"skip_hours,omitempty"`
+	SkipDays        []string `json:"skip_days,omitempty"`
+	UpdatePeriod    string   `json:"update_period,omitempty"`
+	UpdateFrequency int      `json:"update_frequency,omitempty"`
+}
+
+var weekdays = []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+
+// Validate checks the hints and puts day names in their RSS spelling.
+func (p *FeedPolling) Validate() error {
+	if p.TTLMinutes < 0 || p.TTLMinutes > 7*24*60 {
+		return fmt.Errorf("%w: polling.ttl_minutes %d (want 0 to 10080)", ErrInvalid, p.TTLMinutes)
+	}
+	seenHour := map[int]bool{}
+	for _, h := range p.SkipHours {
+		if h < 0 || h > 23 || seenHour[h] {
+			return fmt.Errorf("%w: polling.skip_hours: %d is not an hour 0 to 23 given once", ErrInvalid, h)
+		}
+		seenHour[h] = true
+	}
+	seenDay := map[string]bool{}
+	for i, d := range p.SkipDays {
+		found := ""
+		for _, w := range weekdays {
+			if strings.EqualFold(w, strings.TrimSpace(d)) {
+				found = w
+			}
+		}
+		if found == "" || seenDay[found] {
+			return fmt.Errorf("%w: polling.skip_days: %q is not a day name (Monday … Sunday) given once", ErrInvalid, d)
+		}
+		seenDay[found] = true
+		p.SkipDays[i] = found
+	}
+	switch p.UpdatePeriod {
+	case "", "hourly", "daily", "weekly", "monthly", "yearly":
+	default:
+		return fmt.Errorf("%w: polling.update_period %q (want hourly, daily, weekly, monthly or yearly)", ErrInvalid, p.UpdatePeriod)
+	}
+	if p.UpdateFrequency < 0 || p.UpdateFrequency > 1000 || (p.UpdateFrequency > 0 && p.UpdatePeriod == "") {
+		return fmt.Errorf("%w: polling.update_frequency %d (want 1 to 1000, with an update_period)", ErrInvalid, p.UpdateFrequency)
+	}
+	return nil
 }
 
 // DefaultMaxItems is how many items a node keeps when its owner does not say.
@@ -121,7 +175,7 @@ func (c *NodeConfig) Validate() error {
 	if len(c.Title) > 1024 {
 		return fmt.Errorf("%w: title longer than 1024 bytes", ErrInvalid)
 	}
-	return nil
+	return c.Polling.Validate()
 }
 
 // Node is a pubsub node: a named log of events with subscribers.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 const nodeColumns = `n.id, n.name, n.title, n.access_model, n.max_items, n.deliver_payloads,
 	n.notification_type, COALESCE(n.source_id, 0), COALESCE(src.url, ''), n.is_implicit,
-	n.token_hash, n.last_seq, n.xmpp_seq, n.created_at, n.updated_at`
+	n.token_hash, n.last_seq, n.xmpp_seq, n.created_at, n.updated_at, n.polling`
 
 const nodesFrom = ` FROM nodes n LEFT JOIN sources src ON src.id = n.source_id`
 
@@ -20,10 +21,15 @@ type rowScanner interface{ Scan(dest ...any) error }
 
 func scanNode(r rowScanner) (hub.Node, error) {
 	var n hub.Node
-	var access, notify string
+	var access, notify, polling string
 	err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.MaxItems, &n.DeliverPayloads,
 		&notify, &n.SourceID, &n.SourceURL, &n.Implicit,
-		&n.TokenHash, &n.LastSeq, &n.XMPPSeq, tc(&n.CreatedAt), tc(&n.UpdatedAt))
+		&n.TokenHash, &n.LastSeq, &n.XMPPSeq, tc(&n.CreatedAt), tc(&n.UpdatedAt), &polling)
+	if err == nil && polling != "" && polling != "{}" {
+		if jerr := json.Unmarshal([]byte(polling), &n.Polling); jerr != nil {
+			return n, fmt.Errorf("node %q: polling hints: %w", n.Name, jerr)
+		}
+	}
 	n.AccessModel = hub.AccessModel(access)
 	n.NotificationType = notify
 	return n, err
@@ -74,13 +80,17 @@ func (s *sqlStore) CreateNode(ctx context.Context, n *hub.Node) error {
 	if n.SourceID != 0 {
 		source = n.SourceID
 	}
+	polling, err := json.Marshal(n.Polling)
+	if err != nil {
+		return fmt.Errorf("create node %q: polling hints: %w", n.Name, err)
+	}
 	var id int64
-	err := s.queryRow(ctx, s.write, `INSERT INTO nodes (name, title, access_model, max_items,
-		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+	err = s.queryRow(ctx, s.write, `INSERT INTO nodes (name, title, access_model, max_items,
+		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at, polling)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
 		ON CONFLICT (name) DO NOTHING RETURNING id`,
 		[]any{n.Name, n.Title, string(n.AccessModel), n.MaxItems, n.DeliverPayloads, n.NotificationType,
-			source, n.Implicit, n.TokenHash, s.timeArg(now)}, &id)
+			source, n.Implicit, n.TokenHash, s.timeArg(now), string(polling)}, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("node %q: %w", n.Name, hub.ErrExists)
 	}
@@ -146,9 +156,13 @@ func (s *sqlStore) updateNode(ctx context.Context, what, name, set string, args 
 
 // UpdateNodeConfig replaces a node's configuration.
 func (s *sqlStore) UpdateNodeConfig(ctx context.Context, name string, cfg hub.NodeConfig) error {
+	polling, err := json.Marshal(cfg.Polling)
+	if err != nil {
+		return fmt.Errorf("configure node %q: polling hints: %w", name, err)
+	}
 	return s.updateNode(ctx, "configure", name,
-		`title = $1, access_model = $2, max_items = $3, deliver_payloads = $4, notification_type = $5`,
-		cfg.Title, string(cfg.AccessModel), cfg.MaxItems, cfg.DeliverPayloads, cfg.NotificationType)
+		`title = $1, access_model = $2, max_items = $3, deliver_payloads = $4, notification_type = $5, polling = $6`,
+		cfg.Title, string(cfg.AccessModel), cfg.MaxItems, cfg.DeliverPayloads, cfg.NotificationType, string(polling))
 }
 
 // SetNodeToken replaces the hash of the node's token.

@@ -51,7 +51,7 @@ func statusSource(t *testing.T, s store.Store, url string, st hub.SourceState, n
 	statusFatal(t, err)
 	for _, n := range nodes {
 		n.SourceID = src.ID
-		if n.NodeConfig == (hub.NodeConfig{}) {
+		if n.Title == "" && n.AccessModel == "" && n.MaxItems == 0 {
 			n.NodeConfig = hub.DefaultNodeConfig()
 		}
 		statusFatal(t, s.CreateNode(ctx, n))

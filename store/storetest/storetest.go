@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -213,10 +214,11 @@ func testNodeCreateAndRead(t *testing.T, s store.Store) {
 func testNodeUpdates(t *testing.T, s store.Store) {
 	ctx := ctxOf(t)
 	n := newNode(t, s, "n")
-	cfg := hub.NodeConfig{Title: "T", AccessModel: hub.AccessWhitelist, MaxItems: 3, DeliverPayloads: false, NotificationType: hub.NotifyNormal}
+	cfg := hub.NodeConfig{Title: "T", AccessModel: hub.AccessWhitelist, MaxItems: 3, DeliverPayloads: false, NotificationType: hub.NotifyNormal,
+		Polling: hub.FeedPolling{TTLMinutes: 30, SkipHours: []int{0, 23}, SkipDays: []string{"Sunday"}, UpdatePeriod: "daily", UpdateFrequency: 2}}
 	noErr(t, s.UpdateNodeConfig(ctx, "n", cfg))
 	got := must(s.Node(ctx, "n"))(t)
-	if got.NodeConfig != cfg {
+	if !reflect.DeepEqual(got.NodeConfig, cfg) {
 		t.Fatalf("config = %+v, want %+v", got.NodeConfig, cfg)
 	}
 	wantErr(t, s.UpdateNodeConfig(ctx, "missing", cfg), hub.ErrNotFound)
