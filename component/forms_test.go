@@ -1,6 +1,7 @@
 package component
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestConfigFormRoundTrip(t *testing.T) {
 	if serr != nil {
 		t.Fatalf("apply rendered form: %v", serr)
 	}
-	if got != cfg {
+	if !reflect.DeepEqual(got, cfg) {
 		t.Fatalf("round trip gave %+v, want %+v\n%s", got, cfg, rendered)
 	}
 }
@@ -86,7 +87,7 @@ func TestApplyConfigForm(t *testing.T) {
 			}
 			want := base
 			tc.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}
 		})
