@@ -213,7 +213,7 @@ func TestAdminNodes(t *testing.T) {
 	}
 	resp = e.admin(http.MethodPost, "/api/nodes/plain", nil)
 	wantStatus(t, resp, http.StatusMethodNotAllowed)
-	if allow := resp.Header.Get("Allow"); allow != "DELETE, GET, HEAD" {
+	if allow := resp.Header.Get("Allow"); allow != "DELETE, GET, HEAD, PATCH" {
 		t.Errorf("Allow = %q", allow)
 	}
 }
