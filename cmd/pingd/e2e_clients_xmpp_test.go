@@ -176,6 +176,7 @@ func TestClientsSlixmpp(t *testing.T) {
 			"retrieve-default": "owner_default_config", "retrieve-items": "items_all",
 			"retrieve-subscriptions": "subscriptions", "subscribe": "subscribe",
 			"subscription-notifications": "owner_affiliation_none",
+			"subscription-options": "subscription_options_set", "retrieve-default-sub": "subscription_options_default",
 		}
 		for _, f := range []string{nsDiscoInfoTest, nsDiscoItemsTest, nsPubsubTest} {
 			if !slices.Contains(info.Features, f) {
@@ -231,10 +232,12 @@ func TestClientsSlixmpp(t *testing.T) {
 	if subs, ok := field[[]slixSubscription](t, report, "subscriptions"); ok && (len(subs) != 1 || subs[0] != first) {
 		t.Errorf("subscriptions after subscribing twice: %+v, want only %+v", subs, first)
 	}
-	// Not advertised, so refused as XEP-0060 §6.3 says.
-	if got, ok := field[slixError](t, report, "subscription_options"); ok && (got.IQError == nil ||
-		got.IQError.Condition != "feature-not-implemented" || got.IQError.PubsubCondition != "unsupported" || got.IQError.Unsupported != "subscription-options") {
-		t.Errorf("subscription options: %s, want feature-not-implemented with <unsupported feature=\"subscription-options\"/>", report["subscription_options"])
+	// Subscription options (XEP-0060 §6.3): read, changed, and the defaults.
+	for step, want := range map[string]string{"subscription_options": "0", "subscription_options_set": "1", "subscription_options_default": "0"} {
+		if got, ok := field[slixForm](t, report, step); ok && (got.FormType != "form" ||
+			got.Fields["FORM_TYPE"] != nsPubsubTest+"#subscribe_options" || got.Fields["pubsub#include_body"] != want) {
+			t.Errorf("%s: %s %v, want a subscribe_options form with include_body %s", step, got.FormType, got.Fields, want)
+		}
 	}
 	for i, ev := range wantEvents("notifications", slixEvent{Kind: "publish", Node: "news", ID: "slix-1"}, slixEvent{Kind: "publish", Node: "news", ID: "slix-2"}) {
 		if ev.Entry == nil {

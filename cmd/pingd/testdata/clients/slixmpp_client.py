@@ -21,6 +21,7 @@ import urllib.request
 
 import slixmpp
 from slixmpp.exceptions import IqError, IqTimeout
+from slixmpp.plugins.xep_0004 import Form
 from slixmpp.xmlstream import ET
 from slixmpp.xmlstream.handler import Callback
 from slixmpp.xmlstream.matcher import StanzaPath
@@ -266,13 +267,38 @@ class Scenario:
         await self.step("subscribe_again", subscribe())
         await self.step("subscriptions", subscriptions())
 
-        async def options():
-            await ps.get_subscription_options(comp, node, user_jid=c.boundjid.bare, timeout=IQ_TIMEOUT)
-            return "answered"
+        def form_in(iq):
+            x = iq.xml.find(".//{jabber:x:data}x")
+            if x is None:
+                return {"error": "no data form in the answer"}
+            form = Form(xml=x)
+            return {"form_type": form["type"], "fields": form_values(form)}
 
-        # pingd does not advertise subscription-options: a client asking
-        # for them must be told so.
+        async def options():
+            r = await ps.get_subscription_options(comp, node, user_jid=c.boundjid.bare, timeout=IQ_TIMEOUT)
+            return form_in(r)
+
+        async def set_options():
+            # slixmpp 1.8's set_subscription_options sends a get: build the set.
+            form = Form()
+            form["type"] = "submit"
+            form.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/pubsub#subscribe_options")
+            form.add_field(var="pubsub#include_body", ftype="boolean", value=True)
+            iq = c.Iq(sto=comp, stype="set")
+            iq["pubsub"]["options"]["node"] = node
+            iq["pubsub"]["options"]["jid"] = c.boundjid.bare
+            iq["pubsub"]["options"]["options"] = form
+            await iq.send(timeout=IQ_TIMEOUT)
+            r = await ps.get_subscription_options(comp, node, user_jid=c.boundjid.bare, timeout=IQ_TIMEOUT)
+            return form_in(r)
+
+        async def default_options():
+            r = await ps.get_subscription_options(comp, node, timeout=IQ_TIMEOUT)
+            return form_in(r)
+
         await self.step("subscription_options", options())
+        await self.step("subscription_options_set", set_options())
+        await self.step("subscription_options_default", default_options())
 
         async def notified():
             drain(c.events)
