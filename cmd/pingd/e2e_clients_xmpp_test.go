@@ -176,7 +176,7 @@ func TestClientsSlixmpp(t *testing.T) {
 			"retrieve-default": "owner_default_config", "retrieve-items": "items_all",
 			"retrieve-subscriptions": "subscriptions", "subscribe": "subscribe",
 			"subscription-notifications": "owner_affiliation_none",
-			"subscription-options": "subscription_options_set", "retrieve-default-sub": "subscription_options_default",
+			"subscription-options":       "subscription_options_set", "retrieve-default-sub": "subscription_options_default",
 		}
 		for _, f := range []string{nsDiscoInfoTest, nsDiscoItemsTest, nsPubsubTest} {
 			if !slices.Contains(info.Features, f) {
