@@ -95,3 +95,33 @@ func FuzzParseTags(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeSOAP feeds the SOAP 1.1 call parser: it never panics, and what
+// it accepts has one method and bounded parameters.
+func FuzzDecodeSOAP(f *testing.F) {
+	f.Add([]byte(`<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://schemas.xmlsoap.org/soap/envelope/"><SOAP-ENV:Body><m:pleaseNotify xmlns:m="urn:x"><a>x</a><port>80</port><p>/</p><q>soap</q><urlList><item>http://e/</item></urlList></m:pleaseNotify></SOAP-ENV:Body></SOAP-ENV:Envelope>`))
+	f.Add([]byte(`<Envelope xmlns="http://schemas.xmlsoap.org/soap/envelope/"><Body><ping><url>http://e/</url></ping><ping/></Body></Envelope>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		call, err := decodeSOAP(body)
+		if err != nil {
+			return
+		}
+		if call.Method == "" && len(call.Params) > 0 {
+			t.Fatalf("parameters without a method: %+v", call)
+		}
+		if len(call.Params) > soapMaxParams {
+			t.Fatalf("%d parameters", len(call.Params))
+		}
+		for _, p := range call.Params {
+			switch v := p.(type) {
+			case string:
+			case []any:
+				if len(v) > soapMaxParams {
+					t.Fatalf("%d list items", len(v))
+				}
+			default:
+				t.Fatalf("parameter of type %T", p)
+			}
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -347,6 +348,12 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 		return nil, fmt.Errorf("rssCloud port %q: %w", c.Port, err)
 	}
 	cloud := &feed.Cloud{Domain: c.Domain, Port: port, Path: c.Path, RegisterProcedure: c.RegisterProcedure, Protocol: c.Protocol}
+	switch a.cfg.CloudProtocol {
+	case "xml-rpc":
+		cloud.Path, cloud.RegisterProcedure, cloud.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", "xml-rpc"
+	case "soap":
+		cloud.Path, cloud.RegisterProcedure, cloud.Protocol = a.rpcPath(), "pleaseNotify", "soap"
+	}
 	return feed.RSSFeed(meta, cloud, NodeFeedTTLMinutes, items), nil
 }
 
@@ -358,4 +365,13 @@ func (a *API) feedError(w http.ResponseWriter, r *http.Request, n *hub.Node, err
 	}
 	h.Set("Cache-Control", "no-store")
 	writeText(w, http.StatusServiceUnavailable, "the feed is not available right now")
+}
+
+// rpcPath is the path of /RPC2 under the public URL.
+func (a *API) rpcPath() string {
+	u, err := url.Parse(a.publicURL)
+	if err != nil {
+		return "/RPC2"
+	}
+	return strings.TrimRight(u.Path, "/") + "/RPC2"
 }

@@ -44,6 +44,10 @@ type Config struct {
 	// origin draws; default 10 per second in bursts of 100.
 	PingHostRate  float64
 	PingHostBurst int
+	// CloudProtocol is the protocol the node feeds' <cloud> element
+	// advertises for registrations: "http-post" (the REST /pleaseNotify,
+	// default), "xml-rpc" or "soap" (both on /RPC2).
+	CloudProtocol string
 	// Resolver, when set, turns a page URL given where a feed is expected
 	// (a node's source, a ping naming a homepage) into the page's feed.
 	Resolver hub.SourceResolver
@@ -98,6 +102,13 @@ func New(cfg Config) (*API, error) {
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("httpapi: public URL %q is not an absolute http(s) URL", cfg.PublicURL)
+	}
+	switch cfg.CloudProtocol {
+	case "":
+		cfg.CloudProtocol = "http-post"
+	case "http-post", "xml-rpc", "soap":
+	default:
+		return nil, fmt.Errorf("httpapi: rssCloud protocol %q: want http-post, xml-rpc or soap", cfg.CloudProtocol)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

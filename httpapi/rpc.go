@@ -69,6 +69,10 @@ func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !a.limitBody(w, r, func(msg string) { writeText(w, http.StatusRequestEntityTooLarge, msg) }) {
 		return
 	}
+	if isSOAP(r) {
+		a.serveSOAP(w, r) // rssCloud's SOAP interface (soap.go)
+		return
+	}
 	call, err := xmlrpc.DecodeCall(r.Body, xmlrpc.Limits{MaxBytes: a.cfg.MaxBodyBytes})
 	switch {
 	case err == nil:

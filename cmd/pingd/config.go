@@ -36,6 +36,7 @@ type Config struct {
 	UpstreamSafetyPoll time.Duration `opt:"upstream-safety-poll" env:"PINGD_UPSTREAM_SAFETY_POLL" default:"6h" help:"how often a source whose upstream push is active is still polled"`
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
+	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the node feeds' <cloud> element offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
 	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
 	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
 	LogLevel           string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
@@ -246,6 +247,11 @@ func (c *Config) Validate() error {
 		if j, err := jid.Parse(m); err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
 			errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST (--xmpp-multicast) %q: want auto, off or a service JID like multicast.example.org", c.XMPPMulticast))
 		}
+	}
+	switch c.RSSCloudProtocol {
+	case "http-post", "xml-rpc", "soap":
+	default:
+		errs = append(errs, fmt.Errorf("PINGD_RSSCLOUD_PROTOCOL (--rsscloud-protocol) %q: want http-post, xml-rpc or soap", c.RSSCloudProtocol))
 	}
 	if c.PingArchive < 2*time.Hour {
 		errs = append(errs, fmt.Errorf("PINGD_PING_ARCHIVE (--ping-archive) %s: want at least 2h (changes.xml shows the last hour)", c.PingArchive))

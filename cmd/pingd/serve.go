@@ -159,14 +159,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	h.Register(wakeups, hub.Kinds...)
 
 	api, err := httpapi.New(httpapi.Config{
-		Hub:          h,
-		PublicURL:    cfg.PublicURL,
-		ComponentJID: cfg.XMPPDomain,
-		Ready:        comp.Ready,
-		CheckHost:    checkHost,
-		Resolver:     resolver,
-		Logger:       log,
-		Version:      version,
+		Hub:           h,
+		PublicURL:     cfg.PublicURL,
+		ComponentJID:  cfg.XMPPDomain,
+		Ready:         comp.Ready,
+		CheckHost:     checkHost,
+		Resolver:      resolver,
+		CloudProtocol: cfg.RSSCloudProtocol,
+		Logger:        log,
+		Version:       version,
 	})
 	if err != nil {
 		return err

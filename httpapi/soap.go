@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// rssCloud over SOAP 1.1 (seed 001: "the rssCloud interface … can be
+// implemented in either XML-RPC or SOAP"; <cloud protocol="soap">). A POST
+// to /RPC2 with a SOAPAction header (which SOAP 1.1 §6.1.1 requires of
+// every SOAP request over HTTP) is a SOAP call: the Body's first element
+// names the procedure — pleaseNotify (or rssPleaseNotify) and ping — and its
+// child elements are the parameters in the order of the XML-RPC ones, as
+// rssCloud's SOAP clients send them; a parameter with child elements is a
+// list (urlList). The calls run exactly as their XML-RPC twins. The answer
+// is a SOAP envelope whose <Result> is the boolean; a bad call is a SOAP
+// Fault with HTTP 500 (SOAP 1.1 §6.2), faultcode Client for the caller's
+// mistakes and Server for pingd's own.
+//
+// Hand-written like the XML-RPC codec: no maintained SOAP 1.1 library for
+// Go exists among the modules this project may use, and this subset (one
+// envelope, positional parameters, a boolean answer) is small.
+
+const (
+	soapEnvNS = "http://schemas.xmlsoap.org/soap/envelope/"
+	// soapMaxParams bounds the parameters and list items read.
+	soapMaxParams = 1000
+)
+
+// isSOAP reports whether a POST to /RPC2 is a SOAP call.
+func isSOAP(r *http.Request) bool {
+	_, has := r.Header["Soapaction"]
+	return has || strings.Contains(strings.ToLower(r.Header.Get("Content-Type")), "soap")
+}
+
+// soapNode is an element of the call, read generically.
+type soapNode struct {
+	XMLName  xml.Name
+	Text     string     `xml:",chardata"`
+	Children []soapNode `xml:",any"`
+}
+
+type soapEnvelope struct {
+	XMLName xml.Name `xml:"http://schemas.xmlsoap.org/soap/envelope/ Envelope"`
+	Body    struct {
+		Calls []soapNode `xml:",any"`
+	} `xml:"http://schemas.xmlsoap.org/soap/envelope/ Body"`
+}
+
+// soapCall is a decoded call: the procedure's local name and its
+// parameters (string or []any of strings).
+type soapCall struct {
+	Method string
+	Params []any
+}
+
+// decodeSOAP reads a SOAP 1.1 call.
+func decodeSOAP(body []byte) (*soapCall, error) {
+	var env soapEnvelope
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
+		if strings.EqualFold(label, "utf-8") || strings.EqualFold(label, "us-ascii") {
+			return r, nil
+		}
+		return nil, fmt.Errorf("charset %q is not supported", label)
+	}
+	if err := d.Decode(&env); err != nil {
+		return nil, fmt.Errorf("not a SOAP 1.1 envelope: %w", err)
+	}
+	if len(env.Body.Calls) != 1 {
+		return nil, fmt.Errorf("the SOAP Body holds %d elements; want one call", len(env.Body.Calls))
+	}
+	call := env.Body.Calls[0]
+	out := &soapCall{Method: call.XMLName.Local}
+	if len(call.Children) > soapMaxParams {
+		return nil, errors.New("too many parameters")
+	}
+	for _, p := range call.Children {
+		if len(p.Children) == 0 {
+			out.Params = append(out.Params, strings.TrimSpace(p.Text))
+			continue
+		}
+		if len(p.Children) > soapMaxParams {
+			return nil, errors.New("too many list items")
+		}
+		var list []any
+		for _, item := range p.Children {
+			list = append(list, strings.TrimSpace(item.Text))
+		}
+		out.Params = append(out.Params, list)
+	}
+	return out, nil
+}
+
+// soapMethods maps SOAP procedure names to the XML-RPC methods they run.
+var soapMethods = map[string]string{
+	"pleaseNotify":    "rssCloud.pleaseNotify",
+	"rssPleaseNotify": "rssCloud.pleaseNotify",
+	"ping":            "rssCloud.ping",
+}
+
+// serveSOAP answers one SOAP call on /RPC2.
+func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body) // capped by limitBody in serveRPC
+	if err != nil {
+		if isTooLarge(err) {
+			writeText(w, http.StatusRequestEntityTooLarge, a.tooLargeMessage())
+			return
+		}
+		writeSOAPFault(w, "Client", "could not read the request")
+		return
+	}
+	call, err := decodeSOAP(body)
+	if err != nil {
+		writeSOAPFault(w, "Client", err.Error())
+		return
+	}
+	name, ok := soapMethods[call.Method]
+	fn := a.rpcMethod(name)
+	if !ok || fn == nil {
+		writeSOAPFault(w, "Client", fmt.Sprintf("unknown procedure %q: this cloud answers pleaseNotify and ping", call.Method))
+		return
+	}
+	// The port travels as text in SOAP; the XML-RPC method takes both.
+	req := &RPCRequest{Method: name, Params: call.Params, Remote: clientIP(r), HTTP: r}
+	result, err := fn(r.Context(), req)
+	var fault *xmlrpc.Fault
+	var limited *RateLimitError
+	switch {
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, http.StatusTooManyRequests, limited.Error())
+		return
+	case errors.As(err, &fault):
+		writeSOAPFault(w, "Client", fault.Message)
+		return
+	case err != nil:
+		a.log.ErrorContext(r.Context(), "SOAP call failed", "method", call.Method, "err", err)
+		writeSOAPFault(w, "Server", "pingd could not complete the call; try again later")
+		return
+	}
+	ok, _ = result.(bool)
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	b.WriteString(`<SOAP-ENV:Envelope xmlns:SOAP-ENV="` + soapEnvNS + `" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">`)
+	fmt.Fprintf(&b, `<SOAP-ENV:Body><%sResponse><Result xsi:type="xsd:boolean">%t</Result></%sResponse></SOAP-ENV:Body></SOAP-ENV:Envelope>`,
+		call.Method, ok, call.Method)
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}
+
+// writeSOAPFault answers with a SOAP 1.1 Fault and HTTP 500.
+func writeSOAPFault(w http.ResponseWriter, code, msg string) {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	b.WriteString(`<SOAP-ENV:Envelope xmlns:SOAP-ENV="` + soapEnvNS + `"><SOAP-ENV:Body><SOAP-ENV:Fault>`)
+	b.WriteString(`<faultcode>SOAP-ENV:` + code + `</faultcode><faultstring>`)
+	_ = xml.EscapeText(&b, []byte(msg))
+	b.WriteString(`</faultstring></SOAP-ENV:Fault></SOAP-ENV:Body></SOAP-ENV:Envelope>`)
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write(b.Bytes())
+}
