@@ -97,6 +97,9 @@ type CNWSChange struct {
 	ChangeTime  time.Time
 	Title       string
 	Description string
+	// Extensions are the publisher's elements of other namespaces, each a
+	// self-contained XML element, passed on as they came.
+	Extensions string
 }
 
 // changeOf sums up a batch: a publisher's own words (a CNWS
@@ -111,7 +114,7 @@ func (c *CNWS) changeOf(d *Delivery) CNWSChange {
 	for i := range d.Events {
 		ev := &d.Events[i]
 		switch {
-		case ev.Kind == hub.EventChange && (ev.Title != "" || ev.Summary != ""):
+		case ev.Kind == hub.EventChange && (ev.Title != "" || ev.Summary != "" || len(ev.Payload) > 0):
 			note = ev
 		case ev.Kind == hub.EventItem:
 			item = ev
@@ -122,7 +125,7 @@ func (c *CNWS) changeOf(d *Delivery) CNWSChange {
 	}
 	switch {
 	case note != nil:
-		ch.Title, ch.Description = note.Title, note.Summary
+		ch.Title, ch.Description, ch.Extensions = note.Title, note.Summary, string(note.Payload)
 	case item != nil:
 		ch.Title, ch.Description = item.Title, item.Summary
 	}
@@ -149,6 +152,9 @@ func EncodeCNWSChange(ch CNWSChange) ([]byte, error) {
 	}
 	if d := CNWSText(ch.Description, 0); d != "" {
 		element(&b, "description", d)
+	}
+	if ch.Extensions != "" {
+		b.WriteString(ch.Extensions + "\n")
 	}
 	b.WriteString("</resourceChange>\n</notification>\n")
 	return b.Bytes(), nil

@@ -66,6 +66,9 @@ type CNWSChange struct {
 	Description string
 	// HasText says whether a title or description was given.
 	HasText bool
+	// Extensions are the elements of other namespaces it carried, each a
+	// self-contained XML element, in document order.
+	Extensions string
 }
 
 // ErrCNWS marks a document that is not a valid CNWS notification.
@@ -105,6 +108,9 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 	var text strings.Builder
 	seenRoot := false
 	skip := 0 // depth of an extension element being skipped, 0: none
+	// Extension elements of a resourceChange are kept, each re-encoded on
+	// its own with the namespace declarations it needs (extensions.go).
+	var ext extensionCapture
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -122,6 +128,9 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 			}
 			stack = append(stack, t.Name.Local)
 			if skip > 0 {
+				if err := ext.token(t); err != nil {
+					return CNWSRequest{}, err
+				}
 				continue
 			}
 			ns := t.Name.Space
@@ -145,6 +154,11 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 					return CNWSRequest{}, cnwsErrorf("<%s> must be plain text, without markup", field)
 				}
 				skip = depth
+				if depth == 3 && stack[1] == "resourceChange" {
+					if err := ext.start(t); err != nil {
+						return CNWSRequest{}, err
+					}
+				}
 			case depth == 2:
 				if fields != nil {
 					return CNWSRequest{}, cnwsErrorf("a notification carries one <subscribe> or <resourceChange>, not more")
@@ -166,8 +180,14 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 			depth := len(stack)
 			stack = stack[:depth-1]
 			if skip > 0 {
+				if err := ext.token(t); err != nil {
+					return CNWSRequest{}, err
+				}
 				if depth == skip {
 					skip = 0
+					if err := ext.end(); err != nil {
+						return CNWSRequest{}, err
+					}
 				}
 				continue
 			}
@@ -187,6 +207,12 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 				}
 			}
 		case xml.CharData:
+			if skip > 0 {
+				if err := ext.token(t); err != nil {
+					return CNWSRequest{}, err
+				}
+				continue
+			}
 			switch {
 			case field != "" && skip == 0:
 				if text.Len()+len(t) > maxCNWSFieldBytes {
@@ -203,6 +229,9 @@ func DecodeCNWS(r io.Reader, max int64) (CNWSRequest, error) {
 	}
 	if req.Subscribe == nil && req.Change == nil {
 		return CNWSRequest{}, cnwsErrorf("the notification has neither <subscribe> nor <resourceChange>")
+	}
+	if req.Change != nil {
+		req.Change.Extensions = ext.String()
 	}
 	return req, nil
 }
@@ -292,7 +321,7 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *CNWSChange)
 		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
 		return
 	}
-	note := &hub.ChangeNote{Title: ch.Title, Description: ch.Description}
+	note := &hub.ChangeNote{Title: ch.Title, Description: ch.Description, Extensions: ch.Extensions}
 	urls := []string{ch.ResourceID}
 	if name, ok := a.ownNodeName(ch.ResourceID); ok {
 		// pingd's own feed of a node: the change is its source's.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -266,6 +267,19 @@ func FuzzDecodeCNWS(f *testing.F) {
 			}
 			if !utf8.ValidString(req.Change.Title) || !utf8.ValidString(req.Change.Description) {
 				t.Fatal("invalid UTF-8 accepted")
+			}
+			// Kept extensions are well-formed XML elements on their own.
+			if ext := req.Change.Extensions; ext != "" {
+				d := xml.NewDecoder(strings.NewReader("<x>" + ext + "</x>"))
+				for {
+					_, err := d.Token()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("extensions %q do not parse: %v", ext, err)
+					}
+				}
 			}
 		case req.Subscribe != nil && req.Change == nil:
 			if hub.ValidURL(req.Subscribe.ResourceID) != nil || hub.ValidURL(req.Subscribe.NotificationURL) != nil {

@@ -227,6 +227,9 @@ func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
 		}
 		st.Baselined = true
 		out.Entries = PublishOrder(res.Entries)
+		if src.PendingNote != nil {
+			out.Entries = withExtensions(out.Entries, src.PendingNote.Extensions)
+		}
 	}
 	next, reason := h.scheduler.Next(now, &Source{ID: src.ID, OriginalURL: src.OriginalURL, SourceState: st}, res, ferr)
 	if st.Gone {

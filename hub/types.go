@@ -287,6 +287,10 @@ type Entry struct {
 type ChangeNote struct {
 	Title       string
 	Description string
+	// Extensions are elements of other namespaces the announcement carried
+	// (CNWS: "extra information … in a different namespace"), each a
+	// self-contained XML element, passed on as they came.
+	Extensions string
 }
 
 // Kind is the transport a subscriber asked to be notified over.

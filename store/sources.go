@@ -15,7 +15,7 @@ const sourceColumns = `s.id, s.original_url, s.url, s.etag, s.last_modified, s.b
 	s.body, s.is_feed, s.title, s.description, s.site_url, s.hints, s.baselined, s.gone,
 	s.moved_from, s.moved_at, s.last_fetch_at, s.last_status, s.last_bytes, s.last_new_items,
 	s.last_error, s.consecutive_errors, s.unchanged, s.last_change_at, s.last_ping_at,
-	s.next_fetch_at, s.next_fetch_reason, s.has_note, s.note_title, s.note_description,
+	s.next_fetch_at, s.next_fetch_reason, s.has_note, s.note_title, s.note_description, s.note_extensions,
 	s.lease_owner, s.lease_until, s.created_at`
 
 func scanSource(r rowScanner) (hub.Source, error) {
@@ -28,7 +28,7 @@ func scanSource(r rowScanner) (hub.Source, error) {
 		&st.Body, &st.IsFeed, &st.Title, &st.Description, &st.SiteURL, &hints, &st.Baselined, &st.Gone,
 		&st.MovedFrom, tc(&st.MovedAt), tc(&st.LastFetchAt), &st.LastStatus, &st.LastBytes, &st.LastNewItems,
 		&st.LastError, &st.ConsecutiveErrors, &st.Unchanged, tc(&st.LastChangeAt), tc(&st.LastPingAt),
-		tc(&st.NextFetchAt), &st.NextFetchReason, &hasNote, &note.Title, &note.Description,
+		tc(&st.NextFetchAt), &st.NextFetchReason, &hasNote, &note.Title, &note.Description, &note.Extensions,
 		&src.LeaseOwner, tc(&src.LeaseUntil), tc(&src.CreatedAt))
 	if err != nil {
 		return src, err
@@ -139,8 +139,8 @@ func (s *sqlStore) MarkSourceDue(ctx context.Context, id int64, at time.Time, no
 		last_ping_at = $1`
 	args := []any{atArg, id}
 	if note != nil {
-		query += `, has_note = TRUE, note_title = $3, note_description = $4`
-		args = append(args, note.Title, note.Description)
+		query += `, has_note = TRUE, note_title = $3, note_description = $4, note_extensions = $5`
+		args = append(args, note.Title, note.Description, note.Extensions)
 	}
 	count, err := s.writeCount(ctx, query+` WHERE id = $2`, args...)
 	if err != nil {
@@ -263,7 +263,8 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		case o.Note != nil:
 			// A trusted announcement is a change even when the fetch shows
 			// none; it stands in for the plain change event.
-			events = append(events, hub.Event{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description})
+			events = append(events, hub.Event{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description,
+				Payload: []byte(o.Note.Extensions)})
 		case o.Changed && !applied.Baseline && len(fresh) == 0:
 			events = append(events, hub.Event{Kind: hub.EventChange})
 		}
@@ -311,9 +312,10 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		if o.Note != nil {
 			// Clear the note this fetch consumed, unless another one
 			// replaced it meanwhile.
-			if _, err := s.exec(ctx, tx, `UPDATE sources SET has_note = FALSE, note_title = '', note_description = ''
-				WHERE id = $1 AND has_note AND note_title = $2 AND note_description = $3`,
-				o.SourceID, o.Note.Title, o.Note.Description); err != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE sources SET has_note = FALSE, note_title = '', note_description = '',
+				note_extensions = ''
+				WHERE id = $1 AND has_note AND note_title = $2 AND note_description = $3 AND note_extensions = $4`,
+				o.SourceID, o.Note.Title, o.Note.Description, o.Note.Extensions); err != nil {
 				return fmt.Errorf("clear note of source %d: %w", o.SourceID, err)
 			}
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mmcdole/gofeed"
 
+	"github.com/beevik/etree"
+
 	"github.com/pingd/pingd/internal/testenv"
 )
 
@@ -112,7 +114,9 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 		{"CNWS resourceChange", feedItem{"new-3", "New via CNWS"}, "The publisher says", func(feedItem) {
 			code, body := postXML(t, d.URL+"/cnws", `<notification version="1.0" xmlns="http://www.owlfish.com/thoughts/cnws-2003-04-08.html">`+
 				`<resourceChange><resourceID>`+feedURL+`</resourceID><changeTime>Mon, 07 Apr 2003 22:59:33 GMT</changeTime>`+
-				`<title>The publisher says</title><description>Something new.</description></resourceChange></notification>`)
+				`<title>The publisher says</title><description>Something new.</description>`+
+				`<geo:point xmlns:geo="http://www.w3.org/2003/01/geo/wgs84_pos#" geo:accuracy="10"><geo:lat>52.5</geo:lat><geo:long>13.4</geo:long></geo:point>`+
+				`</resourceChange></notification>`)
 			if code != 200 || !strings.Contains(body, "<status>true</status>") {
 				t.Fatalf("CNWS resourceChange: HTTP %d %s", code, body)
 			}
@@ -178,6 +182,48 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 		}
 		if c := cnws.posts()[i]; xml.Unmarshal([]byte(c.body), &note) != nil || note.Change.ResourceID != feedURL || note.Change.Title != r.title {
 			t.Fatalf("%s: CNWS got %s", r.dialect, c.body)
+		}
+		if r.dialect == "CNWS resourceChange" {
+			// The publisher's extension element went on intact: in the CNWS
+			// notification, in the webhook's Atom entry and in the XMPP item.
+			checkGeo := func(who, raw string) {
+				t.Helper()
+				const geo = "http://www.w3.org/2003/01/geo/wgs84_pos#"
+				doc := etree.NewDocument()
+				if err := doc.ReadFromString(raw); err != nil {
+					t.Fatalf("%s: %v", who, err)
+				}
+				var found []*etree.Element
+				for _, el := range doc.FindElements("//point") {
+					if el.NamespaceURI() == geo {
+						found = append(found, el)
+					}
+				}
+				ok := len(found) == 1
+				if ok {
+					pt := found[0]
+					lat, long := pt.FindElement("lat"), pt.FindElement("long")
+					acc := ""
+					for _, a := range pt.Attr {
+						if a.Key == "accuracy" && a.NamespaceURI() == geo {
+							acc = a.Value
+						}
+					}
+					ok = lat != nil && long != nil && lat.Text() == "52.5" && long.Text() == "13.4" && acc == "10" &&
+						lat.NamespaceURI() == geo
+				}
+				if !ok {
+					t.Fatalf("%s: the extension element did not arrive intact: %s", who, raw)
+				}
+			}
+			checkGeo("CNWS", cnws.posts()[i].body)
+			checkGeo("webhook", h.body)
+			resp, err := reader.SendRaw(ctx, fmt.Sprintf(`<iq type="get" to="%s" id="geo"><pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"><item id="%s"/></items></pubsub></iq>`,
+				p.ComponentDomain, r.item.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGeo("XMPP", resp)
 		}
 	}
 	// Nothing failed on the way.
