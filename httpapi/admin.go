@@ -27,6 +27,7 @@ func (a *API) adminRoutes(r *mux.Router) {
 	r.Handle(node, a.admin(a.getNode)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node, a.admin(a.deleteNode)).Methods(http.MethodDelete)
 	r.Handle(node, a.admin(a.patchNode)).Methods(http.MethodPatch)
+	r.Handle("/api/relay", a.admin(a.getRelay)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node+"/token", a.admin(a.rotateToken)).Methods(http.MethodPost)
 	r.Handle(node+"/whitelist", a.admin(a.getWhitelist)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node+"/whitelist/{jid}", a.admin(a.putWhitelist)).Methods(http.MethodPut)
@@ -681,4 +682,29 @@ func upstreamFrom(u hub.Upstream) upstreamJSON {
 	}
 	return upstreamJSON{Kind: u.Kind, Endpoint: u.Endpoint, Topic: u.Topic, State: u.State,
 		Expires: opt(u.ExpiresAt), NextRenew: opt(u.NextRenewAt), LastPush: opt(u.LastPushAt), LastError: u.LastError}
+}
+
+// getRelay is GET /api/relay: each configured relay target's counts, last
+// success and last error.
+func (a *API) getRelay(w http.ResponseWriter, r *http.Request) {
+	out := []hub.RelayTargetStatus{}
+	byTarget := map[string]hub.RelayTargetStatus{}
+	if rs, ok := a.hub.Store().(hub.RelayStore); ok {
+		st, err := rs.RelayStatus(r.Context())
+		if err != nil {
+			a.writeHubError(w, r, err, "relay status")
+			return
+		}
+		for _, s := range st {
+			byTarget[s.Target] = s
+		}
+	}
+	for _, t := range a.cfg.RelayTargets {
+		s, ok := byTarget[t]
+		if !ok {
+			s = hub.RelayTargetStatus{Target: t}
+		}
+		out = append(out, s)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"targets": out})
 }

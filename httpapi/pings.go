@@ -73,6 +73,7 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 	if n == 0 {
 		a.pages.lookAt(urls[0])
 	}
+	a.relay(ctx, p, urls)
 	return n, nil
 }
 
@@ -291,4 +292,24 @@ func parseTags(v string) ([]string, error) {
 		return nil, fmt.Errorf("%w: more than %d tags", hub.ErrInvalid, maxTags)
 	}
 	return out, nil
+}
+
+// relay queues an accepted ping for the configured ping servers, unless
+// another pingd relayed it. extendedPing's urls are (feed, site, …); the
+// others' first URL is the weblog's. A ping is answered whether or not
+// its relay could be queued: the relay is an extra, the ping is stored.
+func (a *API) relay(ctx context.Context, p hub.Ping, urls []string) {
+	if a.cfg.Relay == nil || ctx.Value(relayedKey{}) != nil {
+		return
+	}
+	page, feedURL := urls[0], ""
+	if p.Dialect == DialectExtendedPing {
+		feedURL = urls[0]
+		if len(urls) > 1 {
+			page = urls[1]
+		}
+	}
+	if err := a.cfg.Relay.Enqueue(ctx, p, page, feedURL); err != nil {
+		a.log.WarnContext(ctx, "ping not queued for relay", "url", page, "err", err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	// origin draws; default 10 per second in bursts of 100.
 	PingHostRate  float64
 	PingHostBurst int
+	// Relay, when set, forwards accepted pings to other ping servers;
+	// RelayTargets names them for GET /api/relay.
+	Relay        PingRelay
+	RelayTargets []string
 	// CloudProtocol is the protocol the node feeds' <cloud> element
 	// advertises for registrations: "http-post" (the REST /pleaseNotify,
 	// default), "xml-rpc" or "soap" (both on /RPC2).
@@ -181,6 +186,10 @@ func (a *API) Router() *mux.Router { return a.router }
 // ServeHTTP logs every request at debug level and dispatches it.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if r.Header.Get(delivery.RelayHeader) != "" {
+		// Relayed by a pingd: never relayed again (the loop guard).
+		r = r.WithContext(context.WithValue(r.Context(), relayedKey{}, true))
+	}
 	rec := &statusRecorder{ResponseWriter: w}
 	a.router.ServeHTTP(rec, r)
 	if a.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -314,3 +323,11 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 func (a *API) nodeURL(prefix, node string) string {
 	return a.publicURL + "/" + prefix + "/" + url.PathEscape(node)
 }
+
+// PingRelay forwards accepted pings (delivery.Relayer).
+type PingRelay interface {
+	Enqueue(ctx context.Context, p hub.Ping, pageURL, feedURL string) error
+}
+
+// relayedKey marks the context of a request another pingd relayed.
+type relayedKey struct{}

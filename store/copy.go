@@ -26,7 +26,7 @@ import (
 // keys. schema_migrations is not copied: the target was migrated by Open.
 var copyTables = []string{
 	"sources", "seen", "nodes", "events", "items",
-	"subscriptions", "affiliations", "pings", "counters", "upstreams",
+	"subscriptions", "affiliations", "pings", "counters", "upstreams", "relays",
 }
 
 // ErrTargetNotEmpty is returned by Copy when the target holds data and

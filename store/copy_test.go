@@ -42,7 +42,7 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 			t.Errorf("table %s: nothing copied; the test must fill every table", tc.Table)
 		}
 	}
-	if len(report.Tables) != 10 || report.Replaced || report.SchemaVersion < 1 {
+	if len(report.Tables) != 11 || report.Replaced || report.SchemaVersion < 1 {
 		t.Fatalf("report = %+v", report)
 	}
 
@@ -210,6 +210,9 @@ func fillEveryTable(t *testing.T, ctx context.Context, s store.Store) {
 	check(s.(hub.UpstreamStore).PutUpstream(ctx, &hub.Upstream{SourceID: src.ID, Kind: hub.UpstreamWebSub,
 		Endpoint: "https://hub.example.org/", Topic: src.URL, Secret: "s", State: hub.UpstreamActive,
 		LeaseSeconds: 86400, ExpiresAt: t0.Add(24 * time.Hour), NextRenewAt: t0.Add(19 * time.Hour)}))
+	_, err = s.(hub.RelayStore).EnqueueRelay(ctx, &hub.Relay{Target: "xmlrpc:https://rpc.example.org/RPC2", Name: "Blog",
+		URL: "https://example.org/", FeedURL: "https://example.org/feed.xml", Tags: []string{"a", "b"}, CreatedAt: t0}, time.Minute)
+	check(err)
 	for i := range 3 {
 		check(s.RecordPing(ctx, &hub.Ping{Dialect: "xmlrpc-weblogupdates", Name: fmt.Sprintf("blog %d", i),
 			URL: "https://example.org/", Remote: "127.0.0.1", ReceivedAt: t0.Add(time.Duration(i) * time.Second)}))
@@ -233,6 +236,7 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		PingsTotal int64
 		Behind     []hub.Node
 		Upstreams  []hub.Upstream
+		Relays     []hub.RelayTargetStatus
 	}
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
@@ -264,6 +268,9 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		t.Fatal(err)
 	}
 	if dump.Upstreams, err = s.(hub.UpstreamStore).Upstreams(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dump.Relays, err = s.(hub.RelayStore).RelayStatus(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(dump)

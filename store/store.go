@@ -16,6 +16,7 @@ type Store interface {
 	hub.Store
 	hub.UpstreamStore // upstream.go
 	hub.PingArchive   // misc.go
+	hub.RelayStore    // relay.go
 	// Backend names the database behind the store: "sqlite" or "postgres".
 	Backend() string
 	// TryLeader takes the named leader lock if no other process holds it

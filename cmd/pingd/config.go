@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"mellium.im/xmpp/jid"
+
+	"github.com/pingd/pingd/delivery"
 )
 
 // Config is pingd's effective configuration: defaults, then the config
@@ -37,6 +39,7 @@ type Config struct {
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
 	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the node feeds' <cloud> element offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
+	RelayPings         string        `opt:"relay-pings" env:"PINGD_RELAY_PINGS" help:"ping servers to forward accepted pings to, comma- or space-separated: xmlrpc:URL (weblogUpdates) or get:URL with {name}, {url} and {feed} (none: off)"`
 	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
 	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
 	LogLevel           string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
@@ -248,6 +251,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST (--xmpp-multicast) %q: want auto, off or a service JID like multicast.example.org", c.XMPPMulticast))
 		}
 	}
+	if _, err := c.RelayTargets(); err != nil {
+		errs = append(errs, fmt.Errorf("PINGD_RELAY_PINGS (--relay-pings): %w", err))
+	}
 	switch c.RSSCloudProtocol {
 	case "http-post", "xml-rpc", "soap":
 	default:
@@ -342,4 +348,21 @@ func usageOptions(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  --%-18s %-24s %s (default: %s)\n", o.name, o.env, o.help, def)
 	}
+}
+
+// RelayTargets parses PINGD_RELAY_PINGS; pingd's own HTTP address and
+// public host are refused as targets.
+func (c *Config) RelayTargets() ([]delivery.RelayTarget, error) {
+	self := []string{c.HTTPAddr}
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Host != "" {
+		self = append(self, u.Host)
+		if u.Port() == "" {
+			port := "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+			self = append(self, net.JoinHostPort(u.Hostname(), port))
+		}
+	}
+	return delivery.ParseRelayTargets(c.RelayPings, self)
 }

@@ -158,6 +158,24 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	wakeups := st.Wakeups()
 	h.Register(wakeups, hub.Kinds...)
 
+	relayTargets, err := cfg.RelayTargets()
+	if err != nil {
+		return fmt.Errorf("PINGD_RELAY_PINGS: %w", err)
+	}
+	relayClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
+	relayClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	relayer := delivery.NewRelayer(delivery.RelayConfig{
+		Store: st, Client: relayClient, Targets: relayTargets, Instance: h.Instance(), Logger: log,
+		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
+	})
+	var pingRelay httpapi.PingRelay
+	var relayNames []string
+	if relayer != nil {
+		pingRelay = relayer
+		for _, t := range relayTargets {
+			relayNames = append(relayNames, t.Spec)
+		}
+	}
 	api, err := httpapi.New(httpapi.Config{
 		Hub:           h,
 		PublicURL:     cfg.PublicURL,
@@ -166,6 +184,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		CheckHost:     checkHost,
 		Resolver:      resolver,
 		CloudProtocol: cfg.RSSCloudProtocol,
+		Relay:         pingRelay,
+		RelayTargets:  relayNames,
 		Logger:        log,
 		Version:       version,
 	})
@@ -214,6 +234,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 			log.Error("hub stopped", "err", err)
 		}
 	})
+	if relayer != nil {
+		wg.Go(func() {
+			if err := relayer.Run(workCtx); err != nil {
+				log.Error("ping relay stopped", "err", err)
+			}
+		})
+	}
 	if upstreams != nil {
 		wg.Go(func() {
 			if err := upstreams.Run(workCtx); err != nil {

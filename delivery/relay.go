@@ -1,0 +1,286 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
+)
+
+// Ping relay (seed 003, "Who to ping?"): a ping pingd accepted is
+// forwarded to each configured ping server, so a publisher pings pingd once
+// and reaches the others. Relays are queued in the store (hub.RelayStore)
+// when the ping is accepted and sent by Relayer.Run: durable, retried with
+// backoff for a day, at most one per URL per target per minute, never to
+// pingd itself, and never for a ping another pingd relayed (the loop
+// guard: relays carry RelayHeader, and pings carrying it are not relayed
+// again).
+
+// RelayHeader marks a ping pingd relayed.
+const RelayHeader = "X-Pingd-Relay"
+
+// Relay timing.
+const (
+	relayDedupe     = time.Minute
+	relayGiveUp     = 24 * time.Hour
+	relayMaxBackoff = time.Hour
+	relayLease      = 2 * time.Minute
+	relayBatch      = 32
+	relayKeep       = 7 * 24 * time.Hour
+	relayMaxAnswer  = 64 << 10
+)
+
+// RelayTarget is one configured ping server.
+type RelayTarget struct {
+	// Spec is the target as configured ("xmlrpc:URL" or "get:URL").
+	Spec string
+	// XMLRPC is true for weblogUpdates pings over XML-RPC; otherwise a GET
+	// of URL with {name}, {url} and {feed} replaced.
+	XMLRPC bool
+	URL    string
+}
+
+// ParseRelayTargets reads PINGD_RELAY_PINGS: targets separated by commas
+// or white space, each "xmlrpc:URL" (weblogUpdates.ping, or extendedPing
+// when the ping named a feed) or "get:URL" with {name}, {url} and {feed}
+// placeholders. A target on one of selfHosts (pingd's own host:port) is
+// refused: pingd never relays to itself.
+func ParseRelayTargets(spec string, selfHosts []string) ([]RelayTarget, error) {
+	var out []RelayTarget
+	var errs []error
+	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		kind, raw, ok := strings.Cut(item, ":")
+		t := RelayTarget{Spec: item, URL: raw}
+		switch {
+		case ok && kind == "xmlrpc":
+			t.XMLRPC = true
+		case ok && kind == "get":
+		default:
+			errs = append(errs, fmt.Errorf("%q: want xmlrpc:URL or get:URL", item))
+			continue
+		}
+		probe := strings.NewReplacer("{name}", "x", "{url}", "x", "{feed}", "x").Replace(raw)
+		u, err := url.Parse(probe)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%q: %q is not an absolute http(s) URL", item, raw))
+			continue
+		}
+		for _, self := range selfHosts {
+			if strings.EqualFold(u.Host, self) {
+				errs = append(errs, fmt.Errorf("%q is pingd itself: pingd never relays to itself", item))
+			}
+		}
+		out = append(out, t)
+	}
+	return out, errors.Join(errs...)
+}
+
+// RelayConfig configures a Relayer.
+type RelayConfig struct {
+	Store     hub.RelayStore
+	Client    *http.Client
+	Targets   []RelayTarget
+	Instance  string
+	UserAgent string
+	Logger    *slog.Logger
+	Now       func() time.Time
+	// Every is how often due relays are looked for; default 2s.
+	Every time.Duration
+}
+
+// Relayer queues and sends relayed pings.
+type Relayer struct {
+	cfg  RelayConfig
+	log  *slog.Logger
+	wake chan struct{}
+}
+
+// NewRelayer returns a Relayer; nil when there are no targets.
+func NewRelayer(cfg RelayConfig) *Relayer {
+	if len(cfg.Targets) == 0 {
+		return nil
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = 2 * time.Second
+	}
+	return &Relayer{cfg: cfg, log: cfg.Logger.With("component", "relay"), wake: make(chan struct{}, 1)}
+}
+
+// Enqueue queues a ping for every target. pageURL is the weblog's URL;
+// feedURL is set when the ping named its feed.
+func (r *Relayer) Enqueue(ctx context.Context, p hub.Ping, pageURL, feedURL string) error {
+	if r == nil {
+		return nil
+	}
+	var errs []error
+	for _, t := range r.cfg.Targets {
+		rel := &hub.Relay{Target: t.Spec, Name: p.Name, URL: pageURL, FeedURL: feedURL, Tags: p.Tags, CreatedAt: r.cfg.Now().UTC()}
+		if _, err := r.cfg.Store.EnqueueRelay(ctx, rel, relayDedupe); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return errors.Join(errs...)
+}
+
+// Run sends due relays until ctx ends.
+func (r *Relayer) Run(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	t := time.NewTicker(r.cfg.Every)
+	defer t.Stop()
+	lastPrune := time.Time{}
+	for {
+		r.sendDue(ctx)
+		if now := r.cfg.Now(); now.Sub(lastPrune) > time.Hour {
+			if err := r.cfg.Store.PruneRelays(ctx, now.Add(-relayKeep)); err != nil && ctx.Err() == nil {
+				r.log.WarnContext(ctx, "prune relays", "err", err)
+			}
+			lastPrune = now
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-r.wake:
+		}
+	}
+}
+
+func (r *Relayer) sendDue(ctx context.Context) {
+	for ctx.Err() == nil {
+		now := r.cfg.Now().UTC()
+		due, err := r.cfg.Store.ClaimRelays(ctx, now, relayBatch, r.cfg.Instance, now.Add(relayLease))
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.WarnContext(ctx, "claim relays", "err", err)
+			}
+			return
+		}
+		if len(due) == 0 {
+			return
+		}
+		for i := range due {
+			r.send(ctx, &due[i])
+		}
+	}
+}
+
+// send makes one attempt and records it.
+func (r *Relayer) send(ctx context.Context, rel *hub.Relay) {
+	var target *RelayTarget
+	for i := range r.cfg.Targets {
+		if r.cfg.Targets[i].Spec == rel.Target {
+			target = &r.cfg.Targets[i]
+		}
+	}
+	now := r.cfg.Now().UTC()
+	rel.Attempts++
+	var err error
+	permanent := false
+	if target == nil {
+		err, permanent = errors.New("no longer a configured target"), true
+	} else {
+		permanent, err = r.attempt(ctx, target, rel)
+	}
+	switch {
+	case err == nil:
+		rel.State, rel.SentAt, rel.LastError = hub.RelaySent, now, ""
+		r.log.InfoContext(ctx, "ping relayed", "target", rel.Target, "url", rel.URL)
+	case permanent || now.Sub(rel.CreatedAt) >= relayGiveUp:
+		rel.State, rel.LastError = hub.RelayFailed, err.Error()
+		rel.NextAttemptAt = now
+		r.log.WarnContext(ctx, "ping relay failed", "target", rel.Target, "url", rel.URL, "attempts", rel.Attempts, "err", err)
+	default:
+		backoff := min(time.Minute<<min(rel.Attempts-1, 10), relayMaxBackoff)
+		rel.State, rel.LastError, rel.NextAttemptAt = hub.RelayPending, err.Error(), now.Add(backoff)
+		r.log.InfoContext(ctx, "ping relay will be retried", "target", rel.Target, "url", rel.URL, "in", backoff, "err", err)
+	}
+	// Recorded even when shutting down, so the attempt is not lost.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.cfg.Store.FinishRelay(fctx, rel); err != nil {
+		r.log.WarnContext(ctx, "record relay", "id", rel.ID, "err", err)
+	}
+}
+
+// attempt sends one relay; permanent says a failure is not worth retrying.
+func (r *Relayer) attempt(ctx context.Context, t *RelayTarget, rel *hub.Relay) (permanent bool, err error) {
+	var req *http.Request
+	if t.XMLRPC {
+		var body []byte
+		if rel.FeedURL != "" {
+			params := []any{rel.Name, rel.URL, rel.URL, rel.FeedURL}
+			if len(rel.Tags) > 0 {
+				params = append(params, strings.Join(rel.Tags, "|"))
+			}
+			body, err = xmlrpc.MarshalCall("weblogUpdates.extendedPing", params...)
+		} else {
+			body, err = xmlrpc.MarshalCall("weblogUpdates.ping", rel.Name, rel.URL)
+		}
+		if err != nil {
+			return true, err
+		}
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
+		if err != nil {
+			return true, err
+		}
+		req.Header.Set("Content-Type", "text/xml")
+	} else {
+		u := strings.NewReplacer("{name}", url.QueryEscape(rel.Name), "{url}", url.QueryEscape(rel.URL),
+			"{feed}", url.QueryEscape(rel.FeedURL)).Replace(t.URL)
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return true, err
+		}
+	}
+	req.Header.Set(RelayHeader, "1")
+	if r.cfg.UserAgent != "" {
+		req.Header.Set("User-Agent", r.cfg.UserAgent)
+	}
+	resp, err := r.cfg.Client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, relayMaxAnswer))
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
+		return false, fmt.Errorf("HTTP %d", resp.StatusCode)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return true, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if !t.XMLRPC {
+		return false, nil
+	}
+	v, err := xmlrpc.DecodeResponse(bytes.NewReader(body), xmlrpc.Limits{MaxBytes: relayMaxAnswer})
+	if err != nil {
+		return true, fmt.Errorf("answer: %w", err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		if fl, _ := m["flerror"].(bool); fl {
+			msg, _ := m["message"].(string)
+			return true, fmt.Errorf("the ping server refused: %s", msg)
+		}
+	}
+	return false, nil
+}
