@@ -1,7 +1,3 @@
-// Package metrics defines every Prometheus series pingd exports, all named
-// pingd_…, in one registry served at /metrics. Packages record through the
-// small functions here (or through hooks that cmd/pingd points here), so the
-// names, labels and buckets stay in one place.
 package metrics
 
 import (
