@@ -126,6 +126,24 @@ func relTokens(rel string) []string {
 	return strings.Fields(strings.ToLower(rel))
 }
 
+// addLink records a hub, self or GetPingd descriptor link; it reports
+// whether rel was one of those.
+func (f *Found) addLink(rel, href string) bool {
+	switch rel {
+	case "hub":
+		f.Hubs = addUnique(f.Hubs, href)
+	case "self":
+		if f.Self == "" {
+			f.Self = href
+		}
+	case RelDescriptor:
+		f.Descriptors = addUnique(f.Descriptors, href)
+	default:
+		return false
+	}
+	return true
+}
+
 // parseHeaders reads the discovery headers of an answer: X-XRDS-Location
 // and Link (RFC 8288) with rel="hub" and rel="self".
 func (f *Found) parseHeaders(base *url.URL, h http.Header) {
@@ -134,16 +152,7 @@ func (f *Found) parseHeaders(base *url.URL, h http.Header) {
 	}
 	for _, l := range parseLinkHeader(h.Values("Link")) {
 		for _, rel := range relTokens(l.rel) {
-			switch rel {
-			case "hub":
-				f.Hubs = addUnique(f.Hubs, resolve(base, l.target))
-			case "self":
-				if f.Self == "" {
-					f.Self = resolve(base, l.target)
-				}
-			case RelDescriptor:
-				f.Descriptors = addUnique(f.Descriptors, resolve(base, l.target))
-			}
+			f.addLink(rel, resolve(base, l.target))
 		}
 	}
 }
@@ -242,20 +251,12 @@ func (f *Found) parseHTML(base *url.URL, body []byte) {
 				continue
 			}
 			for _, rel := range relTokens(attrs["rel"]) {
-				switch rel {
-				case "alternate", "feed":
-					if isFeedType(attrs["type"]) && !slices.ContainsFunc(f.Feeds, func(l FeedLink) bool { return l.URL == href }) {
-						f.Feeds = append(f.Feeds, FeedLink{URL: href, Type: mediaType(attrs["type"]), Title: strings.TrimSpace(attrs["title"])})
-					}
-				case "hub":
-					f.Hubs = addUnique(f.Hubs, href)
-				case "self":
-					if f.Self == "" {
-						f.Self = href
-					}
-				case RelDescriptor:
-					f.Descriptors = addUnique(f.Descriptors, href)
+				if (rel == "alternate" || rel == "feed") && isFeedType(attrs["type"]) &&
+					!slices.ContainsFunc(f.Feeds, func(l FeedLink) bool { return l.URL == href }) {
+					f.Feeds = append(f.Feeds, FeedLink{URL: href, Type: mediaType(attrs["type"]), Title: strings.TrimSpace(attrs["title"])})
+					continue
 				}
+				f.addLink(rel, href)
 			}
 		}
 	}
@@ -344,16 +345,7 @@ func (f *Found) parseFeed(base *url.URL, body []byte) bool {
 			case t.Name.Local == "link" && t.Name.Space == nsAtom:
 				href := resolve(base, attr("href"))
 				for _, rel := range relTokens(attr("rel")) {
-					switch rel {
-					case "hub":
-						f.Hubs = addUnique(f.Hubs, href)
-					case "self":
-						if f.Self == "" {
-							f.Self = href
-						}
-					case RelDescriptor:
-						f.Descriptors = addUnique(f.Descriptors, href)
-					}
+					f.addLink(rel, href)
 				}
 			case t.Name.Local == "cloud" && (t.Name.Space == "" || t.Name.Space == nsRSS10):
 				port, err := strconv.Atoi(strings.TrimSpace(attr("port")))
