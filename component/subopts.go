@@ -38,11 +38,7 @@ func subOptionsForm(opts hub.Options, nodeType string, result bool) *form.Data {
 		form.Hidden("FORM_TYPE", form.Value(formSubscribeOptions)),
 		form.Boolean(fieldIncludeBody, form.Label("Add a readable message body to each notification"),
 			form.Value(boolValue(opts.IncludeBody))),
-		form.List(fieldMessageType, form.Label("Message type of notifications"),
-			form.Value(typ),
-			form.ListItem("Headline (shown, not stored offline)", hub.NotifyHeadline),
-			form.ListItem("Normal (stored offline)", hub.NotifyNormal),
-			form.ListItem("Chat (shown in a conversation)", hub.NotifyChat)),
+		messageTypeField(typ),
 	}
 	if result {
 		fields = append([]form.Field{form.Result}, fields...)
