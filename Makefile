@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/pingd
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-short vet fmt-check fuzz clean
+.PHONY: all build run test test-deps test-short vet fmt-check fuzz clean
 
 all: build
 
@@ -18,9 +18,13 @@ run: build
 	./scripts/run-local.sh $(BIN)
 
 # Everything: vet, formatting, unit and integration tests with the race
-# detector (integration tests start their own Prosody).
-test: vet fmt-check
+# detector (integration tests start their own Prosody and ejabberd; the
+# Debian packages they need are installed first if missing).
+test: test-deps vet fmt-check
 	$(GO) test -race -timeout 15m ./...
+
+test-deps:
+	./scripts/test-deps.sh
 
 # Unit tests only (no Prosody, no PostgreSQL).
 test-short:
