@@ -185,6 +185,12 @@ func (e *Engine) Wake(nodeID int64) {
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
+// wakeAt wakes the engine for a node after d. A wake after Run ended is
+// harmless: Wake never blocks.
+func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
+	time.AfterFunc(d, func() { e.Wake(nodeID) })
+}
+
 // Run delivers until ctx ends. A delivery cut off when it ends is given
 // back unchanged (its lease released, its cursor where it was), so the
 // next process redoes it at once; if even that fails, the lease runs out
@@ -248,7 +254,15 @@ func (e *Engine) Run(ctx context.Context) error {
 					case slotQueued:
 						continue
 					case slotFull:
-						e.postpone(ctx, &sub, now.Add(e.hosts.busyDelay(host, postponed[host])))
+						at := now.Add(e.hosts.busyDelay(host, postponed[host]))
+						e.postpone(ctx, &sub, at)
+						if postponed[host] == 0 {
+							// Look again when the first one put off is due,
+							// not at the next poll: a host with many
+							// subscribers would otherwise get a queue-full
+							// per poll interval.
+							e.wakeAt(nodeID, at.Sub(now))
+						}
 						postponed[host]++
 						continue
 					}
@@ -557,7 +571,7 @@ func (e *Engine) nextAttempt(now time.Time, ds hub.DeliveryState, p Policy) (nex
 // Bounds of the delay before another try at a subscription whose host was
 // busy.
 const (
-	minBusyDelay = 250 * time.Millisecond
+	minBusyDelay = 10 * time.Millisecond
 	maxBusyDelay = time.Minute
 )
 

@@ -558,3 +558,28 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		t.Errorf("postponing counted as attempts: %+v", s.DeliveryState)
 	}
 }
+
+// TestManySubscribersOnOneHost: when more subscriptions of one receiver
+// host are claimed than its slots and queue take, the ones put off are
+// tried again when they are due, not only at the next poll (here an hour
+// away): every subscriber gets the item without any poll.
+func TestManySubscribersOnOneHost(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Now, c.PollInterval = time.Now, time.Hour
+		c.Workers, c.PerHost = 8, 1 // a queue of 16: most of 60 are put off
+	})
+	rc := newReceiver(t, h.clock)
+	const n = 60
+	for i := range n {
+		h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{})
+	}
+	h.publish("a")
+	eventually(t, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
+	paths := map[string]bool{}
+	for _, d := range rc.deliveries("") {
+		paths[d.Path] = true
+	}
+	if len(paths) != n {
+		t.Errorf("%d distinct subscribers served, want %d", len(paths), n)
+	}
+}
