@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // openSQLite opens the SQLite file at path with two pools: one connection
@@ -19,6 +21,24 @@ import (
 // the file lock instead of failing when they upgrade from reading, and a
 // few read-only connections that WAL lets read while a write is under way.
 func openSQLite(ctx context.Context, path string, params url.Values, opt Options) (Store, error) {
+	// Processes opening a fresh file together can find it locked while
+	// another turns on WAL, which SQLite reports at once instead of
+	// waiting out busy_timeout: try again for as long as a query may take.
+	deadline := time.Now().Add(opt.QueryTimeout)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		s, err := openSQLiteOnce(ctx, path, params, opt)
+		if err == nil || !isSQLiteBusy(err) || time.Now().Add(wait).After(deadline) {
+			return s, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+func openSQLiteOnce(ctx context.Context, path string, params url.Values, opt Options) (Store, error) {
 	s, err := connectSQLite(ctx, path, params, opt)
 	if err != nil {
 		return nil, err
@@ -28,6 +48,12 @@ func openSQLite(ctx context.Context, path string, params url.Values, opt Options
 		return nil, fmt.Errorf("open database %q: %w", path, err)
 	}
 	return s, nil
+}
+
+// isSQLiteBusy reports SQLITE_BUSY (the database file is locked).
+func isSQLiteBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // connectSQLite opens the pools without touching the schema.
