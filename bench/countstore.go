@@ -70,7 +70,7 @@ var writeMethods = []string{
 	"CreateNode", "UpdateNodeConfig", "SetNodeToken", "SetNodeSource", "DeleteNode",
 	"Append", "SetXMPPSeq", "EnsureSource", "MarkSourceDue", "ClaimDueSources", "ApplyFetch",
 	"PutSubscription", "DeleteSubscriptions", "DeleteSubscription", "SetSubscriptionState",
-	"ClaimDeliveries", "SaveDeliveryState", "DeleteExpiredSubscriptions", "SetAffiliation",
+	"ClaimDeliveries", "SaveDeliveryState", "SaveDeliveryStates", "DeleteExpiredSubscriptions", "SetAffiliation",
 	"RecordPing", "Prune",
 }
 
@@ -197,6 +197,11 @@ func (s *countingStore) SetSubscriptionState(ctx context.Context, id int64, stat
 func (s *countingStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]hub.Subscription, error) {
 	s.inc(ctx, "ClaimDeliveries")
 	return s.Store.ClaimDeliveries(ctx, now, nodeID, limit, owner, until)
+}
+
+func (s *countingStore) SaveDeliveryStates(ctx context.Context, states []hub.SavedDeliveryState) error {
+	s.inc(ctx, "SaveDeliveryStates")
+	return s.Store.SaveDeliveryStates(ctx, states)
 }
 
 func (s *countingStore) SaveDeliveryState(ctx context.Context, id int64, st hub.DeliveryState) error {

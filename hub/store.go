@@ -110,6 +110,11 @@ type Store interface {
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and
 	// releases its lease; ErrNotFound if it was removed meanwhile.
 	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
+	// SaveDeliveryStates does what SaveDeliveryState does for several
+	// subscriptions at once, in one transaction, skipping those removed
+	// meanwhile: all are saved or none. A subscription named twice gets
+	// the last of its states.
+	SaveDeliveryStates(ctx context.Context, states []SavedDeliveryState) error
 	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
 	// and returns them.
 	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)

@@ -384,6 +384,12 @@ type DeliveryState struct {
 	LeaseUntil time.Time
 }
 
+// SavedDeliveryState is one subscription's delivery bookkeeping to save.
+type SavedDeliveryState struct {
+	ID    int64
+	State DeliveryState
+}
+
 // Subscription is one subscriber of one node, of any kind.
 type Subscription struct {
 	ID       int64

@@ -133,3 +133,63 @@ func BenchmarkDispatchReads(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSaveDeliveryStates compares saving the delivery states of 64
+// finished deliveries one transaction each (SaveDeliveryState) with one
+// SaveDeliveryStates call, on SQLite and, when PINGD_TEST_POSTGRES is set,
+// on PostgreSQL. The figure to read is µs/state.
+func BenchmarkSaveDeliveryStates(b *testing.B) {
+	const subs, per = 1000, 64
+	backends := []string{"sqlite", "postgres"}
+	for _, backend := range backends {
+		for _, together := range []bool{false, true} {
+			name := backend + "/one-by-one"
+			if together {
+				name = backend + "/together"
+			}
+			b.Run(name, func(b *testing.B) {
+				dsn := filepath.Join(b.TempDir(), "pingd.db")
+				if backend == "postgres" {
+					dsn = store.TestPostgresURL(b)
+				}
+				s, err := store.Open(context.Background(), dsn, store.Options{Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				ctx := context.Background()
+				n := &hub.Node{Name: "bench", NodeConfig: hub.DefaultNodeConfig()}
+				if err := s.CreateNode(ctx, n); err != nil {
+					b.Fatal(err)
+				}
+				ids := make([]int64, subs)
+				for i := range ids {
+					sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: fmt.Sprintf("http://127.0.0.1/%d", i), State: hub.SubActive}
+					if _, err := s.PutSubscription(ctx, sub); err != nil {
+						b.Fatal(err)
+					}
+					ids[i] = sub.ID
+				}
+				states := make([]hub.SavedDeliveryState, per)
+				for i := 0; b.Loop(); i++ {
+					for j := range states {
+						states[j] = hub.SavedDeliveryState{ID: ids[(i*per+j)%subs], State: hub.DeliveryState{Cursor: int64(i), Attempts: 1, LastStatus: 204}}
+					}
+					if together {
+						err = s.SaveDeliveryStates(ctx, states)
+					} else {
+						for _, st := range states {
+							if err = s.SaveDeliveryState(ctx, st.ID, st.State); err != nil {
+								break
+							}
+						}
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*per), "µs/state")
+			})
+		}
+	}
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimDeliveriesLeases", testClaimDeliveriesLeases},
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
 		{"SaveDeliveryState", testSaveDeliveryState},
+		{"SaveDeliveryStates", testSaveDeliveryStates},
 		{"Affiliations", testAffiliations},
 		{"Pings", testPings},
 		{"Prune", testPrune},
@@ -1530,6 +1531,72 @@ func testSaveDeliveryState(t *testing.T, s store.Store) {
 	}
 	noErr(t, s.DeleteSubscription(ctx, sub.ID))
 	wantErr(t, s.SaveDeliveryState(ctx, sub.ID, st), hub.ErrNotFound)
+}
+
+// testSaveDeliveryStates: several states saved in one call each land on
+// their own subscription, leases released; a subscription deleted
+// meanwhile is skipped without failing the others; one named twice gets
+// the last state.
+func testSaveDeliveryStates(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := newNode(t, s, "n")
+	var ids []int64
+	for i := range 3 {
+		sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: fmt.Sprintf("http://127.0.0.1/cb%d", i), State: hub.SubActive}
+		must(s.PutSubscription(ctx, sub))(t)
+		ids = append(ids, sub.ID)
+	}
+	appendEvents(t, s, n.ID, item("1", ""), item("2", ""))
+	if claimed := must(s.ClaimDeliveries(ctx, t0, n.ID, 10, "me", t0.Add(time.Minute)))(t); len(claimed) != 3 {
+		t.Fatalf("claimed %d", len(claimed))
+	}
+	noErr(t, s.DeleteSubscription(ctx, ids[1]))
+	noErr(t, s.SaveDeliveryStates(ctx, nil))
+	noErr(t, s.SaveDeliveryStates(ctx, []hub.SavedDeliveryState{
+		{ID: ids[0], State: hub.DeliveryState{Cursor: 2, Attempts: 1, LastStatus: 204, LastDeliveredAt: t0}},
+		{ID: ids[1], State: hub.DeliveryState{Cursor: 2}},
+		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 9}},
+		{ID: ids[2], State: hub.DeliveryState{Cursor: 1, Attempts: 1, ConsecutiveErrors: 1, FirstFailureAt: t0,
+			NextAttemptAt: t0.Add(time.Minute), LastError: "HTTP 503", LastStatus: 503}},
+	}))
+	first := must(s.Subscription(ctx, ids[0]))(t)
+	if first.Cursor != 2 || first.LastStatus != 204 || !first.LastDeliveredAt.Equal(t0) || first.LeaseOwner != "" || !first.LeaseUntil.IsZero() {
+		t.Errorf("first subscription's state = %+v", first.DeliveryState)
+	}
+	third := must(s.Subscription(ctx, ids[2]))(t)
+	if third.Cursor != 1 || third.ConsecutiveErrors != 1 || third.LastError != "HTTP 503" ||
+		!third.NextAttemptAt.Equal(t0.Add(time.Minute)) || third.LeaseOwner != "" {
+		t.Errorf("third subscription's state = %+v", third.DeliveryState)
+	}
+	if _, err := s.Subscription(ctx, ids[1]); !errors.Is(err, hub.ErrNotFound) {
+		t.Errorf("deleted subscription came back: %v", err)
+	}
+	// Released: the one caught up is not claimed again, the failing one
+	// only when its retry is due.
+	if got := must(s.ClaimDeliveries(ctx, t0, 0, 10, "other", t0.Add(time.Minute)))(t); len(got) != 0 {
+		t.Fatalf("claimed %v before the retry was due", subIDs(got))
+	}
+	got := must(s.ClaimDeliveries(ctx, t0.Add(time.Minute), 0, 10, "other", t0.Add(2*time.Minute)))(t)
+	if len(got) != 1 || got[0].ID != ids[2] {
+		t.Fatalf("claimed %v when the retry was due, want [%d]", subIDs(got), ids[2])
+	}
+
+	// More than one statement's worth (the store splits them), each its
+	// own cursor.
+	many := newNode(t, s, "many")
+	var states []hub.SavedDeliveryState
+	for i := range 131 {
+		sub := &hub.Subscription{NodeID: many.ID, Kind: hub.KindWebhook, Address: fmt.Sprintf("http://127.0.0.1/m%d", i), State: hub.SubActive}
+		must(s.PutSubscription(ctx, sub))(t)
+		states = append(states, hub.SavedDeliveryState{ID: sub.ID, State: hub.DeliveryState{Cursor: int64(i + 1), Attempts: i}})
+	}
+	noErr(t, s.SaveDeliveryStates(ctx, states))
+	for i, st := range states {
+		got := must(s.Subscription(ctx, st.ID))(t)
+		if got.Cursor != int64(i+1) || got.Attempts != i {
+			t.Fatalf("subscription %d of %d: cursor %d, attempts %d", i, len(states), got.Cursor, got.Attempts)
+		}
+	}
 }
 
 func testAffiliations(t *testing.T, s store.Store) {
