@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -113,7 +114,25 @@ type Engine struct {
 	woken map[int64]bool
 	hosts *hostSlots
 	rand  func() float64
+	// states writes finished deliveries' states while Run runs (nil
+	// otherwise: then they are written at once).
+	states *stateWriter
+	// held counts the claimed subscriptions not yet done with (running,
+	// waiting for a worker or for their host); freed is signalled each
+	// time one is done with, so that Run can claim more.
+	held  atomic.Int64
+	freed chan struct{}
 }
+
+// heldPerWorker bounds the claimed subscriptions held in memory, per
+// worker (a few hundred bytes each): enough that hosts whose queues are
+// full of slow deliveries leave room for the others. maxClaim bounds one
+// claim: large claims make one query serve many deliveries, but each
+// holds the database's writer while it runs.
+const (
+	heldPerWorker = 32
+	maxClaim      = 256
+)
 
 // New returns an engine; Run starts it.
 func New(cfg Config) (*Engine, error) {
@@ -158,8 +177,14 @@ func New(cfg Config) (*Engine, error) {
 		log:   cfg.Logger,
 		wake:  make(chan struct{}, 1),
 		woken: map[int64]bool{},
-		hosts: &hostSlots{max: cfg.PerHost, slots: map[string]*hostSlot{}},
+		hosts: &hostSlots{
+			max:      cfg.PerHost,
+			queueFor: (cfg.Lease - cfg.Timeout) / 2,
+			slots:    map[string]*hostSlot{},
+			answers:  map[string]time.Duration{},
+		},
 		rand:  rand.Float64,
+		freed: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -196,12 +221,33 @@ func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
 // next process redoes it at once; if even that fails, the lease runs out
 // and it is redone then. Nothing is lost either way.
 func (e *Engine) Run(ctx context.Context) error {
+	e.states = newStateWriter(e.cfg.Store, e.log, e.Wake)
+	// A fixed pool of workers, each serving one host's slot at a time:
+	// goroutines that live as long as Run keep the stacks they grew for
+	// HTTP and TLS instead of growing new ones for every host.
+	type hostStart struct {
+		host string
+		job  hostJob
+	}
+	starts := make(chan hostStart)
+	var wg sync.WaitGroup
+	for range e.cfg.Workers {
+		wg.Go(func() {
+			for st := range starts {
+				e.serveHost(ctx, st.host, st.job)
+			}
+		})
+	}
+	defer func() {
+		close(starts)
+		wg.Wait()
+		e.states.close() // every answered delivery is recorded before Run returns
+		e.states = nil
+	}()
 	if e.cfg.Exclusive {
 		e.reclaimLeases(ctx)
 	}
-	workers := make(chan struct{}, e.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	maxHeld := e.cfg.Workers * heldPerWorker
 	ticker := time.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
 	e.Wake(0) // catch up on work left by an earlier run
@@ -221,25 +267,28 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Unlock()
 		for nodeID := range nodes {
 			for ctx.Err() == nil {
-				free := cap(workers) - len(workers)
-				if free == 0 {
-					// Wait for a worker, then look again.
+				room := maxHeld - int(e.held.Load())
+				if room < e.cfg.Workers {
+					// Most of what was claimed is still waiting: claim
+					// again when some of it is done, in one large claim
+					// rather than one per finished delivery.
 					select {
-					case workers <- struct{}{}:
-						<-workers
+					case <-e.freed:
 						continue
 					case <-ctx.Done():
 						return nil
 					}
 				}
 				now := e.now()
-				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, free, e.cfg.Instance, now.Add(e.cfg.Lease))
+				limit := min(room, maxClaim)
+				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, now.Add(e.cfg.Lease))
 				if err != nil {
 					if ctx.Err() == nil {
 						e.log.ErrorContext(ctx, "claim deliveries", "node_id", nodeID, "err", err)
 					}
 					break
 				}
+				e.held.Add(int64(len(subs)))
 				// A subscription whose host has no free slot waits in that
 				// host's queue, served by the worker that holds the host's
 				// slot, so it holds no worker itself; when the queue is full
@@ -256,6 +305,7 @@ func (e *Engine) Run(ctx context.Context) error {
 					case slotFull:
 						at := now.Add(e.hosts.busyDelay(host, postponed[host]))
 						e.postpone(ctx, &sub, at)
+						e.done()
 						if postponed[host] == 0 {
 							// Look again when the first one put off is due,
 							// not at the next poll: a host with many
@@ -266,17 +316,13 @@ func (e *Engine) Run(ctx context.Context) error {
 						postponed[host]++
 						continue
 					}
-					workers <- struct{}{}
-					wg.Go(func() {
-						defer func() { <-workers }()
-						e.serveHost(ctx, host, job)
-					})
+					// Wait for a worker if none is free: this one holds its
+					// host's slot meanwhile, so the host's next ones queue.
+					// Workers take it even after ctx ends, to give it back.
+					starts <- hostStart{host, job}
 				}
-				if len(postponed) > 0 || e.hosts.queued() >= cap(workers) {
+				if len(postponed) > 0 || len(subs) < limit {
 					break // the busy hosts' workers drain their queues first
-				}
-				if len(subs) < free {
-					break
 				}
 			}
 		}
@@ -297,10 +343,20 @@ func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
 		// Else it waited so long that its lease may run out before it is
 		// done: it is left for the lease to expire and be claimed again,
 		// rather than risk serving it twice.
+		e.done()
 		var ok bool
 		if job, ok = e.hosts.nextOrRelease(host, time.Since(start)); !ok {
 			return
 		}
+	}
+}
+
+// done records that a claimed subscription has been dealt with.
+func (e *Engine) done() {
+	e.held.Add(-1)
+	select {
+	case e.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -357,7 +413,7 @@ func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscriptio
 	case err != nil:
 		e.observe(sub.Kind, OutcomeRefused, start)
 		log.WarnContext(ctx, "unsubscribe not confirmed; subscription kept", "err", err)
-		e.setState(ctx, sub, hub.SubActive, sub.ExpiresAt)
+		e.setState(ctx, sub, hub.SubActive, sub.ExpiresAt, false)
 	case mode == "unsubscribe":
 		e.observe(sub.Kind, OutcomeVerified, start)
 		log.InfoContext(ctx, "unsubscribed")
@@ -368,12 +424,13 @@ func (e *Engine) verify(ctx context.Context, sender Sender, sub *hub.Subscriptio
 		// A verified (re)subscription starts with a clean record: errors
 		// from before a renewal must not suspend or age it at once.
 		sub.ConsecutiveErrors, sub.FirstFailureAt, sub.LastError = 0, time.Time{}, ""
-		e.setState(ctx, sub, hub.SubActive, expires)
-		e.Wake(node.ID) // events may have arrived while it was pending
+		// Look at the node once saved: events may have arrived while it
+		// was pending.
+		e.setState(ctx, sub, hub.SubActive, expires, true)
 	}
 }
 
-func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.SubState, expires time.Time) {
+func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.SubState, expires time.Time, wake bool) {
 	ctx, cancel := persistContext(ctx)
 	defer cancel()
 	if err := e.cfg.Store.SetSubscriptionState(ctx, sub.ID, st, expires); err != nil && !errors.Is(err, hub.ErrNotFound) {
@@ -383,7 +440,7 @@ func (e *Engine) setState(ctx context.Context, sub *hub.Subscription, st hub.Sub
 	ds := sub.DeliveryState
 	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
 	ds.NextAttemptAt = time.Time{}
-	e.save(ctx, sub, ds)
+	e.saveThen(ctx, sub, ds, wake)
 }
 
 func (e *Engine) remove(ctx context.Context, sub *hub.Subscription) {
@@ -401,13 +458,27 @@ func persistContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), persistTimeout)
 }
 
+// save records a subscription's delivery state and releases its lease.
 func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.DeliveryState) {
+	e.saveThen(ctx, sub, ds, false)
+}
+
+// saveThen is save, then, if wake, a look at the subscription's node
+// (only once saved: until then it is leased, and the look would skip it).
+func (e *Engine) saveThen(ctx context.Context, sub *hub.Subscription, ds hub.DeliveryState, wake bool) {
+	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
+	if e.states != nil {
+		e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds}, nodeID: sub.NodeID, wake: wake})
+		return
+	}
 	ctx, cancel := persistContext(ctx)
 	defer cancel()
-	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
 	if err := e.cfg.Store.SaveDeliveryState(ctx, sub.ID, ds); err != nil && !errors.Is(err, hub.ErrNotFound) {
 		// The lease expires and the delivery is repeated: at least once.
 		e.log.ErrorContext(ctx, "save delivery state", "subscription", sub.ID, "err", err)
+	}
+	if wake {
+		e.Wake(sub.NodeID)
 	}
 }
 
@@ -479,8 +550,7 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 	}
 	if len(wanted) == 0 {
 		ds.Cursor = last
-		e.save(ctx, sub, ds)
-		e.Wake(node.ID)
+		e.saveThen(ctx, sub, ds, true)
 		return
 	}
 	start := time.Now()
@@ -496,16 +566,20 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 	now := e.now()
 	ds.Attempts++
 	ds.LastStatus = res.Status
-	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "status", res.Status)
-	switch {
-	case res.Err == nil:
+	if res.Err == nil {
 		ds.Cursor = last
 		ds.ConsecutiveErrors, ds.FirstFailureAt, ds.NextAttemptAt, ds.LastError = 0, time.Time{}, time.Time{}, ""
 		ds.LastDeliveredAt = now
 		e.observe(sub.Kind, OutcomeDelivered, start)
-		log.DebugContext(ctx, "delivered", "events", len(wanted), "cursor", last)
-		e.save(ctx, sub, ds)
-		e.Wake(node.ID) // more may have come meanwhile
+		if e.log.Enabled(ctx, slog.LevelDebug) { // the common case: no logger built for it
+			e.log.DebugContext(ctx, "delivered", "node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address),
+				"status", res.Status, "events", len(wanted), "cursor", last)
+		}
+		e.saveThen(ctx, sub, ds, true) // more may have come meanwhile
+		return
+	}
+	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "status", res.Status)
+	switch {
 	case res.Remove:
 		e.observe(sub.Kind, OutcomeRemoved, start)
 		log.InfoContext(ctx, "receiver asked to be removed; subscription deleted", "err", res.Err)
@@ -576,19 +650,27 @@ const (
 )
 
 // hostSlots bounds concurrent deliveries per receiver host and keeps a
-// moving average of how long that host takes to answer. Entries live only
-// while some delivery to that host runs.
+// moving average of how long that host takes to answer. Slots live only
+// while some delivery to that host runs; the averages of idle hosts are
+// remembered in answers (a bounded map) for their next deliveries.
 type hostSlots struct {
-	mu    sync.Mutex
-	max   int
-	total int
-	slots map[string]*hostSlot
+	mu  sync.Mutex
+	max int
+	// queueFor is how long a host's queue may take to drain, from its
+	// answer times: a fast host may have many subscriptions waiting in
+	// memory, a slow one few, so none waits until its lease runs out.
+	queueFor time.Duration
+	slots    map[string]*hostSlot
+	answers  map[string]time.Duration
 }
 
 type hostSlot struct {
 	busy  int
 	avg   time.Duration
 	queue []hostJob
+	// since is when the host got busy: before its first answer, how long
+	// it has kept us waiting is the best guess of its answer time.
+	since time.Time
 }
 
 // hostJob is a claimed subscription waiting for its host.
@@ -598,9 +680,14 @@ type hostJob struct {
 	claimed time.Time
 }
 
-// maxQueuedPerHost bounds the subscriptions waiting in memory for one
-// busy host (per slot); beyond it they are put off in the store.
-const maxQueuedPerHost = 16
+// Bounds of the subscriptions waiting in memory for one busy host, per
+// slot; beyond it they are put off in the store. A host whose answer
+// times are not known yet gets the default.
+const (
+	defaultQueuedPerSlot = 16
+	maxQueuedPerSlot     = 1024
+	maxRememberedHosts   = 4096
+)
 
 // Outcomes of acquireOrEnqueue.
 const (
@@ -616,19 +703,28 @@ func (h *hostSlots) acquireOrEnqueue(host string, job hostJob) int {
 	defer h.mu.Unlock()
 	s, found := h.slots[host]
 	if !found {
-		s = &hostSlot{}
+		s = &hostSlot{avg: h.answers[host], since: time.Now()}
 		h.slots[host] = s
 	}
 	switch {
 	case s.busy < h.max:
 		s.busy++
 		return slotAcquired
-	case len(s.queue) < maxQueuedPerHost*h.max:
+	case len(s.queue) < h.queueLimit(s):
 		s.queue = append(s.queue, job)
-		h.total++
 		return slotQueued
 	}
 	return slotFull
+}
+
+// queueLimit is how many subscriptions may wait for a host: as many as its
+// slots serve in queueFor at its recent answer time.
+func (h *hostSlots) queueLimit(s *hostSlot) int {
+	perSlot := defaultQueuedPerSlot
+	if s.avg > 0 {
+		perSlot = int(min(int64(h.queueFor/s.avg), maxQueuedPerSlot))
+	}
+	return max(perSlot, 1) * h.max
 }
 
 // nextOrRelease records how long the host took for the job just done and
@@ -648,20 +744,16 @@ func (h *hostSlots) nextOrRelease(host string, took time.Duration) (hostJob, boo
 		job := s.queue[0]
 		s.queue[0] = hostJob{}
 		s.queue = s.queue[1:]
-		h.total--
 		return job, true
 	}
 	if s.busy--; s.busy == 0 {
 		delete(h.slots, host)
+		if len(h.answers) >= maxRememberedHosts {
+			clear(h.answers) // forget them all rather than keep a list
+		}
+		h.answers[host] = s.avg
 	}
 	return hostJob{}, false
-}
-
-// queued counts the jobs waiting in every host's queue.
-func (h *hostSlots) queued() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.total
 }
 
 // busyDelay is how long to put off the n-th (from 0) subscription found
@@ -671,9 +763,17 @@ func (h *hostSlots) queued() int {
 func (h *hostSlots) busyDelay(host string, n int) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	avg := time.Second
-	if s := h.slots[host]; s != nil && s.avg > 0 {
+	var avg time.Duration
+	switch s := h.slots[host]; {
+	case s != nil && s.avg > 0:
 		avg = s.avg
+	case s != nil:
+		// No answer yet: at least as long as it has been busy. Those put
+		// off come back sooner than a guess of a second would bring them,
+		// and are put off again, for longer, while it stays silent.
+		avg = time.Since(s.since)
+	default:
+		avg = h.answers[host]
 	}
 	d := avg * time.Duration(1+n/h.max)
 	return min(max(d, minBusyDelay), maxBusyDelay)

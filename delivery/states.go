@@ -1,0 +1,128 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// stateWriter saves the delivery states of finished deliveries several at
+// a time: whatever has finished while the previous write ran goes into the
+// next one, in one transaction. A cursor write per delivery, each its own
+// transaction, was the limit of webhook fan-out (docs/benchmarks.md).
+//
+// A subscription stays leased until its state is written, so nobody else
+// takes it meanwhile; if the process dies first, the lease runs out and
+// the delivery is repeated (at least once, as before, over a window of
+// one write more).
+type stateWriter struct {
+	store hub.Store
+	log   *slog.Logger
+	// wake is called after a write for the nodes whose saves asked for it.
+	wake func(nodeID int64)
+
+	in      chan pendingState
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// pendingState is one subscription's state waiting to be written.
+type pendingState struct {
+	hub.SavedDeliveryState
+	nodeID int64
+	// wake: look at the node again once written (more events may wait).
+	wake bool
+}
+
+// maxStatesPerWrite bounds one transaction of saves; stateLinger is how
+// long the writer waits for more after the first.
+const (
+	maxStatesPerWrite = 256
+	stateLinger       = 2 * time.Millisecond
+)
+
+func newStateWriter(store hub.Store, log *slog.Logger, wake func(int64)) *stateWriter {
+	w := &stateWriter{
+		store:   store,
+		log:     log,
+		wake:    wake,
+		in:      make(chan pendingState, 16*maxStatesPerWrite),
+		stopped: make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// save queues a state; it blocks while the writer is a full write behind.
+func (w *stateWriter) save(p pendingState) { w.in <- p }
+
+// close writes what is queued and stops. No save may follow.
+func (w *stateWriter) close() {
+	w.once.Do(func() { close(w.in) })
+	<-w.stopped
+}
+
+func (w *stateWriter) loop() {
+	defer close(w.stopped)
+	batch := make([]pendingState, 0, maxStatesPerWrite)
+	linger := time.NewTimer(0)
+	<-linger.C
+	for p := range w.in {
+		batch = append(batch[:0], p)
+		// Wait a moment for more: a write of many costs hardly more than
+		// a write of one.
+		linger.Reset(stateLinger)
+	collect:
+		for len(batch) < maxStatesPerWrite {
+			select {
+			case p, ok := <-w.in:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, p)
+			case <-linger.C:
+				break collect
+			}
+		}
+		linger.Stop()
+		w.write(batch)
+	}
+}
+
+func (w *stateWriter) write(batch []pendingState) {
+	states := make([]hub.SavedDeliveryState, len(batch))
+	for i, p := range batch {
+		states[i] = p.SavedDeliveryState
+	}
+	// These record what receivers already answered: written even when
+	// shutdown has begun (persistContext).
+	ctx, cancel := persistContext(context.Background())
+	err := w.store.SaveDeliveryStates(ctx, states)
+	cancel()
+	if err != nil {
+		// All or nothing failed: try them one by one, so that one write's
+		// trouble does not make every delivery of the batch be repeated.
+		w.log.Warn("save delivery states together; saving them one by one", "subscriptions", len(states), "err", err)
+		for _, st := range states {
+			ctx, cancel := persistContext(context.Background())
+			err := w.store.SaveDeliveryState(ctx, st.ID, st.State)
+			cancel()
+			if err != nil && !errors.Is(err, hub.ErrNotFound) {
+				// Its lease runs out and the delivery is repeated: at
+				// least once.
+				w.log.Error("save delivery state", "subscription", st.ID, "err", err)
+			}
+		}
+	}
+	woken := map[int64]bool{}
+	for _, p := range batch {
+		if p.wake && !woken[p.nodeID] {
+			woken[p.nodeID] = true
+			w.wake(p.nodeID)
+		}
+	}
+}
