@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
 		{"SaveDeliveryState", testSaveDeliveryState},
 		{"SaveDeliveryStates", testSaveDeliveryStates},
+		{"SubscriptionIDsNotReused", testSubscriptionIDsNotReused},
 		{"Affiliations", testAffiliations},
 		{"Pings", testPings},
 		{"Prune", testPrune},
@@ -1596,6 +1597,24 @@ func testSaveDeliveryStates(t *testing.T, s store.Store) {
 		if got.Cursor != int64(i+1) || got.Attempts != i {
 			t.Fatalf("subscription %d of %d: cursor %d, attempts %d", i, len(states), got.Cursor, got.Attempts)
 		}
+	}
+}
+
+// testSubscriptionIDsNotReused: the id of a deleted subscription, even
+// the highest, is never given to a new one, so that a delivery state
+// saved for the old one cannot land on the new one.
+func testSubscriptionIDsNotReused(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := newNode(t, s, "n")
+	var last int64
+	for i := range 3 {
+		sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: fmt.Sprintf("http://127.0.0.1/%d", i), State: hub.SubActive}
+		must(s.PutSubscription(ctx, sub))(t)
+		if sub.ID <= last {
+			t.Fatalf("subscription %d got id %d after %d", i, sub.ID, last)
+		}
+		noErr(t, s.DeleteSubscription(ctx, sub.ID))
+		last = sub.ID
 	}
 }
 
