@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -581,5 +582,51 @@ func TestManySubscribersOnOneHost(t *testing.T) {
 	}
 	if len(paths) != n {
 		t.Errorf("%d distinct subscribers served, want %d", len(paths), n)
+	}
+}
+
+// TestItemPublishedDuringDeliveriesFollows: an item published while the
+// node's subscriptions are claimed (leased, their states not yet saved)
+// is delivered once their states are saved, without waiting for the next
+// poll (here an hour away).
+func TestItemPublishedDuringDeliveriesFollows(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Now, c.PollInterval = time.Now, time.Hour
+		c.Workers, c.PerHost = 4, 1 // one request at a time, the rest queued in memory
+	})
+	rc := newReceiver(t, h.clock)
+	gate := make(chan struct{})
+	rc.set(func(r *receiver) {
+		r.answer = func(*received) (int, string) {
+			<-gate
+			return http.StatusNoContent, ""
+		}
+	})
+	const n = 8
+	var ids []int64
+	for i := range n {
+		ids = append(ids, h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{}))
+	}
+	h.publish("a")
+	eventually(t, "the first request", func() bool { return len(rc.deliveries("")) >= 1 })
+	h.publish("b") // every subscription is claimed now: this wake finds none
+	close(gate)
+	last := h.lastSeq()
+	eventually(t, "every cursor at the second item", func() bool {
+		for _, id := range ids {
+			if s := h.sub(id); s.Cursor != last || s.LeaseOwner != "" {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range n {
+		var got []string
+		for _, d := range rc.deliveries(fmt.Sprintf("/s%d", i)) {
+			got = append(got, string(d.Body))
+		}
+		if all := strings.Join(got, ""); !strings.Contains(all, "<title>Title a</title>") || !strings.Contains(all, "<title>Title b</title>") {
+			t.Errorf("/s%d got %d deliveries without both items: %s", i, len(got), all)
+		}
 	}
 }
