@@ -185,7 +185,7 @@ func measureWebhooks(ctx context.Context, t testing.TB, plan webhookPlan) []webh
 		snk.mu.Lock()
 		body, ct, link := snk.sample, snk.sampleCT, snk.sampleLk
 		snk.mu.Unlock()
-		for r := range plan.Rounds {
+		for r := range roundsFor(plan.Rounds, n) {
 			res := webhookRound{N: n, Hosts: hosts, Conc: conc}
 			doRaw := func() { res.Raw = rawRound(ctx, t, raw, snk, urls, body, ct, link, conc) }
 			doPingd := func() {
@@ -204,6 +204,13 @@ func measureWebhooks(ctx context.Context, t testing.TB, plan webhookPlan) []webh
 		}
 	}
 	return out
+}
+
+// roundsFor gives small sizes more rounds: a round of 10 or 100
+// deliveries takes milliseconds, and the median of three such rounds
+// moves with every hiccup of a shared machine.
+func roundsFor(rounds, n int) int {
+	return rounds * max(1, min(5, 1000/n))
 }
 
 // pingdRound publishes one item and waits until every subscriber has it.
