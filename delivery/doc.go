@@ -29,10 +29,22 @@
 // Config.Exclusive says this process is the store's only user (SQLite);
 // on a shared store they run out.
 //
+// What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
+// subscriptions in one query, at most 32 per worker held in memory), the
+// body for a batch of subscribers is rendered once, workers are a fixed
+// pool, and the states of deliveries that finish within a couple of
+// milliseconds are saved together in one transaction (states.go,
+// hub.Store.SaveDeliveryStates) rather than one commit each. A subscription
+// stays leased until its state is saved; a crash in between repeats that
+// delivery, as any crash between sending and saving does.
+//
 // Per-host limits never hold a worker: a claimed subscription whose receiver
-// host has no free slot is given back with its next attempt put off by about
-// the time that host needs to serve the ones before it, so a slow receiver
-// with many subscriptions cannot hold up the others. A request is bounded by
+// host has no free slot waits in that host's queue in memory, served by the
+// worker holding the host's slot; the queue holds as many as the host
+// answers in half the lease (by its recent answer times). Beyond that a
+// subscription is given back with its next attempt put off by about the
+// time that host needs to serve the ones before it, so a slow receiver with
+// many subscriptions cannot hold up the others. A request is bounded by
 // Config.Timeout, well within the claim lease, so a delivery is never handed
 // out twice while it runs.
 //
