@@ -283,6 +283,22 @@ func TestGoneStopsPolling(t *testing.T) {
 			if subs, _ := e.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID}); len(subs) != 2 {
 				t.Errorf("%d subscriptions left, want both", len(subs))
 			}
+
+			// The feed is back, and a new node asks for it: it is fetched
+			// again, and its new entry published.
+			e.origin.serve("/feed", rss{title: "Feed", items: items("a", "b")}.String(), false)
+			e.clock.Advance(time.Second)
+			again := e.createNode("again", "/feed")
+			if again.SourceID != n.SourceID {
+				t.Fatalf("the new node follows source %d, not the gone one (%d)", again.SourceID, n.SourceID)
+			}
+			src = e.waitFetched(again.SourceID)
+			if src.Gone || src.NextFetchAt.IsZero() {
+				t.Errorf("after a new node: gone %v, next fetch %v", src.Gone, src.NextFetchAt)
+			}
+			if evs := e.events(n.ID); len(evs) != 1 || evs[0].ItemID == "" {
+				t.Errorf("the revived source published %v, want the new entry", kinds(evs))
+			}
 		})
 	}
 }

@@ -231,7 +231,19 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	if err := h.store.CreateNode(ctx, n); err != nil {
 		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 	}
-	if src != nil {
+	if src != nil && src.Gone {
+		// A source found gone (410) before and asked for again by a new
+		// node gets another chance: it is fetched now, and marked gone
+		// again if it still is.
+		revived, err := h.store.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
+		if err != nil {
+			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+		}
+		if revived {
+			h.log.InfoContext(ctx, "source gone before is fetched again for a new node", "node", n.Name, "source", src.URL)
+			h.WakeFetcher()
+		}
+	} else if src != nil {
 		if err := h.scheduleBaseline(ctx, src); err != nil {
 			return nil, "", err
 		}
@@ -490,8 +502,12 @@ func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
 }
 
 // ReasonNewSource is the NextFetchReason of a source waiting for its
-// baseline fetch.
-const ReasonNewSource = "new source"
+// baseline fetch; ReasonRevived that of a source gone before that a new
+// node follows.
+const (
+	ReasonNewSource = "new source"
+	ReasonRevived   = "gone before; followed by a new node"
+)
 
 // scheduleBaseline makes a source that has no baseline yet due now.
 // Learning of a source is not a ping: the scheduler polls sources that

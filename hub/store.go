@@ -71,6 +71,10 @@ type Store interface {
 	// already, recording reason as its NextFetchReason when the due time
 	// changes. Unlike MarkSourceDue it records no ping. ErrNotFound.
 	ScheduleSource(ctx context.Context, id int64, at time.Time, reason string) error
+	// ReviveSource makes a gone source (HTTP 410, or moved to nowhere) a
+	// live one again, due at `at` with reason; it reports whether the
+	// source was gone. A node created for the source asks for it.
+	ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error)
 	// ClaimDueSources leases up to limit sources due at now that are not
 	// gone, not leased by anyone else and followed by a node.
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)

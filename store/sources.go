@@ -168,6 +168,21 @@ func (s *sqlStore) ScheduleSource(ctx context.Context, id int64, at time.Time, r
 	return nil
 }
 
+// ReviveSource clears a source's gone mark and makes it due at `at`.
+func (s *sqlStore) ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error) {
+	count, err := s.writeCount(ctx, `UPDATE sources SET gone = $1, next_fetch_at = $2, next_fetch_reason = $3
+		WHERE id = $4 AND gone`, false, s.timeArg(at), reason, id)
+	if err != nil {
+		return false, fmt.Errorf("revive source %d: %w", id, err)
+	}
+	if count == 0 {
+		if _, err := s.Source(ctx, id); err != nil {
+			return false, err
+		}
+	}
+	return count == 1, nil
+}
+
 // ClaimDueSources leases up to limit due sources that are not gone, not
 // leased and followed by a node. A live lease of the same owner is not
 // taken again: that fetch is still running.

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SourcesMatchingAndFollowed", testSourcesMatching},
 		{"MarkSourceDue", testMarkSourceDue},
 		{"ScheduleSource", testScheduleSource},
+		{"ReviveSource", testReviveSource},
 		{"ClaimDueSources", testClaimDueSources},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
 		{"FetchBaseline", testFetchBaseline},
@@ -705,6 +706,38 @@ func testScheduleSource(t *testing.T, s store.Store) {
 		t.Fatalf("earlier schedule: next %v reason %q ping %v", got.NextFetchAt, got.NextFetchReason, got.LastPingAt)
 	}
 	wantErr(t, s.ScheduleSource(ctx, src.ID+1000, t0, "x"), hub.ErrNotFound)
+}
+
+// testReviveSource: a gone source is claimed again once revived; a live
+// one is left as it is.
+func testReviveSource(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := newSource(t, s, "https://example.org/gone", "n")
+	st := src.SourceState
+	st.Gone, st.Baselined = true, true
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st}))(t)
+	if got := must(s.ClaimDueSources(ctx, t0, 10, "me", t0.Add(time.Minute)))(t); len(got) != 0 {
+		t.Fatalf("claimed a gone source: %+v", got)
+	}
+	if revived := must(s.ReviveSource(ctx, src.ID, t0, "node created"))(t); !revived {
+		t.Fatal("a gone source was not revived")
+	}
+	got := must(s.Source(ctx, src.ID))(t)
+	if got.Gone || !got.NextFetchAt.Equal(t0) || got.NextFetchReason != "node created" || !got.Baselined {
+		t.Fatalf("revived source = %+v", got.SourceState)
+	}
+	if claimed := must(s.ClaimDueSources(ctx, t0, 10, "me", t0.Add(time.Minute)))(t); len(claimed) != 1 || claimed[0].ID != src.ID {
+		t.Fatalf("claimed %v after the revival", sourceIDs(claimed))
+	}
+	// Live: nothing changes.
+	if revived := must(s.ReviveSource(ctx, src.ID, t0.Add(time.Hour), "again"))(t); revived {
+		t.Fatal("a live source was revived")
+	}
+	if got := must(s.Source(ctx, src.ID))(t); got.NextFetchReason != "node created" {
+		t.Fatalf("a live source was rescheduled: %q", got.NextFetchReason)
+	}
+	_, err := s.ReviveSource(ctx, src.ID+1000, t0, "x")
+	wantErr(t, err, hub.ErrNotFound)
 }
 
 func testClaimDueSources(t *testing.T, s store.Store) {
