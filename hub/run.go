@@ -262,11 +262,19 @@ func PublishOrder(entries []Entry) []Entry {
 	return out
 }
 
+// SeenRetention is how long the id of an entry a source no longer shows
+// is remembered (counted from the source's latest fetch that showed
+// entries). Without a bound the record of ids grows for as long as a feed
+// publishes; an entry that comes back after it is announced again.
+const SeenRetention = 90 * 24 * time.Hour
+
 func (h *Hub) maintenanceLoop(ctx context.Context) {
 	expiry := time.NewTicker(time.Minute)
 	defer expiry.Stop()
 	prune := time.NewTicker(10 * time.Minute)
 	defer prune.Stop()
+	forget := time.NewTicker(6 * time.Hour)
+	defer forget.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -282,6 +290,13 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 		case <-prune.C:
 			if err := h.store.Prune(ctx, h.now().Add(-h.cfg.PingRetention)); err != nil {
 				h.log.WarnContext(ctx, "prune", "err", err)
+			}
+		case <-forget.C:
+			n, err := h.store.ForgetSeenEntries(ctx, SeenRetention)
+			if err != nil {
+				h.log.WarnContext(ctx, "forget entry ids sources no longer show", "err", err)
+			} else if n > 0 {
+				h.log.InfoContext(ctx, "forgot entry ids sources no longer show", "ids", n, "after", SeenRetention)
 			}
 		}
 	}

@@ -140,4 +140,9 @@ type Store interface {
 	// pingsBefore, and log events that every cursor has passed and that are
 	// not among the node's current items.
 	Prune(ctx context.Context, pingsBefore time.Time) error
+	// ForgetSeenEntries forgets, per source, the entry ids its fetches have
+	// not shown for `after`, counted back from the latest fetch that showed
+	// any (so an unchanging feed forgets nothing); it returns how many.
+	// An id forgotten and shown again is a new entry.
+	ForgetSeenEntries(ctx context.Context, after time.Duration) (int64, error)
 }

@@ -19,8 +19,10 @@
 //     purging and max_items touch only that table. Publishing writes the
 //     node row, the events and the items, never a row per subscriber:
 //     subscribers keep cursors into the log (hub's delivery model).
-//   - The seen table remembers every entry id of a source, keyed by the
-//     source so a source that moves keeps them.
+//   - The seen table remembers the entry ids of a source, keyed by the
+//     source so a source that moves keeps them, each with the time of the
+//     latest fetch that showed it; ids a source stopped showing long
+//     before its latest fetch are forgotten (ForgetSeenEntries).
 //   - Claims (sources to fetch, subscriptions to deliver) are leases in the
 //     rows themselves. On PostgreSQL they are taken with FOR UPDATE SKIP
 //     LOCKED, so several pingd processes can share one database; nothing

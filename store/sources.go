@@ -168,6 +168,42 @@ func (s *sqlStore) ScheduleSource(ctx context.Context, id int64, at time.Time, r
 	return nil
 }
 
+// ForgetSeenEntries forgets, per source, the entry ids its fetches have
+// not shown for `after`, counted back from the latest fetch that showed
+// any: a source whose feed has not changed for a year forgets nothing.
+func (s *sqlStore) ForgetSeenEntries(ctx context.Context, after time.Duration) (int64, error) {
+	type span struct {
+		source int64
+		cut    time.Time
+		oldest time.Time
+		newest time.Time
+	}
+	var spans []span
+	err := s.query(ctx, s.read, `SELECT source_id, MIN(seen_at), MAX(seen_at) FROM seen GROUP BY source_id`, nil,
+		func(r *sql.Rows) error {
+			var sp span
+			if err := r.Scan(&sp.source, tc(&sp.oldest), tc(&sp.newest)); err != nil {
+				return err
+			}
+			if sp.cut = sp.newest.Add(-after); sp.oldest.Before(sp.cut) {
+				spans = append(spans, sp)
+			}
+			return nil
+		})
+	if err != nil {
+		return 0, fmt.Errorf("forget seen entries: %w", err)
+	}
+	var forgotten int64
+	for _, sp := range spans {
+		n, err := s.writeCount(ctx, `DELETE FROM seen WHERE source_id = $1 AND seen_at < $2`, sp.source, s.timeArg(sp.cut))
+		if err != nil {
+			return forgotten, fmt.Errorf("forget seen entries of source %d: %w", sp.source, err)
+		}
+		forgotten += n
+	}
+	return forgotten, nil
+}
+
 // ReviveSource clears a source's gone mark and makes it due at `at`.
 func (s *sqlStore) ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error) {
 	count, err := s.writeCount(ctx, `UPDATE sources SET gone = $1, next_fetch_at = $2, next_fetch_reason = $3
@@ -255,16 +291,32 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		}
 		applied.Baseline = !baselined && o.Changed
 
-		// Record every entry id; those inserted now were never seen.
+		// Record every entry id; those inserted now were never seen. Those
+		// seen before get the time of this fetch, so that only ids a feed
+		// stopped showing long ago are forgotten (ForgetSeenEntries).
+		seenAt := o.State.LastFetchAt
+		if seenAt.IsZero() {
+			seenAt = now
+		}
 		var fresh []hub.Entry
+		var again []string
 		for _, e := range entries {
 			n, err := s.execCount(ctx, tx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES ($1, $2, $3)
-				ON CONFLICT (source_id, entry_id) DO NOTHING`, o.SourceID, e.ID, s.timeArg(now))
+				ON CONFLICT (source_id, entry_id) DO NOTHING`, o.SourceID, e.ID, s.timeArg(seenAt))
 			if err != nil {
 				return fmt.Errorf("record seen entries: %w", err)
 			}
-			if n == 1 && !applied.Baseline {
+			if n == 0 {
+				again = append(again, e.ID)
+			} else if !applied.Baseline {
 				fresh = append(fresh, e)
+			}
+		}
+		for _, chunk := range chunks(again) {
+			in, inArgs := inList(3, chunk)
+			if _, err := s.exec(ctx, tx, `UPDATE seen SET seen_at = $1 WHERE source_id = $2 AND entry_id IN (`+in+`)`,
+				append([]any{s.timeArg(seenAt), o.SourceID}, inArgs...)...); err != nil {
+				return fmt.Errorf("record seen entries: %w", err)
 			}
 		}
 		applied.New = fresh

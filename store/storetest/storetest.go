@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MarkSourceDue", testMarkSourceDue},
 		{"ScheduleSource", testScheduleSource},
 		{"ReviveSource", testReviveSource},
+		{"ForgetSeenEntries", testForgetSeenEntries},
 		{"ClaimDueSources", testClaimDueSources},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
 		{"FetchBaseline", testFetchBaseline},
@@ -738,6 +739,51 @@ func testReviveSource(t *testing.T, s store.Store) {
 	}
 	_, err := s.ReviveSource(ctx, src.ID+1000, t0, "x")
 	wantErr(t, err, hub.ErrNotFound)
+}
+
+// testForgetSeenEntries: the ids a source stopped showing long before its
+// latest fetch are forgotten (and new again if they come back); those it
+// still shows, and every id of a source that has not changed, are kept.
+func testForgetSeenEntries(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	day := 24 * time.Hour
+	fetch := func(src *hub.Source, at time.Time, ids ...string) []string {
+		t.Helper()
+		st := src.SourceState
+		st.LastFetchAt = at
+		var entries []hub.Entry
+		for _, id := range ids {
+			entries = append(entries, hub.Entry{ID: id})
+		}
+		applied := must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true, Entries: entries}))(t)
+		var fresh []string
+		for _, e := range applied.New {
+			fresh = append(fresh, e.ID)
+		}
+		return fresh
+	}
+	busy, _ := newSource(t, s, "https://example.org/busy", "busy")
+	still, _ := newSource(t, s, "https://example.org/still", "still")
+	fetch(busy, t0, "old", "kept")              // baseline
+	fetch(still, t0, "x", "y")                  // baseline, never changes again
+	fetch(busy, t0.Add(50*day), "kept", "mid")  // "old" leaves the feed
+	fetch(busy, t0.Add(100*day), "kept", "new") // "mid" leaves too
+
+	n := must(s.ForgetSeenEntries(ctx, 90*day))(t)
+	if n != 1 {
+		t.Fatalf("forgot %d ids, want 1 (old)", n)
+	}
+	// "old" is new again; "mid" (left 50 days before the latest fetch) and
+	// "kept" (still shown) are not; the unchanging source kept its ids.
+	if got := fetch(busy, t0.Add(101*day), "old", "mid", "kept", "new"); !slices.Equal(got, []string{"old"}) {
+		t.Errorf("new after forgetting: %v, want [old]", got)
+	}
+	if got := fetch(still, t0.Add(200*day), "x", "y"); len(got) != 0 {
+		t.Errorf("an unchanging source's ids were forgotten: %v new", got)
+	}
+	if n := must(s.ForgetSeenEntries(ctx, 90*day))(t); n != 0 {
+		t.Errorf("forgot %d more", n)
+	}
 }
 
 func testClaimDueSources(t *testing.T, s store.Store) {
