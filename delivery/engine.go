@@ -515,7 +515,7 @@ func (e *Engine) reclaimLeases(ctx context.Context) {
 			if s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
 				continue
 			}
-			e.save(ctx, s, s.DeliveryState)
+			e.saveThen(ctx, s, s.DeliveryState, true) // served as soon as it is released
 			n++
 		}
 	}
