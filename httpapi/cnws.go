@@ -351,6 +351,11 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *CNWSChange)
 // the draft asks subscribers to send after 30 days without notification.
 func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *CNWSSubscribe) {
 	ctx := r.Context()
+	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
+		return
+	}
 	if !a.hub.Serves(hub.KindCNWS) {
 		writeCNWSResult(w, http.StatusServiceUnavailable, false, "", "", "this server does not send CNWS notifications")
 		return

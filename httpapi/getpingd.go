@@ -256,6 +256,11 @@ func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.No
 // by an unsubscribe request (200): verifying the unsubscription would let a
 // failed check activate a subscription no one confirmed.
 func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before subscribing again")
+		return
+	}
 	req, err := ParseWebhookRequest(r.Body)
 	switch {
 	case errors.Is(err, ErrSubscriptionTooLarge), isTooLarge(err):

@@ -96,6 +96,18 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 	return nil
 }
 
+// allowSubscribe takes a token for a subscription request from the
+// client's bucket: every such request makes pingd call a URL of the
+// client's choosing (a verification, a test notification), so without a
+// bound anyone could have pingd call a third party's server as often as
+// they like.
+func (a *API) allowSubscribe(clientIP string) *RateLimitError {
+	if ok, wait := a.subLimit.allow(clientIP, time.Now()); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + clientIP}
+	}
+	return nil
+}
+
 // urlHost is the lower-cased host and port of a URL: one origin server.
 func urlHost(raw string) string {
 	u, err := url.Parse(raw)

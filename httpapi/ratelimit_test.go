@@ -1,8 +1,18 @@
 package httpapi
 
 import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
 func TestKeyedLimiter(t *testing.T) {
@@ -32,5 +42,58 @@ func TestKeyedLimiter(t *testing.T) {
 	l.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("%d buckets after an hour idle, want only the new one", n)
+	}
+}
+
+// TestSubscribeRateLimit: subscription requests of every protocol share
+// one bucket per client IP; over it each protocol answers 429 with
+// Retry-After in its own format, before calling anyone back.
+func TestSubscribeRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SubscribeRate = 0.001; c.SubscribeBurst = 1 })
+	wantStatus(t, e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": "n"}), http.StatusCreated)
+	const topic, callback = "http://pingd.test:8080/atom/n", "http://127.0.0.1:9/cb"
+	websub := func(mode string) *http.Response {
+		form := url.Values{"hub.mode": {mode}, "hub.topic": {topic}, "hub.callback": {callback}}
+		return e.do(http.MethodPost, discovery.PathWebSub, "", strings.NewReader(form.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded")
+	}
+	// The first request of the burst is served (here: refused for its own
+	// reasons, not limited).
+	if resp := websub("subscribe"); resp.StatusCode == http.StatusTooManyRequests {
+		t.Fatalf("the first subscription request was limited: %s", readBody(t, resp))
+	}
+	limited := func(name string, resp *http.Response, contentType string) {
+		t.Helper()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("%s: status %d, want 429; body: %s", name, resp.StatusCode, readBody(t, resp))
+			return
+		}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || secs < 1 {
+			t.Errorf("%s: Retry-After %q", name, resp.Header.Get("Retry-After"))
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, contentType) {
+			t.Errorf("%s: Content-Type %q, want %s", name, ct, contentType)
+		}
+	}
+	limited("WebSub subscribe", websub("subscribe"), "text/plain")
+	limited("WebSub unsubscribe", websub("unsubscribe"), "text/plain")
+	limited("GetPingd subscribe", e.do(http.MethodPost, "/feeds/n?method=subscribe", "", strings.NewReader("<subscription/>"),
+		"Content-Type", discovery.ContentTypeHTTPSubscribe), "text/plain")
+	limited("CNWS subscribe", e.do(http.MethodPost, "/cnws", "", strings.NewReader(`<?xml version="1.0"?><notification version="1.0" xmlns="`+
+		delivery.CNWSNamespace+`"><subscribe><resourceID>`+topic+`</resourceID><notificationURL>`+callback+
+		`</notificationURL></subscribe></notification>`),
+		"Content-Type", "text/xml"), "text/xml")
+	form := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/cb"}, "protocol": {"http-post"}, "url1": {topic}}
+	limited("rssCloud REST pleaseNotify", e.do(http.MethodPost, discovery.PathPleaseNotify, "", strings.NewReader(form.Encode()),
+		"Content-Type", "application/x-www-form-urlencoded"), "text/xml")
+	resp, _, err := e.rpc("rssCloud.pleaseNotify", "river.feedUpdated", 9, "/cb", "xml-rpc", []any{topic})
+	limited("rssCloud XML-RPC pleaseNotify", resp, "text/xml")
+	var f *xmlrpc.Fault
+	if !errors.As(err, &f) {
+		t.Errorf("XML-RPC 429 body is not a fault: %v", err)
+	}
+	// Nothing was stored for the limited requests.
+	if subs, err := e.hub.Subscriptions(t.Context(), hub.SubscriptionFilter{}); err != nil || len(subs) != 0 {
+		t.Errorf("%d subscriptions stored (%v), want none", len(subs), err)
 	}
 }

@@ -45,6 +45,12 @@ type Config struct {
 	// origin draws; default 10 per second in bursts of 100.
 	PingHostRate  float64
 	PingHostBurst int
+	// Subscription requests (WebSub subscribe and unsubscribe, GetPingd
+	// subscribe, rssCloud pleaseNotify, CNWS subscribe), each of which
+	// makes pingd call a URL the client chose, are limited per client IP;
+	// default 10 per second in bursts of 100.
+	SubscribeRate  float64
+	SubscribeBurst int
 	// Relay, when set, forwards accepted pings to other ping servers;
 	// RelayTargets names them for GET /api/relay.
 	Relay        PingRelay
@@ -70,13 +76,15 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBodyBytes  = 1 << 20
-	DefaultPingRate      = 1
-	DefaultPingBurst     = 10
-	DefaultAdminRate     = 20
-	DefaultAdminBurst    = 40
-	DefaultPingHostRate  = 10
-	DefaultPingHostBurst = 100
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultPingRate       = 1
+	DefaultPingBurst      = 10
+	DefaultAdminRate      = 20
+	DefaultAdminBurst     = 40
+	DefaultSubscribeRate  = 10
+	DefaultSubscribeBurst = 100
+	DefaultPingHostRate   = 10
+	DefaultPingHostBurst  = 100
 )
 
 // API is pingd's HTTP handler.
@@ -90,6 +98,7 @@ type API struct {
 	pingLimit     *keyedLimiter
 	pingHostLimit *keyedLimiter
 	adminLimit    *keyedLimiter
+	subLimit      *keyedLimiter
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -133,6 +142,12 @@ func New(cfg Config) (*API, error) {
 	if cfg.AdminBurst <= 0 {
 		cfg.AdminBurst = DefaultAdminBurst
 	}
+	if cfg.SubscribeRate <= 0 {
+		cfg.SubscribeRate = DefaultSubscribeRate
+	}
+	if cfg.SubscribeBurst <= 0 {
+		cfg.SubscribeBurst = DefaultSubscribeBurst
+	}
 	if cfg.PingHostRate <= 0 {
 		cfg.PingHostRate = DefaultPingHostRate
 	}
@@ -147,6 +162,7 @@ func New(cfg Config) (*API, error) {
 		pingLimit:     newKeyedLimiter(cfg.PingRate, cfg.PingBurst),
 		pingHostLimit: newKeyedLimiter(cfg.PingHostRate, cfg.PingHostBurst),
 		adminLimit:    newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
+		subLimit:      newKeyedLimiter(cfg.SubscribeRate, cfg.SubscribeBurst),
 		rpc:           map[string]RPCMethod{},
 	}
 	a.pages = newPagePings(a, cfg.Resolver)

@@ -231,6 +231,9 @@ type cloudOutcome struct {
 // and says how it went. Only a failure to store is returned as an error;
 // everything the caller can act on is an outcome with a message.
 func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegistration, remoteIP string) (cloudOutcome, error) {
+	if limited := a.allowSubscribe(remoteIP); limited != nil {
+		return cloudOutcome{}, limited
+	}
 	if !a.hub.Serves(hub.KindRSSCloud) {
 		return cloudOutcome{Msg: "This server does not send rssCloud notifications."}, nil
 	}
@@ -357,6 +360,12 @@ func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.pleaseNotify(r.Context(), r, reg, clientIP(r))
+	var limited *RateLimitError
+	if errors.As(err, &limited) {
+		setRetryAfter(w, limited.RetryAfter)
+		writeNotifyResult(w, http.StatusTooManyRequests, false, limited.Error())
+		return
+	}
 	if err != nil {
 		a.log.ErrorContext(r.Context(), "rssCloud registration not stored", "err", err)
 		writeNotifyResult(w, http.StatusInternalServerError, false, "The registration could not be stored; please try again later.")

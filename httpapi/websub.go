@@ -248,6 +248,11 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRe
 // whitelist node without its token and for a topic that cannot be fetched.
 func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
 	ctx := r.Context()
+	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before subscribing again")
+		return
+	}
 	if !a.hub.Serves(hub.KindWebSub) {
 		writeText(w, http.StatusServiceUnavailable, "this hub does not distribute content to WebSub subscribers")
 		return
@@ -326,6 +331,11 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 // which callbacks are subscribed.
 func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
 	ctx := r.Context()
+	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before unsubscribing again")
+		return
+	}
 	accepted := func() {
 		writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
 	}
