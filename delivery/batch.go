@@ -15,6 +15,9 @@ import (
 type batch struct {
 	store hub.Store
 	limit int
+	// claimSeq is the engine's wake sequence when the batch was claimed
+	// (see Engine.publishedSince).
+	claimSeq uint64
 
 	mu      sync.Mutex
 	nodes   map[int64]*once

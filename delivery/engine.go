@@ -122,6 +122,12 @@ type Engine struct {
 	// time one is done with, so that Run can claim more.
 	held  atomic.Int64
 	freed chan struct{}
+	// wakeSeq counts the wakes from outside (a publish, a new
+	// subscription); lastWake records the count at each node's latest one
+	// (node 0: any node). Together they tell whether anything was
+	// published for a node since a subscription of it was claimed.
+	wakeSeq  uint64
+	lastWake map[int64]uint64
 }
 
 // heldPerWorker bounds the claimed subscriptions held in memory, per
@@ -183,8 +189,9 @@ func New(cfg Config) (*Engine, error) {
 			slots:    map[string]*hostSlot{},
 			answers:  map[string]time.Duration{},
 		},
-		rand:  rand.Float64,
-		freed: make(chan struct{}, 1),
+		rand:     rand.Float64,
+		freed:    make(chan struct{}, 1),
+		lastWake: map[int64]uint64{},
 	}, nil
 }
 
@@ -197,8 +204,19 @@ func (e *Engine) Kinds() []hub.Kind {
 	return kinds
 }
 
-// Wake makes the engine look at the node's subscriptions (0: any work).
+// Wake makes the engine look at the node's subscriptions (0: any work):
+// something was published, or a subscription wants attention.
 func (e *Engine) Wake(nodeID int64) {
+	e.mu.Lock()
+	e.wakeSeq++
+	e.lastWake[nodeID] = e.wakeSeq
+	e.mu.Unlock()
+	e.poke(nodeID)
+}
+
+// poke makes the engine look at the node's subscriptions, for reasons of
+// its own (a retry due, a state saved).
+func (e *Engine) poke(nodeID int64) {
 	e.mu.Lock()
 	e.woken[nodeID] = true
 	e.mu.Unlock()
@@ -208,12 +226,28 @@ func (e *Engine) Wake(nodeID int64) {
 	}
 }
 
+// wakeSeqNow is the current count of wakes from outside.
+func (e *Engine) wakeSeqNow() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.wakeSeq
+}
+
+// publishedSince reports whether the node (or every node) was woken from
+// outside after the wake count was seq: then a subscription claimed at seq
+// may have missed an event while it was leased.
+func (e *Engine) publishedSince(nodeID int64, seq uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastWake[nodeID] > seq || e.lastWake[0] > seq
+}
+
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
 // wakeAt wakes the engine for a node after d. A wake after Run ended is
 // harmless: Wake never blocks.
 func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
-	time.AfterFunc(d, func() { e.Wake(nodeID) })
+	time.AfterFunc(d, func() { e.poke(nodeID) })
 }
 
 // Run delivers until ctx ends. A delivery cut off when it ends is given
@@ -221,7 +255,7 @@ func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
 // next process redoes it at once; if even that fails, the lease runs out
 // and it is redone then. Nothing is lost either way.
 func (e *Engine) Run(ctx context.Context) error {
-	e.states = newStateWriter(e.cfg.Store, e.log, e.Wake)
+	e.states = newStateWriter(e.cfg.Store, e.log, e.poke)
 	// A fixed pool of workers, each serving one host's slot at a time:
 	// goroutines that live as long as Run keep the stacks they grew for
 	// HTTP and TLS instead of growing new ones for every host.
@@ -281,6 +315,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 				now := e.now()
 				limit := min(room, maxClaim)
+				claimSeq := e.wakeSeqNow() // before the claim: a publish after it counts as later
 				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, now.Add(e.cfg.Lease))
 				if err != nil {
 					if ctx.Err() == nil {
@@ -295,6 +330,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				// it is put off, not waited for, or enough subscriptions of
 				// one slow host would hold every worker.
 				b := newBatch(e.cfg.Store, e.cfg.Batch)
+				b.claimSeq = claimSeq
 				postponed := map[string]int{}
 				for _, sub := range subs {
 					host := hostOf(sub.Address)
@@ -478,7 +514,7 @@ func (e *Engine) saveThen(ctx context.Context, sub *hub.Subscription, ds hub.Del
 		e.log.ErrorContext(ctx, "save delivery state", "subscription", sub.ID, "err", err)
 	}
 	if wake {
-		e.Wake(sub.NodeID)
+		e.poke(sub.NodeID)
 	}
 }
 
@@ -548,9 +584,16 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 			wanted = append(wanted, ev)
 		}
 	}
+	// Once saved, look at the node again only if more may wait: events
+	// beyond this batch, or a publish since the claim (its wake found this
+	// subscription leased). Otherwise a fan-out of N would end in N looks
+	// at the node that find nothing.
+	moreMayWait := func() bool {
+		return len(events) >= b.limit || e.publishedSince(node.ID, b.claimSeq)
+	}
 	if len(wanted) == 0 {
 		ds.Cursor = last
-		e.saveThen(ctx, sub, ds, true)
+		e.saveThen(ctx, sub, ds, moreMayWait())
 		return
 	}
 	start := time.Now()
@@ -575,7 +618,7 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 			e.log.DebugContext(ctx, "delivered", "node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address),
 				"status", res.Status, "events", len(wanted), "cursor", last)
 		}
-		e.saveThen(ctx, sub, ds, true) // more may have come meanwhile
+		e.saveThen(ctx, sub, ds, moreMayWait())
 		return
 	}
 	log := e.log.With("node", node.Name, "kind", sub.Kind, "subscriber", redactURL(sub.Address), "status", res.Status)

@@ -630,3 +630,20 @@ func TestItemPublishedDuringDeliveriesFollows(t *testing.T) {
 		}
 	}
 }
+
+// TestLongBacklogNeedsNoPoll: a subscription more than a batch behind is
+// served batch after batch, each looking at the node again once its state
+// is saved, without waiting for the next poll (here an hour away).
+func TestLongBacklogNeedsNoPoll(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Now, c.PollInterval, c.Batch = time.Now, time.Hour, 2 })
+	rc := newReceiver(t, h.clock)
+	id := h.subscribe(rc.URL("/hook"), hub.SubActive, hub.Options{})
+	h.publish("1", "2", "3", "4", "5")
+	eventually(t, "the whole backlog", func() bool {
+		s := h.sub(id)
+		return s.Cursor == h.lastSeq() && s.LeaseOwner == ""
+	})
+	if n := len(rc.deliveries("/hook")); n != 3 {
+		t.Errorf("%d deliveries of 5 items in batches of 2, want 3", n)
+	}
+}
