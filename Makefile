@@ -65,7 +65,7 @@ BENCH_REPORT   ?=
 BENCHARGS = $(if $(BENCH_PROFILES),-bench.profiles=$(abspath $(BENCH_PROFILES))) $(if $(BENCH_REPORT),-bench.report=$(abspath $(BENCH_REPORT)))
 
 # Full sizes (up to 1,000 XMPP subscribers, 10,000 webhooks, 100,000
-# subscriptions); takes about a quarter of an hour.
+# subscriptions); takes about eight minutes.
 bench:
 	$(GO) test ./bench -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m -args -bench.full $(BENCHARGS)
 
