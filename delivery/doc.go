@@ -41,12 +41,12 @@
 // Per-host limits never hold a worker: a claimed subscription whose receiver
 // host has no free slot waits in that host's queue in memory, served by the
 // worker holding the host's slot; the queue holds as many as the host
-// answers in half the lease (by its recent answer times). Beyond that a
-// subscription is given back with its next attempt put off by about the
-// time that host needs to serve the ones before it, so a slow receiver with
-// many subscriptions cannot hold up the others. A request is bounded by
-// Config.Timeout, well within the claim lease, so a delivery is never handed
-// out twice while it runs.
+// answers in half the lease (by its recent answer times). Beyond that the
+// subscriptions are given back with their next attempt put off until the
+// host has served about half its queue, and their node is looked at again
+// then, so a slow receiver with many subscriptions cannot hold up the
+// others. A request is bounded by Config.Timeout, well within the claim
+// lease, so a delivery is never handed out twice while it runs.
 //
 // The senders, one file each: webhook.go (GetPingd), websub.go (WebSub:
 // verification with the lease, denial notices, content in the topic's own

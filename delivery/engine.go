@@ -140,6 +140,9 @@ const (
 	maxClaim      = 256
 )
 
+// maxWakeRecords bounds Engine.lastWake, one entry per node woken.
+const maxWakeRecords = 1 << 16
+
 // New returns an engine; Run starts it.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
@@ -209,6 +212,12 @@ func (e *Engine) Kinds() []hub.Kind {
 func (e *Engine) Wake(nodeID int64) {
 	e.mu.Lock()
 	e.wakeSeq++
+	if len(e.lastWake) >= maxWakeRecords {
+		// Forget the nodes, not the fact: a wake of "any node" now makes
+		// every subscription claimed before it look again once.
+		clear(e.lastWake)
+		nodeID = 0
+	}
 	e.lastWake[nodeID] = e.wakeSeq
 	e.mu.Unlock()
 	e.poke(nodeID)
@@ -337,7 +346,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				// one slow host would hold every worker.
 				b := newBatch(e.cfg.Store, e.cfg.Batch)
 				b.claimSeq = claimSeq
-				postponed := map[string]int{}
+				postponed := map[string]time.Time{}
 				for _, sub := range subs {
 					host := hostOf(sub.Address)
 					job := hostJob{sub: sub, batch: b, claimed: now}
@@ -345,17 +354,17 @@ func (e *Engine) Run(ctx context.Context) error {
 					case slotQueued:
 						continue
 					case slotFull:
-						at := now.Add(e.hosts.busyDelay(host, postponed[host]))
-						e.postpone(ctx, &sub, at)
-						e.done()
-						if postponed[host] == 0 {
-							// Look again when the first one put off is due,
-							// not at the next poll: a host with many
-							// subscribers would otherwise get a queue-full
-							// per poll interval.
+						at, seen := postponed[host]
+						if !seen {
+							at = now.Add(e.hosts.busyDelay(host))
+							postponed[host] = at
+							// Look again when they are due, not at the next
+							// poll: a host with many subscribers would
+							// otherwise get a queue-full per poll interval.
 							e.wakeAt(nodeID, at.Sub(now))
 						}
-						postponed[host]++
+						e.postpone(ctx, &sub, at)
+						e.done()
 						continue
 					}
 					// Wait for a worker if none is free: this one holds its
@@ -805,14 +814,19 @@ func (h *hostSlots) nextOrRelease(host string, took time.Duration) (hostJob, boo
 	return hostJob{}, false
 }
 
-// busyDelay is how long to put off the n-th (from 0) subscription found
-// waiting for a busy host: about when the host will have served the ones
-// before it, from its recent answer times, so that the postponed ones
-// come back spread out rather than all at once.
-func (h *hostSlots) busyDelay(host string, n int) time.Duration {
+// busyDelay is how long to put off the subscriptions found waiting for a
+// busy host whose queue is full: about when the host will have served
+// half of its queue, from its recent answer times. All of them come back
+// together, with one look at their node (Run schedules it), and those the
+// queue cannot take then are put off again.
+func (h *hostSlots) busyDelay(host string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var avg time.Duration
+	queued := 0
+	if s := h.slots[host]; s != nil {
+		queued = len(s.queue)
+	}
 	switch s := h.slots[host]; {
 	case s != nil && s.avg > 0:
 		avg = s.avg
@@ -824,7 +838,7 @@ func (h *hostSlots) busyDelay(host string, n int) time.Duration {
 	default:
 		avg = h.answers[host]
 	}
-	d := avg * time.Duration(1+n/h.max)
+	d := avg * time.Duration(1+queued/(2*h.max))
 	return min(max(d, minBusyDelay), maxBusyDelay)
 }
 
