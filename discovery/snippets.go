@@ -24,13 +24,22 @@ type PublisherSnippets struct {
 }
 
 // Snippets returns the snippets for the node whose links are given (see
-// NodeLinks).
+// NodeLinks), with a <cloud> for the rssCloud REST endpoint.
 func Snippets(l Links) (PublisherSnippets, error) {
-	cloud, err := cloudElement(l.PleaseNotify)
+	c, err := CloudFor(l.PleaseNotify)
 	if err != nil {
 		return PublisherSnippets{}, err
 	}
-	esc := template.HTMLEscapeString // escapes & < > " ' : right for XML and HTML attributes
+	return SnippetsWith(l, c), nil
+}
+
+// SnippetsWith returns the snippets for the node whose links are given,
+// with the <cloud> element c (a server that takes registrations over
+// XML-RPC or SOAP says so there).
+func SnippetsWith(l Links, c Cloud) PublisherSnippets {
+	esc := template.HTMLEscapeString
+	cloud := fmt.Sprintf(`<cloud domain="%s" port="%s" path="%s" registerProcedure="%s" protocol="%s"/>`,
+		esc(c.Domain), esc(c.Port), esc(c.Path), esc(c.RegisterProcedure), esc(c.Protocol)) // escapes & < > " ' : right for XML and HTML attributes
 	head := fmt.Sprintf(
 		`<link rel="%s" href="%s">`+"\n"+
 			`<meta http-equiv="%s" content="%s">`+"\n"+
@@ -50,7 +59,7 @@ func Snippets(l Links) (PublisherSnippets, error) {
 		NSAtom, RelDescriptor, esc(l.Descriptor),
 		NSAtom, RelHub, esc(l.Hub),
 		cloud)
-	return PublisherSnippets{HTMLHead: head, Atom: atom, RSS: rss}, nil
+	return PublisherSnippets{HTMLHead: head, Atom: atom, RSS: rss}
 }
 
 // RSSCloud registration values written into <cloud>.
@@ -85,14 +94,4 @@ func CloudFor(pleaseNotifyURL string) (Cloud, error) {
 		RegisterProcedure: CloudRegisterProcedure,
 		Protocol:          CloudProtocol,
 	}, nil
-}
-
-func cloudElement(pleaseNotifyURL string) (string, error) {
-	c, err := CloudFor(pleaseNotifyURL)
-	if err != nil {
-		return "", err
-	}
-	esc := template.HTMLEscapeString
-	return fmt.Sprintf(`<cloud domain="%s" port="%s" path="%s" registerProcedure="%s" protocol="%s"/>`,
-		esc(c.Domain), esc(c.Port), esc(c.Path), esc(c.RegisterProcedure), esc(c.Protocol)), nil
 }

@@ -109,7 +109,10 @@ func (a *API) nodeJSON(n *hub.Node) nodeJSON {
 	// The public URL was validated by New, so neither call fails; if one
 	// did, the answer would lack links rather than fail.
 	links, _ := discovery.NodeLinks(a.publicURL, n.Name)
-	snippets, _ := discovery.Snippets(links)
+	var snippets discovery.PublisherSnippets
+	if cloud, err := a.cloudOf(links); err == nil {
+		snippets = discovery.SnippetsWith(links, cloud)
+	}
 	return nodeJSON{
 		Name:             n.Name,
 		Title:            n.Title,

@@ -730,3 +730,31 @@ func TestAdminNodeAnswerHasLinksAndSnippets(t *testing.T) {
 		t.Errorf("the creation answer differs: %+v", created)
 	}
 }
+
+// TestSnippetCloudFollowsTheCloudProtocol: when registrations are to come
+// over SOAP or XML-RPC, the <cloud> a publisher pastes says so, as the
+// node's own RSS feed does.
+func TestSnippetCloudFollowsTheCloudProtocol(t *testing.T) {
+	for protocol, want := range map[string]string{
+		"xml-rpc": `<cloud domain="pingd.test" port="8080" path="/RPC2" registerProcedure="rssCloud.pleaseNotify" protocol="xml-rpc"/>`,
+		"soap":    `<cloud domain="pingd.test" port="8080" path="/RPC2" registerProcedure="pleaseNotify" protocol="soap"/>`,
+	} {
+		t.Run(protocol, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.CloudProtocol = protocol })
+			resp := e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": "demo"})
+			wantStatus(t, resp, http.StatusCreated)
+			created := decodeJSON[nodeJSON](t, resp)
+			if !strings.Contains(created.Snippets.RSS, want) {
+				t.Errorf("rss snippet %q lacks %s", created.Snippets.RSS, want)
+			}
+			resp = e.do(http.MethodGet, "/rss/demo", "", nil)
+			wantStatus(t, resp, http.StatusOK)
+			body := string(readBody(t, resp))
+			for _, attr := range []string{`path="/RPC2"`, `protocol="` + protocol + `"`} {
+				if !strings.Contains(body, attr) {
+					t.Errorf("node feed's cloud lacks %s: %s", attr, body)
+				}
+			}
+		})
+	}
+}

@@ -339,7 +339,7 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 		return feed.AtomFeed(meta, items), nil
 	}
 	meta.SelfURL = links.RSS
-	c, err := discovery.CloudFor(links.PleaseNotify)
+	c, err := a.cloudOf(links)
 	if err != nil {
 		return nil, err
 	}
@@ -348,13 +348,24 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 		return nil, fmt.Errorf("rssCloud port %q: %w", c.Port, err)
 	}
 	cloud := &feed.Cloud{Domain: c.Domain, Port: port, Path: c.Path, RegisterProcedure: c.RegisterProcedure, Protocol: c.Protocol}
+	return feed.RSSFeed(meta, cloud, NodeFeedTTLMinutes, items), nil
+}
+
+// cloudOf is the rssCloud <cloud> that node feeds and publisher snippets
+// advertise: the REST endpoint, or /RPC2 when registrations are to come
+// over XML-RPC or SOAP (Config.CloudProtocol).
+func (a *API) cloudOf(links discovery.Links) (discovery.Cloud, error) {
+	c, err := discovery.CloudFor(links.PleaseNotify)
+	if err != nil {
+		return c, err
+	}
 	switch a.cfg.CloudProtocol {
 	case "xml-rpc":
-		cloud.Path, cloud.RegisterProcedure, cloud.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", "xml-rpc"
+		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", "xml-rpc"
 	case "soap":
-		cloud.Path, cloud.RegisterProcedure, cloud.Protocol = a.rpcPath(), "pleaseNotify", "soap"
+		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "pleaseNotify", "soap"
 	}
-	return feed.RSSFeed(meta, cloud, NodeFeedTTLMinutes, items), nil
+	return c, nil
 }
 
 func (a *API) feedError(w http.ResponseWriter, r *http.Request, n *hub.Node, err error) {

@@ -38,7 +38,7 @@ type Config struct {
 	UpstreamSafetyPoll time.Duration `opt:"upstream-safety-poll" env:"PINGD_UPSTREAM_SAFETY_POLL" default:"6h" help:"how often a source whose upstream push is active is still polled"`
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
-	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the node feeds' <cloud> element offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
+	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the <cloud> element of node feeds and publisher snippets offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
 	RelayPings         string        `opt:"relay-pings" env:"PINGD_RELAY_PINGS" help:"ping servers to forward accepted pings to, comma- or space-separated: xmlrpc:URL (weblogUpdates) or get:URL with {name}, {url} and {feed} (none: off)"`
 	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
 	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
