@@ -30,6 +30,19 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binaries the tests built (one of about 45 MB with
+// the race detector per run, which would otherwise pile up in the temp
+// directory).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, bin := range []string{binPath, fastPath} {
+		if bin != "" {
+			_ = os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
+}
+
 func pingdBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
