@@ -79,6 +79,13 @@ func (a *API) statusRoutes(r *mux.Router) {
 }
 
 func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
+	// Every view runs a few queries: the page shares the admin API's
+	// per-client limit, taken before the admin token is looked at.
+	if ok, wait := a.adminLimit.allow(clientIP(r), time.Now()); !ok {
+		setRetryAfter(w, wait)
+		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
+		return
+	}
 	admin := r.URL.Query().Get("admin") == "1"
 	if admin && !a.statusAdmin(w, r) {
 		return
@@ -107,14 +114,9 @@ func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// statusAdmin checks the admin token of "/?admin=1", answering 429 or 401
-// itself when the request may not see the admin view.
+// statusAdmin checks the admin token of "/?admin=1", answering 401 itself
+// when the request may not see the admin view.
 func (a *API) statusAdmin(w http.ResponseWriter, r *http.Request) bool {
-	if ok, wait := a.adminLimit.allow(clientIP(r), time.Now()); !ok {
-		setRetryAfter(w, wait)
-		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
-		return false
-	}
 	token, ok := bearerToken(r)
 	if !ok {
 		_, token, ok = r.BasicAuth()

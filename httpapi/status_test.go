@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -801,4 +802,21 @@ func FuzzStatusRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStatusPageRateLimit: the public status page shares the admin API's
+// per-client bucket, so reloading it in a loop is refused with 429 and
+// Retry-After like the admin API.
+func TestStatusPageRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.AdminRate = 0.001; c.AdminBurst = 2 })
+	for range 2 {
+		wantStatus(t, e.do(http.MethodGet, "/", "", nil), http.StatusOK)
+	}
+	resp := e.do(http.MethodGet, "/", "", nil)
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || secs < 1 {
+		t.Errorf("Retry-After %q", resp.Header.Get("Retry-After"))
+	}
+	// The admin API is in the same bucket.
+	wantStatus(t, e.admin(http.MethodGet, "/api/nodes", nil), http.StatusTooManyRequests)
 }
