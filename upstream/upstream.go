@@ -254,6 +254,7 @@ func (m *Manager) subscribe(ctx context.Context, now time.Time, u *hub.Upstream)
 	}
 	// Asked again later unless the hub's verification sets the renewal.
 	u.NextRenewAt = now.Add(retryAfterFailure)
+	u.LastError = ""
 	if err := m.cfg.Store.PutUpstream(ctx, u); err != nil {
 		m.log.WarnContext(ctx, "store upstream subscription", "endpoint", u.Endpoint, "err", err)
 		return
@@ -275,8 +276,13 @@ func (m *Manager) subscribe(ctx context.Context, now time.Time, u *hub.Upstream)
 		m.cfg.Tracker.forget(u.SourceID)
 		m.log.WarnContext(ctx, "upstream subscription refused", "kind", u.Kind, "endpoint", u.Endpoint, "topic", u.Topic, "err", err)
 	} else {
-		u.LastError = ""
 		m.log.InfoContext(ctx, "upstream subscription requested", "kind", u.Kind, "endpoint", u.Endpoint, "topic", u.Topic, "state", u.State)
+		if u.Kind == hub.UpstreamWebSub {
+			// Nothing to add to what was stored before the request: the
+			// hub's verification, which may already have come, makes it
+			// active, and writing u again would undo that.
+			return
+		}
 	}
 	if err := m.cfg.Store.PutUpstream(ctx, u); err != nil {
 		m.log.WarnContext(ctx, "store upstream subscription", "endpoint", u.Endpoint, "err", err)

@@ -80,6 +80,9 @@ type webSubHub struct {
 	mu       sync.Mutex
 	requests []url.Values
 	subs     map[string]url.Values // by callback
+	// verifyFirst makes the hub verify before it answers the request
+	// (the verification then always arrives before the answer).
+	verifyFirst bool
 }
 
 func newWebSubHub(t *testing.T) *webSubHub {
@@ -92,7 +95,13 @@ func newWebSubHub(t *testing.T) *webSubHub {
 		form := r.PostForm
 		h.mu.Lock()
 		h.requests = append(h.requests, form)
+		first := h.verifyFirst
 		h.mu.Unlock()
+		if first {
+			h.verify(form)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		go h.verify(form) // after answering, as hubs do
 	}))
@@ -270,6 +279,32 @@ func (e *env) items(t *testing.T, n *hub.Node) []string {
 		ids = append(ids, ev.ItemID)
 	}
 	return ids
+}
+
+// TestWebSubVerificationBeforeTheAnswer: a hub whose verification of
+// intent reaches pingd before its answer to the subscribe request leaves
+// the subscription active, not pending (the answer must not overwrite
+// what the verification stored).
+func TestWebSubVerificationBeforeTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	wh := newWebSubHub(t)
+	wh.verifyFirst = true
+	site := newFeedSite(t)
+	site.hubURL = wh.URL
+	n, _ := e.follow(t, "news", site.URL+"/feed.atom", site.gets.Load)
+	e.m.Check(e.ctx)
+	waitFor(t, "the subscribe request", func() bool { return len(wh.modes()) == 1 })
+	if _, ok := wh.subscriber(); !ok {
+		t.Fatal("the hub's verification failed")
+	}
+	waitFor(t, "the subscription to be active", func() bool {
+		ups := e.upstreams(t, n.SourceID)
+		return len(ups) == 1 && ups[0].State == hub.UpstreamActive
+	})
+	time.Sleep(100 * time.Millisecond) // anything written after the answer has been written
+	if ups := e.upstreams(t, n.SourceID); len(ups) != 1 || ups[0].State != hub.UpstreamActive || ups[0].LeaseSeconds != 1000 {
+		t.Fatalf("after the hub's answer: %+v", ups)
+	}
 }
 
 func TestWebSubUpstream(t *testing.T) {
