@@ -83,6 +83,8 @@ type webSubHub struct {
 	// verifyFirst makes the hub verify before it answers the request
 	// (the verification then always arrives before the answer).
 	verifyFirst bool
+	// verified counts the verifications finished, whatever their outcome.
+	verified int
 }
 
 func newWebSubHub(t *testing.T) *webSubHub {
@@ -110,6 +112,11 @@ func newWebSubHub(t *testing.T) *webSubHub {
 }
 
 func (h *webSubHub) verify(form url.Values) {
+	defer func() {
+		h.mu.Lock()
+		h.verified++
+		h.mu.Unlock()
+	}()
 	challenge := fmt.Sprintf("c%d", time.Now().UnixNano())
 	q := url.Values{"hub.mode": {form.Get("hub.mode")}, "hub.topic": {form.Get("hub.topic")}, "hub.challenge": {challenge}}
 	if form.Get("hub.mode") == "subscribe" {
@@ -293,10 +300,7 @@ func TestWebSubVerificationBeforeTheAnswer(t *testing.T) {
 	site.hubURL = wh.URL
 	n, _ := e.follow(t, "news", site.URL+"/feed.atom", site.gets.Load)
 	e.m.Check(e.ctx)
-	waitFor(t, "the subscribe request", func() bool { return len(wh.modes()) == 1 })
-	if _, ok := wh.subscriber(); !ok {
-		t.Fatal("the hub's verification failed")
-	}
+	waitFor(t, "the hub's verification", func() bool { _, ok := wh.subscriber(); return ok })
 	waitFor(t, "the subscription to be active", func() bool {
 		ups := e.upstreams(t, n.SourceID)
 		return len(ups) == 1 && ups[0].State == hub.UpstreamActive
@@ -315,9 +319,12 @@ func TestWebSubUpstream(t *testing.T) {
 	n, sub := e.follow(t, "news", site.URL+"/feed.atom", site.gets.Load)
 
 	e.m.Check(e.ctx)
+	// pingd marks it active when it answers the verification; the hub
+	// records it once it has read that answer.
 	waitFor(t, "the hub's verification", func() bool {
 		ups := e.upstreams(t, n.SourceID)
-		return len(ups) == 1 && ups[0].State == hub.UpstreamActive
+		_, recorded := wh.subscriber()
+		return len(ups) == 1 && ups[0].State == hub.UpstreamActive && recorded
 	})
 	u := e.upstreams(t, n.SourceID)[0]
 	if u.Endpoint != wh.URL || u.Topic != site.URL+"/feed.atom" || u.LeaseSeconds != 1000 || u.Secret == "" {
@@ -370,6 +377,14 @@ func TestWebSubUpstream(t *testing.T) {
 	if got := wh.modes(); len(got) != 2 || got[1] != "subscribe" {
 		t.Errorf("requests after 85 %% of the lease: %v", got)
 	}
+	// The hub verifies each request in a goroutine of its own: the
+	// renewal's must be over before the unsubscription's, or the hub
+	// could record the renewal after the unsubscription.
+	waitFor(t, "the renewal's verification", func() bool {
+		wh.mu.Lock()
+		defer wh.mu.Unlock()
+		return wh.verified == 2
+	})
 
 	// The last subscriber leaves: pingd unsubscribes at the hub.
 	if err := e.st.DeleteSubscription(e.ctx, sub.ID); err != nil {
