@@ -388,10 +388,21 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 				t.Errorf("next fetch %v (%s) after %d errors, want %v (retry-after)", src.NextFetchAt, src.NextFetchReason, src.ConsecutiveErrors, want)
 			}
 			hits := e.origin.hitCount("/feed")
-			e.clock.Set(want.Add(-time.Second))
+			e.clock.Set(want.Add(-time.Minute))
 			e.settle(sentinel.SourceID)
 			if e.origin.hitCount("/feed") != hits {
 				t.Errorf("fetched before Retry-After")
+			}
+			// A ping meanwhile is taken, but the fetch still waits.
+			if count, err := e.hub.Changed(t.Context(), e.origin.url("/feed"), nil); err != nil || count != 1 {
+				t.Fatalf("ping during Retry-After: %d sources, %v", count, err)
+			}
+			e.settle(sentinel.SourceID)
+			if e.origin.hitCount("/feed") != hits {
+				t.Errorf("a ping made pingd fetch before Retry-After")
+			}
+			if src := e.source(n.SourceID); !src.NextFetchAt.Equal(want) || src.NextFetchReason != "retry-after" || src.LastPingAt.IsZero() {
+				t.Errorf("after the ping: next fetch %v (%s), last ping %v; want %v (retry-after)", src.NextFetchAt, src.NextFetchReason, src.LastPingAt, want)
 			}
 			e.clock.Set(want)
 			e.hub.WakeFetcher()

@@ -70,6 +70,17 @@ func (h *Hub) fetchLoop(ctx context.Context) {
 
 // fetchSource fetches one claimed source and applies the outcome.
 func (h *Hub) fetchSource(ctx context.Context, src *Source) {
+	until := src.Hints.RetryAfter
+	if limit := src.LastFetchAt.Add(maxRetryAfterWait); until.After(limit) {
+		until = limit
+	}
+	if until.After(h.now()) {
+		// The origin asked to be left alone until then (429 or 503 with
+		// Retry-After), and a ping or a push made the source due sooner:
+		// the ping stays recorded, the fetch waits.
+		h.postponeFetch(ctx, src, until)
+		return
+	}
 	count, err := h.store.SubscriberCount(ctx, src.ID)
 	if err != nil {
 		h.log.WarnContext(ctx, "count subscribers", "source", src.URL, "err", err)
@@ -118,6 +129,27 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		h.wake(id)
 	}
 }
+
+// postponeFetch gives back a claimed source unfetched, due at `at` with
+// the Retry-After reason; a note waiting for the fetch stays.
+func (h *Hub) postponeFetch(ctx context.Context, src *Source, at time.Time) {
+	st := src.SourceState
+	st.NextFetchAt, st.NextFetchReason = at, ReasonRetryAfter
+	if _, err := h.store.ApplyFetch(ctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
+		h.log.WarnContext(ctx, "put off a fetch the origin asked to wait for; it is retried when its lease runs out",
+			"source", src.URL, "err", err)
+		return
+	}
+	h.log.DebugContext(ctx, "fetch put off: the origin asked to wait", "source", src.URL, "until", at)
+}
+
+// ReasonRetryAfter is the NextFetchReason of a source whose origin asked
+// to be left alone for a while (the scheduler's reason of the same name);
+// maxRetryAfterWait bounds that while, as the scheduler's default does.
+const (
+	ReasonRetryAfter  = "retry-after"
+	maxRetryAfterWait = 7 * 24 * time.Hour
+)
 
 // ReasonInterrupted is the NextFetchReason of a source whose fetch was cut
 // off by shutdown or by the death of the process that had claimed it.
