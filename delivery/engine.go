@@ -114,8 +114,7 @@ type Engine struct {
 	woken map[int64]bool
 	hosts *hostSlots
 	rand  func() float64
-	// states writes finished deliveries' states while Run runs (nil
-	// otherwise: then they are written at once).
+	// states writes finished deliveries' states; Run starts it.
 	states *stateWriter
 	// held counts the claimed subscriptions not yet done with (running,
 	// waiting for a worker or for their host); freed is signalled each
@@ -285,7 +284,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		close(starts)
 		wg.Wait()
 		e.states.close() // every answered delivery is recorded before Run returns
-		e.states = nil
 	}()
 	if e.cfg.Exclusive {
 		e.reclaimLeases(ctx)
@@ -516,21 +514,11 @@ func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.Deliver
 
 // saveThen is save, then, if wake, a look at the subscription's node
 // (only once saved: until then it is leased, and the look would skip it).
-func (e *Engine) saveThen(ctx context.Context, sub *hub.Subscription, ds hub.DeliveryState, wake bool) {
+// Saves happen only within Run, whose state writer writes them even after
+// ctx ended (persistContext).
+func (e *Engine) saveThen(_ context.Context, sub *hub.Subscription, ds hub.DeliveryState, wake bool) {
 	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
-	if e.states != nil {
-		e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds}, nodeID: sub.NodeID, wake: wake})
-		return
-	}
-	ctx, cancel := persistContext(ctx)
-	defer cancel()
-	if err := e.cfg.Store.SaveDeliveryState(ctx, sub.ID, ds); err != nil && !errors.Is(err, hub.ErrNotFound) {
-		// The lease expires and the delivery is repeated: at least once.
-		e.log.ErrorContext(ctx, "save delivery state", "subscription", sub.ID, "err", err)
-	}
-	if wake {
-		e.poke(sub.NodeID)
-	}
+	e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds}, nodeID: sub.NodeID, wake: wake})
 }
 
 // persistTimeout bounds the writes of delivery bookkeeping, which outlive
