@@ -131,16 +131,11 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 }
 
 // postponeFetch gives back a claimed source unfetched, due at `at` with
-// the Retry-After reason; a note waiting for the fetch stays.
+// the Retry-After reason.
 func (h *Hub) postponeFetch(ctx context.Context, src *Source, at time.Time) {
-	st := src.SourceState
-	st.NextFetchAt, st.NextFetchReason = at, ReasonRetryAfter
-	if _, err := h.store.ApplyFetch(ctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
-		h.log.WarnContext(ctx, "put off a fetch the origin asked to wait for; it is retried when its lease runs out",
-			"source", src.URL, "err", err)
-		return
+	if h.release(ctx, src, at, ReasonRetryAfter) {
+		h.log.DebugContext(ctx, "fetch put off: the origin asked to wait", "source", src.URL, "until", at)
 	}
-	h.log.DebugContext(ctx, "fetch put off: the origin asked to wait", "source", src.URL, "until", at)
 }
 
 // ReasonRetryAfter is the NextFetchReason of a source whose origin asked
@@ -160,18 +155,29 @@ const ReasonInterrupted = "fetch interrupted"
 // once, so that the next process fetches it without waiting for the lease
 // to run out. It writes with a context of its own: ctx may have ended.
 func (h *Hub) giveBack(ctx context.Context, src *Source) {
+	if src.Gone {
+		h.release(ctx, src, time.Time{}, "gone")
+		return
+	}
+	h.release(ctx, src, h.now(), ReasonInterrupted)
+}
+
+// release ends the lease of a claimed source that was not fetched, its
+// state as it was but for the next fetch (at, with reason); a note waiting
+// for the fetch stays for the next one. It writes with a context of its
+// own: ctx may have ended. If the write fails, the lease runs out and the
+// source is claimed again then; release reports whether it succeeded.
+func (h *Hub) release(ctx context.Context, src *Source, at time.Time, reason string) bool {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
 	defer cancel()
 	st := src.SourceState
-	st.NextFetchAt, st.NextFetchReason = h.now(), ReasonInterrupted
-	if st.Gone {
-		st.NextFetchAt, st.NextFetchReason = time.Time{}, "gone"
-	}
-	// No note: one waiting for this fetch stays for the next one.
+	st.NextFetchAt, st.NextFetchReason = at, reason
 	if _, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
-		h.log.WarnContext(wctx, "give back an interrupted fetch; it is redone when its lease runs out",
-			"source", src.URL, "err", err)
+		h.log.WarnContext(wctx, "release an unfetched source; it is fetched when its lease runs out",
+			"source", src.URL, "reason", reason, "err", err)
+		return false
 	}
+	return true
 }
 
 // giveBackTimeout bounds the write of giveBack.
