@@ -1660,6 +1660,19 @@ func testSaveDeliveryStates(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].ID != ids[2] {
 		t.Fatalf("claimed %v when the retry was due, want [%d]", subIDs(got), ids[2])
 	}
+	if got[0].LeaseOwner != "other" || !got[0].LeaseUntil.Equal(t0.Add(2*time.Minute)) || got[0].LastError != "HTTP 503" {
+		t.Errorf("claimed subscription = %+v", got[0].DeliveryState)
+	}
+	// A success after the failure clears every trace of it.
+	noErr(t, s.SaveDeliveryStates(ctx, []hub.SavedDeliveryState{
+		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 2, LastStatus: 200, LastDeliveredAt: t0.Add(time.Minute)}},
+	}))
+	third = must(s.Subscription(ctx, ids[2]))(t)
+	if third.Cursor != 2 || third.Attempts != 2 || third.ConsecutiveErrors != 0 || third.LastError != "" ||
+		!third.FirstFailureAt.IsZero() || !third.NextAttemptAt.IsZero() || third.LastStatus != 200 ||
+		!third.LastDeliveredAt.Equal(t0.Add(time.Minute)) || third.LeaseOwner != "" || !third.LeaseUntil.IsZero() {
+		t.Errorf("third subscription's state after a success = %+v", third.DeliveryState)
+	}
 
 	// More than one statement's worth (the store splits them), each its
 	// own cursor.
