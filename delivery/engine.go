@@ -307,7 +307,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.woken = map[int64]bool{}
 		e.mu.Unlock()
 		for nodeID := range nodes {
-			for first := true; ctx.Err() == nil; first = false {
+			for ctx.Err() == nil {
 				room := maxHeld - int(e.held.Load())
 				if room < e.cfg.Workers {
 					// Most of what was claimed is still waiting: claim
@@ -321,13 +321,11 @@ func (e *Engine) Run(ctx context.Context) error {
 					}
 				}
 				now := e.now()
+				// One large claim, even the first: on a loaded machine a
+				// second claim running while the first few deliveries are
+				// sent gets the CPU last and holds the rest back
+				// (docs/benchmarks.md, measurement 3).
 				limit := min(room, maxClaim)
-				if first {
-					// A first claim of a worker's worth starts the
-					// deliveries sooner; the next, larger, claims run while
-					// they are sent.
-					limit = min(limit, e.cfg.Workers)
-				}
 				claimSeq := e.wakeSeqNow() // before the claim: a publish after it counts as later
 				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, now.Add(e.cfg.Lease))
 				if err != nil {
