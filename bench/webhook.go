@@ -111,13 +111,17 @@ type webhookPlan struct {
 }
 
 type webhookRound struct {
-	N, Hosts     int
-	Conc         int // concurrency of the raw client
-	Pingd, Raw   time.Duration
-	PingdMissing int
-	Dups         int
-	PublishCalls map[string]int64 // store calls made by hub.Publish
-	RoundCalls   map[string]int64 // the other store calls of the round: the deliveries
+	N, Hosts   int
+	Conc       int // concurrency of the raw client
+	Pingd, Raw time.Duration
+	// PingdCPU and RawCPU are the CPU time this process (pingd or the
+	// plain client, with the sink) used for each side's round; pingd's
+	// includes the saving of the last states after the last delivery.
+	PingdCPU, RawCPU time.Duration
+	PingdMissing     int
+	Dups             int
+	PublishCalls     map[string]int64 // store calls made by hub.Publish
+	RoundCalls       map[string]int64 // the other store calls of the round: the deliveries
 }
 
 // The delivery engine's limits, set to its defaults explicitly so the
@@ -187,10 +191,10 @@ func measureWebhooks(ctx context.Context, t testing.TB, plan webhookPlan) []webh
 		snk.mu.Unlock()
 		for r := range roundsFor(plan.Rounds, n) {
 			res := webhookRound{N: n, Hosts: hosts, Conc: conc}
-			doRaw := func() { res.Raw = rawRound(ctx, t, raw, snk, urls, body, ct, link, conc) }
+			doRaw := func() { res.Raw, res.RawCPU = rawRound(ctx, t, raw, snk, urls, body, ct, link, conc) }
 			doPingd := func() {
 				defer startProfile(t, plan.ProfileDir, fmt.Sprintf("webhooks-N%d-hosts%d-round%d", n, hosts, r))()
-				res.Pingd, res.PingdMissing, res.PublishCalls, res.RoundCalls = pingdRound(ctx, t, p, snk, node, n, r)
+				res.Pingd, res.PingdCPU, res.PingdMissing, res.PublishCalls, res.RoundCalls = pingdRound(ctx, t, p, snk, node, n, r)
 				res.Dups = snk.dups()
 			}
 			if r%2 == 0 {
@@ -214,7 +218,7 @@ func roundsFor(rounds, n int) int {
 }
 
 // pingdRound publishes one item and waits until every subscriber has it.
-func pingdRound(ctx context.Context, t testing.TB, p *pingdSide, snk *sink, node string, n, r int) (time.Duration, int, map[string]int64, map[string]int64) {
+func pingdRound(ctx context.Context, t testing.TB, p *pingdSide, snk *sink, node string, n, r int) (elapsed, cpu time.Duration, missing int, publishCalls, deliveries map[string]int64) {
 	t.Helper()
 	done := snk.expect(n)
 	before := p.Store.Snapshot()
@@ -222,36 +226,36 @@ func pingdRound(ctx context.Context, t testing.TB, p *pingdSide, snk *sink, node
 	entry := fmt.Sprintf(`<entry xmlns="http://www.w3.org/2005/Atom"><id>urn:bench:%s</id><title>Item %s</title><link href="http://bench.example/%s"/><updated>%s</updated><summary>%s</summary></entry>`,
 		id, id, id, time.Now().UTC().Format(time.RFC3339), itemSummary)
 	p.Store.TakeTagged("publish")
-	start := time.Now()
+	cpuBefore, start := selfCPU(), time.Now()
 	if _, err := p.Hub.Publish(withCountTag(ctx, "publish"), node, "bench", []hub.Entry{{ID: id, Payload: []byte(entry), Title: "Item " + id, Link: "http://bench.example/" + id, Updated: time.Now()}}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	missing := 0
 	if !waitProgress(ctx, done, &snk.count, time.Minute) {
 		missing = n - int(snk.count.Load())
 		t.Logf("pingd webhooks N=%d: %d of %d deliveries arrived", n, snk.count.Load(), n)
 	}
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	// Deliveries save their state after the receiver answered; let the
-	// last ones land before counting.
+	// last ones land before counting them and the CPU.
 	time.Sleep(200 * time.Millisecond)
+	cpu = selfCPU() - cpuBefore
 	// The deliveries' calls: everything after the publish started but the
 	// publish's own.
-	publishCalls := p.Store.TakeTagged("publish")
-	deliveries := diffCounts(before, p.Store.Snapshot())
+	publishCalls = p.Store.TakeTagged("publish")
+	deliveries = diffCounts(before, p.Store.Snapshot())
 	for m, c := range publishCalls {
 		if deliveries[m] -= c; deliveries[m] == 0 {
 			delete(deliveries, m)
 		}
 	}
-	return elapsed, missing, publishCalls, deliveries
+	return elapsed, cpu, missing, publishCalls, deliveries
 }
 
 // rawRound sends the same request to every URL with conc workers.
-func rawRound(ctx context.Context, t testing.TB, client *http.Client, snk *sink, urls []string, body []byte, ct, link string, conc int) time.Duration {
+func rawRound(ctx context.Context, t testing.TB, client *http.Client, snk *sink, urls []string, body []byte, ct, link string, conc int) (elapsed, cpu time.Duration) {
 	t.Helper()
 	done := snk.expect(len(urls))
-	start := time.Now()
+	cpuBefore, start := selfCPU(), time.Now()
 	err := parallel(len(urls), conc, func(i int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, urls[i], bytes.NewReader(body))
 		if err != nil {
@@ -272,7 +276,7 @@ func rawRound(ctx context.Context, t testing.TB, client *http.Client, snk *sink,
 		t.Fatalf("raw webhook round: %v", err)
 	}
 	waitProgress(ctx, done, &snk.count, 30*time.Second)
-	return time.Since(start)
+	return time.Since(start), selfCPU() - cpuBefore
 }
 
 // waitProgress waits for done while the counter keeps moving; false when
@@ -298,11 +302,11 @@ func waitProgress(ctx context.Context, done <-chan struct{}, counter *atomic.Int
 }
 
 func webhookTable(rounds []webhookRound, sizes []webhookSize) *table {
-	t := &table{header: []string{"N", "receiver hosts", "pingd deliveries/s (median)", "plain net/http (median)", "pingd ÷ net/http", "missing / dups", "store writes in hub.Publish", "store writes per delivery"}}
+	t := &table{header: []string{"N", "receiver hosts", "pingd deliveries/s (median)", "plain net/http (median)", "pingd ÷ net/http", "process CPU per delivery: pingd / net/http", "missing / dups", "store writes in hub.Publish", "store writes per delivery"}}
 	for _, size := range sizes {
 		n := size.N
 		conc := 0
-		var pr, rr []float64
+		var pr, rr, pc, rc []float64
 		var missing, dups int
 		var pub, round map[string]int64
 		for _, r := range rounds {
@@ -312,12 +316,14 @@ func webhookTable(rounds []webhookRound, sizes []webhookSize) *table {
 			conc = r.Conc
 			pr = append(pr, float64(n)/r.Pingd.Seconds())
 			rr = append(rr, float64(n)/r.Raw.Seconds())
+			pc = append(pc, float64(r.PingdCPU)/float64(n))
+			rc = append(rc, float64(r.RawCPU)/float64(n))
 			missing += r.PingdMissing
 			dups += r.Dups
 			pub, round = r.PublishCalls, r.RoundCalls
 		}
 		t.add(fmt.Sprint(n), fmt.Sprint(max(size.Hosts, 1)), perSec(median(pr)), fmt.Sprintf("%s (%d at once)", perSec(median(rr)), conc), ratio(median(pr), median(rr)),
-			fmt.Sprintf("%d / %d", missing, dups), describeWrites(pub, 1), describeWrites(round, n))
+			fmt.Sprintf("%s / %s", us(time.Duration(median(pc))), us(time.Duration(median(rc)))), fmt.Sprintf("%d / %d", missing, dups), describeWrites(pub, 1), describeWrites(round, n))
 	}
 	return t
 }
