@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 )
 
@@ -23,6 +24,7 @@ type batch struct {
 	nodes   map[int64]*once
 	events  map[eventsKey]*once
 	renders map[string]*once
+	links   map[string]*once
 }
 
 type eventsKey struct{ node, after int64 }
@@ -41,7 +43,7 @@ type once struct {
 
 func newBatch(store hub.Store, limit int) *batch {
 	return &batch{store: store, limit: limit,
-		nodes: map[int64]*once{}, events: map[eventsKey]*once{}, renders: map[string]*once{}}
+		nodes: map[int64]*once{}, events: map[eventsKey]*once{}, renders: map[string]*once{}, links: map[string]*once{}}
 }
 
 func get[K comparable](b *batch, m map[K]*once, key K, f func() (any, error)) (any, error) {
@@ -106,4 +108,19 @@ func (d *Delivery) Render(variant string, f func() ([]byte, string, error)) ([]b
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%s", d.Sub.Kind, d.Node.ID, d.Events[0].Seq, d.Events[len(d.Events)-1].Seq, variant)
 	return d.batch.render(key, f)
+}
+
+// Links returns the node's discovery links under publicURL, built once
+// for every subscriber of the batch. Without a batch it just builds them.
+func (d *Delivery) Links(publicURL string) (discovery.Links, error) {
+	if d.batch == nil {
+		return discovery.NodeLinks(publicURL, d.Node.Name)
+	}
+	v, err := get(d.batch, d.batch.links, publicURL+"\x00"+d.Node.Name, func() (any, error) {
+		return discovery.NodeLinks(publicURL, d.Node.Name)
+	})
+	if err != nil {
+		return discovery.Links{}, err
+	}
+	return v.(discovery.Links), nil
 }

@@ -81,7 +81,7 @@ func (w *Webhook) Verify(ctx context.Context, sub *hub.Subscription, node *hub.N
 
 // Deliver sends the new entries (or the patch) in one request.
 func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
-	links, err := w.links(d.Node)
+	links, err := d.Links(w.PublicURL)
 	if err != nil {
 		return Result{Err: err}
 	}

@@ -185,11 +185,14 @@ func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
 	if !d.Sub.ExpiresAt.IsZero() && !w.now().Before(d.Sub.ExpiresAt) {
 		return Result{Err: errors.New("lease expired"), Remove: true}
 	}
-	links, err := w.links(d.Node)
+	links, err := d.Links(w.PublicURL)
 	if err != nil {
 		return Result{Err: err}
 	}
-	topic := w.topic(d.Sub, d.Node)
+	topic := d.Sub.Options.Topic // as in topic, without building the links again
+	if topic == "" {
+		topic = links.Atom
+	}
 	body, contentType, err := d.Render(topic, func() ([]byte, string, error) { return w.content(ctx, d, topic) })
 	if err != nil {
 		return Result{Err: err}
@@ -223,7 +226,7 @@ func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
 // pingd's own Atom or RSS feed of the new items, a feed source's new items
 // in its own format, or a non-feed source's current representation.
 func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte, string, error) {
-	links, err := w.links(d.Node)
+	links, err := d.Links(w.PublicURL)
 	if err != nil {
 		return nil, "", err
 	}
