@@ -115,8 +115,8 @@ type webhookRound struct {
 	Conc       int // concurrency of the raw client
 	Pingd, Raw time.Duration
 	// PingdCPU and RawCPU are the CPU time this process (pingd or the
-	// plain client, with the sink) used for each side's round; pingd's
-	// includes the saving of the last states after the last delivery.
+	// plain client, with the sink) used for each side's round and the
+	// settleTime after it (pingd saves its last states then).
 	PingdCPU, RawCPU time.Duration
 	PingdMissing     int
 	Dups             int
@@ -217,6 +217,10 @@ func roundsFor(rounds, n int) int {
 	return rounds * max(1, min(5, 1000/n))
 }
 
+// settleTime is how long a round waits after the last delivery arrived
+// for pingd's last delivery states to be saved.
+const settleTime = 200 * time.Millisecond
+
 // pingdRound publishes one item and waits until every subscriber has it.
 func pingdRound(ctx context.Context, t testing.TB, p *pingdSide, snk *sink, node string, n, r int) (elapsed, cpu time.Duration, missing int, publishCalls, deliveries map[string]int64) {
 	t.Helper()
@@ -237,7 +241,7 @@ func pingdRound(ctx context.Context, t testing.TB, p *pingdSide, snk *sink, node
 	elapsed = time.Since(start)
 	// Deliveries save their state after the receiver answered; let the
 	// last ones land before counting them and the CPU.
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(settleTime)
 	cpu = selfCPU() - cpuBefore
 	// The deliveries' calls: everything after the publish started but the
 	// publish's own.
@@ -276,7 +280,11 @@ func rawRound(ctx context.Context, t testing.TB, client *http.Client, snk *sink,
 		t.Fatalf("raw webhook round: %v", err)
 	}
 	waitProgress(ctx, done, &snk.count, 30*time.Second)
-	return time.Since(start), selfCPU() - cpuBefore
+	elapsed = time.Since(start)
+	// As long as pingd's round settles, so that both CPU figures include
+	// the same idle time of the process.
+	time.Sleep(settleTime)
+	return elapsed, selfCPU() - cpuBefore
 }
 
 // waitProgress waits for done while the counter keeps moving; false when
