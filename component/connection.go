@@ -27,6 +27,9 @@ type connection struct {
 	broken atomic.Bool
 	// queries are pingd's own IQs waiting for their answers.
 	queries *pendingQueries
+	// acks are the notifications written and not yet acknowledged by the
+	// server (acks.go).
+	acks *ackWindow
 	// multicast is the XEP-0033 service notifications go through on this
 	// stream, nil while none is known (multicast.go).
 	multicast atomic.Pointer[multicastService]
@@ -133,7 +136,12 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	// The handshake's deadlines are cleared; from now on reads wait for
 	// the server as long as it takes.
 	_ = raw.SetDeadline(time.Time{})
-	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries()}
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow()}
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		c.recordAcks(ctx, cn)
+	}()
 	c.setConnection(cn)
 	c.log.Info("connected to XMPP server", "addr", c.addr)
 	c.flushPendingDeletes(cn)
@@ -147,7 +155,12 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 		c.discoverMulticast(ctx, cn)
 	}()
 
-	stop := context.AfterFunc(ctx, cn.shutdown)
+	stop := context.AfterFunc(ctx, func() {
+		// A last marker covers what was written since the one in flight;
+		// the server answers it before it closes the stream.
+		_ = c.writeMarker(cn, true)
+		cn.shutdown()
+	})
 	err = sess.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
 		return c.handleStanza(ctx, cn, pool, t, start)
 	}))
@@ -156,6 +169,10 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	cn.broken.Store(true)
 	_ = raw.Close()
 	cn.queries.closeAll()
+	if unacked := cn.acks.close(); unacked > 0 {
+		c.log.Info("notifications not acknowledged by the XMPP server are sent again after the next connection", "batches", unacked)
+	}
+	<-recorded
 	<-discovered
 	pool.close()
 	if ctx.Err() != nil {

@@ -29,7 +29,11 @@
 //   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor, renders each event once, writes it to every subscriber with
-//     only the "to" changed, flushes, then advances the cursor.
+//     only the "to" changed and flushes.
+//   - acks.go: the cursor advances when the server has processed the
+//     write: an IQ the component sends itself comes back through the
+//     server after everything written before it; what was not
+//     acknowledged when a connection ends is written again by the next.
 //   - multicast.go: XEP-0033. After each connection the component looks
 //     for the server's multicast service (Config.Multicast) and, when
 //     there is one, sends a notification to the server's own users as one

@@ -122,12 +122,13 @@ func TestDomainOf(t *testing.T) {
 
 // ejEnv is an ejabberd with pingd's hub and component attached.
 type ejEnv struct {
-	t    *testing.T
-	ctx  context.Context
-	ej   *testenv.Ejabberd
-	hub  *hub.Hub
-	comp *Component
-	logs *logBuffer
+	t     *testing.T
+	ctx   context.Context
+	ej    *testenv.Ejabberd
+	hub   *hub.Hub
+	comp  *Component
+	logs  *logBuffer
+	store hub.Store
 }
 
 func newEjabberdEnv(t *testing.T, cfg Config) *ejEnv {
@@ -167,7 +168,7 @@ func newEjabberdEnv(t *testing.T, cfg Config) *ejEnv {
 	})
 	waitFor(t, 30*time.Second, "the component to connect", comp.Connected)
 	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return comp.multicastChecked.Load() > 0 })
-	return &ejEnv{t: t, ctx: ctx, ej: ej, hub: h, comp: comp, logs: logs}
+	return &ejEnv{t: t, ctx: ctx, ej: ej, hub: h, comp: comp, logs: logs, store: st}
 }
 
 // subscribers logs in n resources of one account, each subscribed to node.
@@ -268,6 +269,12 @@ func TestMulticastEjabberd(t *testing.T) {
 	if svc, _ := e.comp.MulticastService(); svc == "" {
 		t.Errorf("the multicast service was given up:\n%s", e.logs.String())
 	}
+	// ejabberd routes the component's acknowledgement markers back too:
+	// the cursor catches up.
+	waitFor(t, 10*time.Second, "ejabberd to acknowledge the notifications", func() bool {
+		n, err := e.store.Node(e.ctx, "news")
+		return err == nil && n.XMPPSeq == n.LastSeq
+	})
 }
 
 // TestMulticastRefusedIsResent points the component at a "service" that

@@ -14,12 +14,14 @@ import (
 )
 
 // Notifications. Each node has one cursor, Node.XMPPSeq: the newest event
-// written to the stream. The dispatcher reads a node's log after that
-// cursor, renders each event once, writes it to every XMPP subscriber
-// (changing only the "to"), flushes, and then advances the cursor. Items
-// published while disconnected therefore go out after the next connection,
-// and a restart sends nothing twice unless it came between a flush and the
-// cursor update (at-least-once, with the same item id).
+// the XMPP server has acknowledged. The dispatcher reads a node's log
+// after that cursor (or after what this connection already wrote), renders
+// each event once, writes it to every XMPP subscriber (changing only the
+// "to") and flushes; the cursor advances when the server has processed
+// the write (acks.go). Items published while disconnected therefore go out
+// after the next connection, and nothing written is lost with the server:
+// what it had not processed is written again (at-least-once, with the
+// same item id).
 
 // workQueue collects the nodes that need the dispatcher's attention.
 type workQueue struct {
@@ -112,6 +114,12 @@ func (c *Component) dispatch(ctx context.Context) {
 			// every node anyway.
 			return
 		}
+		if err := c.writeMarker(conn, false); err != nil {
+			return // the reader notices the lost stream and reconnects
+		}
+		if c.dropIfOverdue(conn) {
+			return
+		}
 		all, ids := c.work.take()
 		if !all && len(ids) == 0 {
 			return
@@ -182,6 +190,9 @@ func (c *Component) nodesToServe(ctx context.Context, all bool, ids []int64) ([]
 
 // deliverNode sends the node's events after its cursor.
 func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID int64) error {
+	// Read before the node: the recorder forgets a node's sent position
+	// only after recording it, so one of the two is always current.
+	sent := conn.acks.sentFor(nodeID)
 	n, err := c.store.NodeByID(ctx, nodeID)
 	if errors.Is(err, hub.ErrNotFound) {
 		return nil // deleted meanwhile; its subscribers got a delete notification
@@ -190,7 +201,7 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		return err
 	}
 	subFilter := hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, State: hub.SubActive}
-	after := n.XMPPSeq
+	after := max(n.XMPPSeq, sent)
 	for {
 		events, err := c.store.EventsAfter(ctx, n.ID, after, eventBatch)
 		if err != nil {
@@ -210,6 +221,12 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		if k := max(1, messagesPerFlush/max(1, len(subs))); len(events) > k {
 			events, more = events[:k], true // the rest in the next round
 		}
+		if err := c.waitForRoom(ctx, conn); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %w", errStream, err)
+		}
 		if !c.leading.Load() {
 			return errNotLeading
 		}
@@ -217,13 +234,23 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
 		last := events[len(events)-1].Seq
-		// Once written, the cursor must be recorded even if pingd is
-		// shutting down, or the events would be sent again.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
-		err = c.store.SetXMPPSeq(sctx, n.ID, last)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("record XMPP cursor of %q: %w", n.Name, err)
+		if c.shared {
+			// ejabberd spreads what reaches the component's name over all
+			// its connections, so a marker would come back to any process:
+			// the cursor moves at the write, as before acknowledgements.
+			// Once written, it must be recorded even if pingd is shutting
+			// down, or the events would be sent again.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
+			err = c.store.SetXMPPSeq(sctx, n.ID, last)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("record XMPP cursor of %q: %w", n.Name, err)
+			}
+		} else {
+			conn.acks.written(n.ID, last)
+			if err := c.writeMarker(conn, false); err != nil {
+				return fmt.Errorf("%w: %w", errStream, err)
+			}
 		}
 		after = last
 		if !more {

@@ -55,6 +55,14 @@ const maxPayloadBytes = 256 << 10
 // or not for the service. Every get and set gets exactly one answer;
 // results and errors get none.
 func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
+	if c.isAckMarker(iq) {
+		// One of our markers, back from the server (acks.go): nobody
+		// waits for an answer to it.
+		if more := cn.acks.ack(iq.attr("id")); more {
+			c.work.notify() // the dispatcher writes the next one
+		}
+		return
+	}
 	typ := iq.attr("type")
 	if typ == string(stanza.ResultIQ) || typ == string(stanza.ErrorIQ) {
 		cn.queries.deliver(iq)

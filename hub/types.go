@@ -194,7 +194,8 @@ type Node struct {
 	TokenHash []byte
 	// LastSeq is the sequence number of the newest event in the node's log.
 	LastSeq int64
-	// XMPPSeq is the newest event written to the XMPP stream ("sent up to").
+	// XMPPSeq is the newest event the XMPP server has acknowledged
+	// ("sent up to"; written, with Config.Shared of the component).
 	XMPPSeq   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time

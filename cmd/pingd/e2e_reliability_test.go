@@ -215,7 +215,12 @@ func newRelHook(t testing.TB, name string, tally *relTally, behave func(w http.R
 func (h *relHook) URL() string { return "http://" + h.addr + "/hook/" + h.name }
 
 func (h *relHook) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		// The request was cut (pingd killed while sending it): no
+		// delivery; pingd sends it again after the restart.
+		return
+	}
 	if r.Method == http.MethodGet {
 		_, _ = io.WriteString(w, r.URL.Query().Get("hub.challenge"))
 		return
@@ -538,9 +543,12 @@ func (d *daemon) ready() int {
 // it (SIGKILL) in the middle of a fan-out. /readyz follows the connection,
 // pingd reconnects with backoff by itself, webhooks never notice, the
 // items published while the server was down reach every XMPP reader once
-// it is back, and every item stays retrievable. Notifications the server
-// had taken but not passed on when it went down cannot be known to pingd
-// (XEP-0114 has no acknowledgements): they are counted and reported.
+// it is back, and every item stays retrievable. Notifications written to
+// the server but not acknowledged when it went down are written again
+// after the reconnection (at-least-once): at most what the server had
+// routed to its clients' sessions but not yet written to their sockets can
+// be lost (before the acknowledgements, about a fifth of the notifications
+// of a round was); losses and duplicates are counted and reported.
 func TestXMPPServerRestartDuringFanOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -641,6 +649,9 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 	t.Logf("%d items, %d XMPP server restarts: XMPP notifications in flight when the server went down and never passed on: %d of %d "+
 		"(all retrievable); duplicates: XMPP %d pairs (%d copies), webhooks %d pairs (%d copies)",
 		len(published), rounds, lost, len(published)*readers, xrepeated, xextra, repeated, extra)
+	if total := len(published) * readers; lost > total/100 {
+		t.Errorf("%d of %d XMPP notifications lost with the server: more than the server could have held for its clients", lost, total)
+	}
 	if n := s.d.logCount("XMPP server", "retrying in"); n == 0 {
 		t.Errorf("no reconnect attempt was logged while the server was down")
 	}

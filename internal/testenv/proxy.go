@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -18,6 +19,8 @@ type Proxy struct {
 	mu      sync.Mutex
 	blocked bool
 	conns   map[net.Conn]bool
+	// swallowing drops what clients send instead of forwarding it.
+	swallowing atomic.Bool
 }
 
 // StartProxy listens on a free loopback port and forwards to target.
@@ -66,7 +69,7 @@ func (p *Proxy) forward(c net.Conn) {
 	p.conns[c], p.conns[up] = true, true
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(p.upstream(up), c); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
 	<-done
 	c.Close()
@@ -77,6 +80,25 @@ func (p *Proxy) forward(c net.Conn) {
 	p.mu.Unlock()
 }
 
+// upstream writes to the target unless the proxy swallows.
+func (p *Proxy) upstream(up net.Conn) io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		if p.swallowing.Load() {
+			return len(b), nil
+		}
+		return up.Write(b)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// Swallow makes the open and new connections drop what the clients send
+// from now on, as a server does that dies with their bytes unread, while
+// the target's side still reaches them. Block and Allow end it.
+func (p *Proxy) Swallow() { p.swallowing.Store(true) }
+
 // Block cuts every open connection and refuses new ones until Allow.
 func (p *Proxy) Block() {
 	p.mu.Lock()
@@ -85,6 +107,7 @@ func (p *Proxy) Block() {
 	for c := range p.conns {
 		c.Close()
 	}
+	p.swallowing.Store(false) // the connections that swallowed are cut
 }
 
 // Allow lets connections through again.

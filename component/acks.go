@@ -1,0 +1,309 @@
+package component
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Acknowledged cursors. A notification written to the component stream
+// has only reached a socket: if the XMPP server dies before it reads the
+// bytes, they are gone, and a cursor advanced at the write would never
+// send them again. So a node's cursor (Node.XMPPSeq) is recorded only once
+// the server has processed what was written. The component marks the
+// stream with an IQ addressed to itself; the server handles a component's
+// stanzas in order and routes that one back, so when it comes back every
+// notification written before it was routed to its recipients' sessions.
+// (A component has no stream management; this is the acknowledgement the
+// protocol allows.)
+//
+// One marker is in flight at a time and covers every batch written before
+// it, so markers cost one stanza per round trip, not one per batch. Until
+// its marker returns, the connection remembers how far each node was
+// written (sent), so nothing is written twice on it, and a bounded window
+// of batches waits. A lost connection forgets both: the next one starts
+// from the recorded cursors and writes the unacknowledged batches again
+// (at-least-once, with the same item ids). A marker that does not return
+// within ackTimeout means the server is not processing the stream; the
+// connection is dropped and made again.
+//
+// Not with Config.Shared: ejabberd spreads what reaches the component's
+// name over every process's connection, markers included, so there the
+// cursor moves when the write is flushed, as it did before.
+
+const (
+	// ackIDPrefix starts the id of every marker IQ.
+	ackIDPrefix = "pingd-ack-"
+	// maxUnacked bounds the batches written and not yet acknowledged on
+	// one connection; the dispatcher waits when it is reached.
+	maxUnacked = 4096
+	// ackTimeout is how long a marker may take to come back.
+	ackTimeout = 30 * time.Second
+)
+
+// errAckTimeout drops a connection whose server does not return markers.
+var errAckTimeout = errors.New("the XMPP server did not route the component's acknowledgement marker back")
+
+// ackWindow is one connection's batches awaiting acknowledgement.
+type ackWindow struct {
+	mu sync.Mutex
+	// sent is the newest event written per node on this connection.
+	sent map[int64]int64
+	// pending are the written batches in write order; marker is the marker
+	// that covers one, 0 while none was written after it.
+	pending []pendingBatch
+	// lastMarker numbers the markers; inFlight is the one awaited (0:
+	// none), since when.
+	lastMarker    uint64
+	inFlight      uint64
+	inFlightSince time.Time
+	// acked are acknowledged batches for the recorder.
+	acked []pendingBatch
+	// recorderWake and roomWake wake the recorder and a dispatcher that
+	// waits for room.
+	recorderWake, roomWake chan struct{}
+	closed                 bool
+}
+
+type pendingBatch struct {
+	marker uint64
+	node   int64
+	cursor int64
+}
+
+func newAckWindow() *ackWindow {
+	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1)}
+}
+
+func (w *ackWindow) wake() {
+	for _, ch := range []chan struct{}{w.recorderWake, w.roomWake} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sentFor is how far the node was written on this connection, 0 if not
+// since its cursor was last recorded.
+func (w *ackWindow) sentFor(node int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent[node]
+}
+
+// written records a batch written to the stream (after the write).
+func (w *ackWindow) written(node, cursor int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.sent[node] = cursor
+	w.pending = append(w.pending, pendingBatch{node: node, cursor: cursor})
+}
+
+// full reports whether the window has no room for another batch.
+func (w *ackWindow) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) >= maxUnacked
+}
+
+// nextMarker claims the batches written since the last marker for a new
+// one and returns its id; "" when there is nothing to mark or, unless
+// force, a marker is still in flight (the next one is written when it
+// returns).
+func (w *ackWindow) nextMarker(force bool) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || (w.inFlight != 0 && !force) || len(w.pending) == 0 || w.pending[len(w.pending)-1].marker != 0 {
+		return ""
+	}
+	w.lastMarker++
+	for i := len(w.pending) - 1; i >= 0 && w.pending[i].marker == 0; i-- {
+		w.pending[i].marker = w.lastMarker
+	}
+	if w.inFlight == 0 {
+		w.inFlightSince = time.Now()
+	}
+	w.inFlight = w.lastMarker
+	return ackIDPrefix + strconv.FormatUint(w.lastMarker, 10)
+}
+
+// overdue reports whether the marker in flight is older than ackTimeout.
+func (w *ackWindow) overdue(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed && w.inFlight != 0 && now.Sub(w.inFlightSince) > ackTimeout
+}
+
+// ack takes a marker that came back: every batch it covers is
+// acknowledged. It reports whether batches wait for the next marker.
+func (w *ackWindow) ack(id string) (more bool) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(id, ackIDPrefix), 10, 64)
+	if err != nil || !strings.HasPrefix(id, ackIDPrefix) {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || n == 0 || n > w.lastMarker {
+		return false
+	}
+	i := 0
+	for i < len(w.pending) && w.pending[i].marker != 0 && w.pending[i].marker <= n {
+		i++
+	}
+	w.acked = append(w.acked, w.pending[:i]...)
+	w.pending = append(w.pending[:0], w.pending[i:]...)
+	if w.inFlight <= n {
+		w.inFlight = 0
+	} else {
+		w.inFlightSince = time.Now() // a forced marker is still out
+	}
+	w.wake()
+	return len(w.pending) > 0
+}
+
+// take returns the acknowledged batches, newest cursor per node, and
+// whether the window is closed.
+func (w *ackWindow) take() (cursors map[int64]int64, closed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.acked) > 0 {
+		cursors = make(map[int64]int64, len(w.acked))
+		for _, b := range w.acked {
+			cursors[b.node] = max(cursors[b.node], b.cursor)
+		}
+		w.acked = w.acked[:0]
+	}
+	return cursors, w.closed
+}
+
+// recorded forgets what a node was sent once its cursor is recorded at
+// least that far: the store has it now.
+func (w *ackWindow) recorded(node, cursor int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sent[node] <= cursor {
+		delete(w.sent, node)
+	}
+}
+
+// close ends the window with its connection: what was not acknowledged is
+// written again by the next connection.
+func (w *ackWindow) close() (unacked int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	unacked = len(w.pending)
+	w.pending = nil
+	w.wake()
+	return unacked
+}
+
+// isAckMarker reports whether an incoming IQ is one of this component's
+// markers: sent by its own domain to itself. Nobody else can send from
+// that address; the server stamps every other sender. (mellium's stream
+// reader empties a "from" equal to the stream's own address, so an empty
+// one means this domain too.)
+func (c *Component) isAckMarker(iq *element) bool {
+	from := iq.attr("from")
+	return iq.attr("type") == "get" && strings.HasPrefix(iq.attr("id"), ackIDPrefix) &&
+		(from == "" || from == c.domainStr) && iq.attr("to") == c.domainStr
+}
+
+// writeMarker writes the next marker if one is due (force: even while one
+// is in flight, before the stream is closed). Markers are written by the
+// dispatcher and at shutdown, never by the stream's reader, which must
+// not block on a write.
+func (c *Component) writeMarker(conn *connection, force bool) error {
+	id := conn.acks.nextMarker(force)
+	if id == "" {
+		return nil
+	}
+	var b xmlBuf
+	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", c.domainStr)
+	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
+	b.close("iq")
+	return conn.write(func(w *bufio.Writer) error {
+		_, err := w.Write(b.Bytes())
+		return err
+	})
+}
+
+// waitForRoom blocks while the connection's window is full.
+func (c *Component) waitForRoom(ctx context.Context, conn *connection) error {
+	for conn.acks.full() {
+		if err := c.writeMarker(conn, false); err != nil {
+			return err
+		}
+		if c.dropIfOverdue(conn) {
+			return errAckTimeout
+		}
+		if conn.broken.Load() {
+			return errConnectionLost
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-conn.acks.roomWake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+// dropIfOverdue drops the connection when its marker is overdue.
+func (c *Component) dropIfOverdue(conn *connection) bool {
+	if !conn.acks.overdue(time.Now()) {
+		return false
+	}
+	c.log.Warn("reconnecting: notifications written are not acknowledged", "err", errAckTimeout, "waited", ackTimeout)
+	conn.fail()
+	return true
+}
+
+// recordAcks records the acknowledged cursors of one connection until the
+// connection is gone and nothing acknowledged is left; it also drops the
+// connection when a marker does not come back.
+func (c *Component) recordAcks(ctx context.Context, conn *connection) {
+	check := time.NewTicker(ackTimeout / 4)
+	defer check.Stop()
+	for {
+		cursors, closed := conn.acks.take()
+		for node, cursor := range cursors {
+			// Acknowledged means routed by the server: record it even when
+			// pingd is stopping, or it would be sent again.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
+			err := c.store.SetXMPPSeq(sctx, node, cursor)
+			cancel()
+			if err != nil && !errors.Is(err, hub.ErrNotFound) {
+				// Left behind, the node's events are written again after the
+				// next connection: duplicates, nothing lost.
+				c.log.ErrorContext(ctx, "record XMPP cursor", "node_id", node, "cursor", cursor, "err", err)
+				continue
+			}
+			conn.acks.recorded(node, cursor)
+		}
+		if closed && cursors == nil {
+			return
+		}
+		if cursors == nil {
+			select {
+			case <-conn.acks.recorderWake:
+			case <-check.C:
+				c.dropIfOverdue(conn)
+			}
+		}
+	}
+}

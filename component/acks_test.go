@@ -1,0 +1,177 @@
+package component
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
+)
+
+// newProxiedEnv is an env whose component reaches Prosody through a proxy
+// the test controls, with alice subscribed to node "demo".
+func newProxiedEnv(t *testing.T) (*env, *testenv.Proxy, *testenv.Client) {
+	t.Helper()
+	testenv.RequireProsody(t)
+	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	proxy := testenv.StartProxy(t, p.ComponentAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, p: p, logs: &logBuffer{}, dbPath: filepath.Join(t.TempDir(), "pingd.db")}
+	e.admin = p.Register("admin", password)
+	p.Register("alice", password)
+	st, err := store.Open(ctx, e.dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e.store = st
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component log:\n%s", e.logs.String())
+		}
+	})
+	e.startComponent(envOptions{addr: proxy.Addr})
+	e.createNode("demo", "", hub.AccessOpen)
+	alice := e.dial("alice", "r")
+	result(t, e.request(alice, "set", subscribePayload("demo", alice.JID.Bare().String())))
+	return e, proxy, alice
+}
+
+// cursor returns the node's recorded XMPP cursor and its last sequence.
+func (e *env) cursor(node string) (xmppSeq, lastSeq int64) {
+	e.t.Helper()
+	n, err := e.store.Node(e.ctx, node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n.XMPPSeq, n.LastSeq
+}
+
+// TestNotificationsSurviveTheServerDying: notifications the component
+// wrote but the XMPP server never processed (it died with them unread)
+// are written again after the next connection, because the cursor
+// advances only when the server has acknowledged them.
+func TestNotificationsSurviveTheServerDying(t *testing.T) {
+	e, proxy, alice := newProxiedEnv(t)
+
+	e.publish("demo", "first")
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
+		t.Fatalf("got %v", got)
+	}
+	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
+	acked, _ := e.cursor("demo")
+
+	// From now on the server reads nothing the component writes.
+	proxy.Swallow()
+	written := e.comp.sentUnicast.Load()
+	e.publish("demo", "in-flight")
+	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
+		return e.comp.sentUnicast.Load() > written
+	})
+	time.Sleep(300 * time.Millisecond) // time for a wrongly advanced cursor to be recorded
+	if x, _ := e.cursor("demo"); x != acked {
+		t.Fatalf("cursor advanced to %d for a notification the server never read (acknowledged: %d)", x, acked)
+	}
+	noEvents(t, alice, 200*time.Millisecond)
+
+	// The server's end goes away; the component reconnects and writes it again.
+	proxy.Block()
+	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	proxy.Allow()
+	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
+		t.Fatalf("after reconnecting: %v", got)
+	}
+	waitFor(t, 10*time.Second, "the item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
+	noEvents(t, alice, 500*time.Millisecond)
+}
+
+// TestStopRightAfterWritingSendsNothingTwice: a clean stop just after
+// notifications were written still records their cursor (the last marker
+// comes back before the stream closes), so the next start sends nothing
+// again.
+func TestStopRightAfterWritingSendsNothingTwice(t *testing.T) {
+	e, proxy, alice := newProxiedEnv(t)
+	for round := range 3 {
+		id := "item-" + string(rune('a'+round))
+		written := e.comp.sentUnicast.Load()
+		e.publish("demo", id)
+		waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
+			return e.comp.sentUnicast.Load() > written
+		})
+		e.stop()
+		if x, last := e.cursor("demo"); x != last {
+			t.Fatalf("round %d: stopped with cursor %d of %d: the last write was not acknowledged", round, x, last)
+		}
+		if got := collectItems(t, alice, "demo", 1); got[0].id != id {
+			t.Fatalf("round %d: got %v", round, got)
+		}
+		e.startComponent(envOptions{addr: proxy.Addr})
+		noEvents(t, alice, 700*time.Millisecond)
+	}
+}
+
+// TestAckWindow checks the window's bookkeeping: one marker in flight
+// covers every batch written before it, batches written after wait for
+// the next, and an acknowledgement hands over the newest cursor per node.
+func TestAckWindow(t *testing.T) {
+	w := newAckWindow()
+	if id := w.nextMarker(false); id != "" {
+		t.Fatalf("marker %q with nothing written", id)
+	}
+	w.written(1, 5)
+	w.written(2, 3)
+	w.written(1, 7)
+	m1 := w.nextMarker(false)
+	if m1 == "" {
+		t.Fatal("no marker for three batches")
+	}
+	w.written(2, 4)
+	if id := w.nextMarker(false); id != "" {
+		t.Fatalf("second marker %q while %q is in flight", id, m1)
+	}
+	if got := w.sentFor(1); got != 7 {
+		t.Errorf("sentFor(1) = %d, want 7", got)
+	}
+	if more := w.ack("pingd-ack-99"); more {
+		t.Error("an unknown marker acknowledged something")
+	}
+	if cursors, _ := w.take(); cursors != nil {
+		t.Fatalf("unknown marker acknowledged %v", cursors)
+	}
+	if more := w.ack(m1); !more {
+		t.Error("the batch written after the marker is not reported as waiting")
+	}
+	cursors, closed := w.take()
+	if closed || len(cursors) != 2 || cursors[1] != 7 || cursors[2] != 3 {
+		t.Fatalf("acknowledged %v (closed %v), want node 1 at 7 and node 2 at 3", cursors, closed)
+	}
+	w.recorded(1, 7)
+	w.recorded(2, 3)
+	if w.sentFor(1) != 0 || w.sentFor(2) != 4 {
+		t.Errorf("after recording: sent %d and %d, want 0 (recorded) and 4 (still waiting)", w.sentFor(1), w.sentFor(2))
+	}
+	m2 := w.nextMarker(false)
+	if m2 == "" || m2 == m1 {
+		t.Fatalf("next marker %q", m2)
+	}
+	if unacked := w.close(); unacked != 1 {
+		t.Errorf("close: %d unacknowledged, want 1", unacked)
+	}
+	if more := w.ack(m2); more {
+		t.Error("acknowledged after close")
+	}
+	if cursors, closed := w.take(); cursors != nil || !closed {
+		t.Errorf("after close: %v, closed %v", cursors, closed)
+	}
+}
