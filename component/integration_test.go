@@ -743,30 +743,8 @@ func TestEveryIQIsAnswered(t *testing.T) {
 }
 
 func TestReconnectAndRestart(t *testing.T) {
-	testenv.RequireProsody(t)
-	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
-	proxy := testenv.StartProxy(t, p.ComponentAddr)
-	e := &env{t: t, p: p, logs: &logBuffer{}, dbPath: filepath.Join(t.TempDir(), "pingd.db")}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	e.ctx = ctx
-	e.admin = p.Register("admin", password)
-	p.Register("alice", password)
-	st, err := store.Open(ctx, e.dbPath, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	e.store = st
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("component log:\n%s", e.logs.String())
-		}
-	})
-	e.startComponent(envOptions{addr: proxy.Addr})
-	e.createNode("demo", "", hub.AccessOpen)
-	alice := e.dial("alice", "r")
-	result(t, e.request(alice, "set", subscribePayload("demo", alice.JID.Bare().String())))
+	e, proxy, alice := newProxiedEnv(t)
+	p := e.p
 
 	// The XMPP server goes away; an item is published meanwhile.
 	p.Stop()

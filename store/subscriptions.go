@@ -44,16 +44,7 @@ func scanSubscription(r rowScanner) (hub.Subscription, error) {
 }
 
 func (s *sqlStore) subsWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Subscription, error) {
-	var out []hub.Subscription
-	err := s.query(ctx, q, `SELECT `+subColumns+subsFrom+` `+where, args, func(r *sql.Rows) error {
-		sub, err := scanSubscription(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, sub)
-		return nil
-	})
-	return out, err
+	return s.subsOf(ctx, q, `SELECT `+subColumns+subsFrom+` `+where, args...)
 }
 
 // subsByIDs reads subscriptions by id, in id order.
