@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"mellium.im/xmpp/jid"
+
 	"github.com/pingd/pingd/hub"
 )
 
@@ -213,10 +215,25 @@ func (w *ackWindow) close() (unacked int) {
 // that address; the server stamps every other sender. (mellium's stream
 // reader empties a "from" equal to the stream's own address, so an empty
 // one means this domain too.)
+//
+// A server that refuses to route it answers with an error from its own
+// address instead; that answer, too, comes after everything written
+// before the marker was handled, so it acknowledges as well. Only a
+// domain's address counts there, never a user's, who could otherwise
+// acknowledge what the server has not read.
 func (c *Component) isAckMarker(iq *element) bool {
-	from := iq.attr("from")
-	return iq.attr("type") == "get" && strings.HasPrefix(iq.attr("id"), ackIDPrefix) &&
-		(from == "" || from == c.domainStr) && iq.attr("to") == c.domainStr
+	if !strings.HasPrefix(iq.attr("id"), ackIDPrefix) || iq.attr("to") != c.domainStr {
+		return false
+	}
+	switch iq.attr("type") {
+	case "get":
+		from := iq.attr("from")
+		return from == "" || from == c.domainStr
+	case "error":
+		from, err := jid.Parse(iq.attr("from"))
+		return iq.attr("from") == "" || (err == nil && from.Localpart() == "" && from.Resourcepart() == "")
+	}
+	return false
 }
 
 // writeMarker writes the next marker if one is due (force: even while one

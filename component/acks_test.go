@@ -175,3 +175,26 @@ func TestAckWindow(t *testing.T) {
 		t.Errorf("after close: %v, closed %v", cursors, closed)
 	}
 }
+
+// TestIsAckMarker: only the component's own marker, or a server's error
+// answer to it, acknowledges; nothing a user sends does.
+func TestIsAckMarker(t *testing.T) {
+	c := &Component{domainStr: "pubsub.localhost"}
+	for _, tc := range []struct {
+		iq   string
+		want bool
+	}{
+		{`<iq type="get" id="pingd-ack-3" from="pubsub.localhost" to="pubsub.localhost"/>`, true},
+		{`<iq type="get" id="pingd-ack-3" to="pubsub.localhost"/>`, true}, // "from" emptied by the reader
+		{`<iq type="error" id="pingd-ack-3" from="localhost" to="pubsub.localhost"/>`, true},
+		{`<iq type="get" id="pingd-ack-3" from="alice@localhost/r" to="pubsub.localhost"/>`, false},
+		{`<iq type="error" id="pingd-ack-3" from="alice@localhost/r" to="pubsub.localhost"/>`, false},
+		{`<iq type="result" id="pingd-ack-3" from="localhost" to="pubsub.localhost"/>`, false},
+		{`<iq type="get" id="pingd-7" from="pubsub.localhost" to="pubsub.localhost"/>`, false},
+		{`<iq type="get" id="pingd-ack-3" from="pubsub.localhost" to="other.localhost"/>`, false},
+	} {
+		if got := c.isAckMarker(mustParse(t, tc.iq)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.iq, got, tc.want)
+		}
+	}
+}
