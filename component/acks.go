@@ -35,13 +35,19 @@ import (
 // within ackTimeout means the server is not processing the stream; the
 // connection is dropped and made again.
 //
-// Not with Config.Shared: ejabberd spreads what reaches the component's
-// name over every process's connection, markers included, so there the
-// cursor moves when the write is flushed, as it did before.
+// With Config.Shared, ejabberd spreads what reaches the component's name
+// over every process's connection, markers included, so a marker cannot
+// report to the window of the process that wrote it. There each batch is
+// followed by a marker that names its node and cursor
+// (pingd-cursor-<node>-<seq>), and whichever process receives it records
+// that cursor in the shared database (SetXMPPSeq never moves a cursor
+// back, so markers recorded out of order do no harm).
 
 const (
-	// ackIDPrefix starts the id of every marker IQ.
-	ackIDPrefix = "pingd-ack-"
+	// ackIDPrefix starts the id of every marker IQ; cursorIDPrefix that
+	// of a shared connection's markers, which carry node and cursor.
+	ackIDPrefix    = "pingd-ack-"
+	cursorIDPrefix = "pingd-cursor-"
 	// maxUnacked bounds the batches written and not yet acknowledged on
 	// one connection; the dispatcher waits when it is reached.
 	maxUnacked = 4096
@@ -98,6 +104,33 @@ func (w *ackWindow) sentFor(node int64) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sent[node]
+}
+
+// markSent records how far a node was written without waiting for an
+// acknowledgement (shared connections: see cursorMarker).
+func (w *ackWindow) markSent(node, cursor int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sent[node] = cursor
+}
+
+// ackCursor takes a shared connection's marker: its node and cursor are
+// acknowledged, whichever process wrote it.
+func (w *ackWindow) ackCursor(id string) {
+	rest := strings.TrimPrefix(id, cursorIDPrefix)
+	nodeStr, seqStr, ok := strings.Cut(rest, "-")
+	node, err1 := strconv.ParseInt(nodeStr, 10, 64)
+	seq, err2 := strconv.ParseInt(seqStr, 10, 64)
+	if !ok || err1 != nil || err2 != nil || node <= 0 || seq <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.acked = append(w.acked, pendingBatch{node: node, cursor: seq})
+	w.wake()
 }
 
 // written records a batch written to the stream (after the write).
@@ -222,7 +255,8 @@ func (w *ackWindow) close() (unacked int) {
 // domain's address counts there, never a user's, who could otherwise
 // acknowledge what the server has not read.
 func (c *Component) isAckMarker(iq *element) bool {
-	if !strings.HasPrefix(iq.attr("id"), ackIDPrefix) || iq.attr("to") != c.domainStr {
+	id := iq.attr("id")
+	if !strings.HasPrefix(id, ackIDPrefix) && !strings.HasPrefix(id, cursorIDPrefix) || iq.attr("to") != c.domainStr {
 		return false
 	}
 	switch iq.attr("type") {
@@ -247,6 +281,32 @@ func (c *Component) writeMarker(conn *connection, force bool) error {
 	}
 	var b xmlBuf
 	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", c.domainStr)
+	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
+	b.close("iq")
+	return conn.write(func(w *bufio.Writer) error {
+		_, err := w.Write(b.Bytes())
+		return err
+	})
+}
+
+// acknowledge takes a marker that came back (on the stream's reader).
+func (c *Component) acknowledge(cn *connection, iq *element) {
+	id := iq.attr("id")
+	if strings.HasPrefix(id, cursorIDPrefix) {
+		cn.acks.ackCursor(id)
+		return
+	}
+	if more := cn.acks.ack(id); more {
+		c.work.notify() // the dispatcher writes the next one
+	}
+}
+
+// writeCursorMarker writes the marker of one batch on a shared
+// connection: it names the node and the cursor to record.
+func (c *Component) writeCursorMarker(conn *connection, node, cursor int64) error {
+	var b xmlBuf
+	b.open("iq", "type", "get", "id", cursorIDPrefix+strconv.FormatInt(node, 10)+"-"+strconv.FormatInt(cursor, 10),
+		"from", c.domainStr, "to", c.domainStr)
 	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
 	b.close("iq")
 	return conn.write(func(w *bufio.Writer) error {

@@ -192,9 +192,35 @@ func TestIsAckMarker(t *testing.T) {
 		{`<iq type="result" id="pingd-ack-3" from="localhost" to="pubsub.localhost"/>`, false},
 		{`<iq type="get" id="pingd-7" from="pubsub.localhost" to="pubsub.localhost"/>`, false},
 		{`<iq type="get" id="pingd-ack-3" from="pubsub.localhost" to="other.localhost"/>`, false},
+		{`<iq type="get" id="pingd-cursor-4-17" to="pubsub.localhost"/>`, true},
+		{`<iq type="get" id="pingd-cursor-4-17" from="bob@localhost/x" to="pubsub.localhost"/>`, false},
 	} {
 		if got := c.isAckMarker(mustParse(t, tc.iq)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.iq, got, tc.want)
 		}
+	}
+}
+
+// TestAckCursor: a shared connection's marker acknowledges the node and
+// cursor it names, whoever wrote it; malformed ones nothing.
+func TestAckCursor(t *testing.T) {
+	w := newAckWindow()
+	for _, id := range []string{"pingd-cursor-4", "pingd-cursor-x-3", "pingd-cursor-4-0", "pingd-cursor--4-3", "pingd-cursor-4-3-9"} {
+		w.ackCursor(id)
+	}
+	if cursors, _ := w.take(); cursors != nil {
+		t.Fatalf("malformed markers acknowledged %v", cursors)
+	}
+	w.markSent(4, 17)
+	w.ackCursor("pingd-cursor-4-12")
+	w.ackCursor("pingd-cursor-4-17")
+	w.ackCursor("pingd-cursor-9-2") // written by another process
+	cursors, _ := w.take()
+	if len(cursors) != 2 || cursors[4] != 17 || cursors[9] != 2 {
+		t.Fatalf("acknowledged %v, want node 4 at 17 and node 9 at 2", cursors)
+	}
+	w.recorded(4, 17)
+	if got := w.sentFor(4); got != 0 {
+		t.Errorf("sentFor(4) = %d after recording it", got)
 	}
 }

@@ -236,15 +236,11 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		last := events[len(events)-1].Seq
 		if c.shared {
 			// ejabberd spreads what reaches the component's name over all
-			// its connections, so a marker would come back to any process:
-			// the cursor moves at the write, as before acknowledgements.
-			// Once written, it must be recorded even if pingd is shutting
-			// down, or the events would be sent again.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
-			err = c.store.SetXMPPSeq(sctx, n.ID, last)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("record XMPP cursor of %q: %w", n.Name, err)
+			// its connections: this batch's marker names its cursor, for
+			// whichever process it reaches to record (acks.go).
+			conn.acks.markSent(n.ID, last)
+			if err := c.writeCursorMarker(conn, n.ID, last); err != nil {
+				return fmt.Errorf("%w: %w", errStream, err)
 			}
 		} else {
 			conn.acks.written(n.ID, last)

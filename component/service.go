@@ -58,9 +58,7 @@ func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *request
 	if c.isAckMarker(iq) {
 		// One of our markers, back from the server (acks.go): nobody
 		// waits for an answer to it.
-		if more := cn.acks.ack(iq.attr("id")); more {
-			c.work.notify() // the dispatcher writes the next one
-		}
+		c.acknowledge(cn, iq)
 		return
 	}
 	typ := iq.attr("type")

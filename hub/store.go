@@ -48,7 +48,8 @@ type Store interface {
 	Items(ctx context.Context, nodeID int64, ids []string, max int) ([]Event, error)
 	// EventsAfter returns up to limit events with Seq > after, oldest first.
 	EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]Event, error)
-	// SetXMPPSeq records that events up to seq went to the XMPP server.
+	// SetXMPPSeq records that events up to seq went to the XMPP server; it
+	// never moves the cursor back.
 	SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error
 	// NodesBehindXMPP lists nodes whose LastSeq is beyond their XMPPSeq.
 	NodesBehindXMPP(ctx context.Context) ([]Node, error)

@@ -194,7 +194,10 @@ func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
 
 // SetXMPPSeq records that events up to seq were written to the XMPP stream.
 func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error {
-	count, err := s.writeCount(ctx, `UPDATE nodes SET xmpp_seq = $1 WHERE id = $2`, seq, nodeID)
+	// Never backwards: acknowledgements recorded by several processes
+	// may arrive out of order.
+	count, err := s.writeCount(ctx, `UPDATE nodes SET xmpp_seq = CASE WHEN xmpp_seq < $1 THEN $1 ELSE xmpp_seq END
+		WHERE id = $2`, seq, nodeID)
 	if err != nil {
 		return fmt.Errorf("set XMPP sequence of node %d: %w", nodeID, err)
 	}

@@ -315,6 +315,15 @@ func TestScalingEjabberdShared(t *testing.T) {
 	if len(missing) > 0 || len(repeated) > 0 {
 		t.Fatalf("missing %v; repeated %v", missing, repeated)
 	}
+	// The markers that name the cursors came back to one process or the
+	// other, and the cursor was recorded.
+	waitFor(t, 10*time.Second, "the XMPP cursor to be recorded", func() bool {
+		var st struct {
+			LastSeq int64 `json:"last_seq"`
+			XMPPSeq int64 `json:"xmpp_seq"`
+		}
+		return d1.api("GET", "/api/nodes/shared/status", nil, &st) == 200 && st.LastSeq > 0 && st.XMPPSeq == st.LastSeq
+	})
 
 	// Both connections answered requests; only the leader sent.
 	for i, d := range []*daemon{d1, d2} {

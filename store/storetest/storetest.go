@@ -506,6 +506,11 @@ func testXMPPSeq(t *testing.T, s store.Store) {
 	if got := must(s.NodeByID(ctx, a.ID))(t); got.XMPPSeq != 2 {
 		t.Fatalf("XMPPSeq = %d", got.XMPPSeq)
 	}
+	// Never backwards: an acknowledgement recorded late changes nothing.
+	noErr(t, s.SetXMPPSeq(ctx, a.ID, 1))
+	if got := must(s.NodeByID(ctx, a.ID))(t); got.XMPPSeq != 2 {
+		t.Fatalf("XMPPSeq after an older cursor = %d, want 2", got.XMPPSeq)
+	}
 	wantErr(t, s.SetXMPPSeq(ctx, a.ID+1000, 1), hub.ErrNotFound)
 }
 
