@@ -33,7 +33,7 @@ import (
 // from the recorded cursors and writes the unacknowledged batches again
 // (at-least-once, with the same item ids). A marker that does not return
 // within ackTimeout means the server is not processing the stream; the
-// connection is dropped and made again.
+// connection is dropped and made again (Config.AckTimeout).
 //
 // With Config.Shared, ejabberd spreads what reaches the component's name
 // over every process's connection, markers included, so a marker cannot
@@ -51,8 +51,8 @@ const (
 	// maxUnacked bounds the batches written and not yet acknowledged on
 	// one connection; the dispatcher waits when it is reached.
 	maxUnacked = 4096
-	// ackTimeout is how long a marker may take to come back.
-	ackTimeout = 30 * time.Second
+	// defaultAckTimeout is how long a marker may take to come back.
+	defaultAckTimeout = 30 * time.Second
 )
 
 // errAckTimeout drops a connection whose server does not return markers.
@@ -77,6 +77,8 @@ type ackWindow struct {
 	// waits for room.
 	recorderWake, roomWake chan struct{}
 	closed                 bool
+	// timeout is how long a marker may be in flight.
+	timeout time.Duration
 }
 
 type pendingBatch struct {
@@ -85,8 +87,8 @@ type pendingBatch struct {
 	cursor int64
 }
 
-func newAckWindow() *ackWindow {
-	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1)}
+func newAckWindow(timeout time.Duration) *ackWindow {
+	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout}
 }
 
 func (w *ackWindow) wake() {
@@ -172,11 +174,11 @@ func (w *ackWindow) nextMarker(force bool) string {
 	return ackIDPrefix + strconv.FormatUint(w.lastMarker, 10)
 }
 
-// overdue reports whether the marker in flight is older than ackTimeout.
+// overdue reports whether the marker in flight is older than the timeout.
 func (w *ackWindow) overdue(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.closed && w.inFlight != 0 && now.Sub(w.inFlightSince) > ackTimeout
+	return !w.closed && w.inFlight != 0 && now.Sub(w.inFlightSince) > w.timeout
 }
 
 // ack takes a marker that came back: every batch it covers is
@@ -345,7 +347,7 @@ func (c *Component) dropIfOverdue(conn *connection) bool {
 	if !conn.acks.overdue(time.Now()) {
 		return false
 	}
-	c.log.Warn("reconnecting: notifications written are not acknowledged", "err", errAckTimeout, "waited", ackTimeout)
+	c.log.Warn("reconnecting: notifications written are not acknowledged", "err", errAckTimeout, "waited", c.ackTimeout)
 	conn.fail()
 	return true
 }
@@ -354,7 +356,7 @@ func (c *Component) dropIfOverdue(conn *connection) bool {
 // connection is gone and nothing acknowledged is left; it also drops the
 // connection when a marker does not come back.
 func (c *Component) recordAcks(ctx context.Context, conn *connection) {
-	check := time.NewTicker(ackTimeout / 4)
+	check := time.NewTicker(c.ackTimeout / 4)
 	defer check.Stop()
 	for {
 		cursors, closed := conn.acks.take()

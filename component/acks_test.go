@@ -3,6 +3,7 @@ package component
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // newProxiedEnv is an env whose component reaches Prosody through a proxy
-// the test controls, with alice subscribed to node "demo".
-func newProxiedEnv(t *testing.T) (*env, *testenv.Proxy, *testenv.Client) {
+// the test controls, with alice subscribed to node "demo"; configure, if
+// not nil, changes the component's Config.
+func newProxiedEnv(t *testing.T, configure ...func(*Config)) (*env, *testenv.Proxy, *testenv.Client) {
 	t.Helper()
 	testenv.RequireProsody(t)
 	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
@@ -21,6 +23,9 @@ func newProxiedEnv(t *testing.T) (*env, *testenv.Proxy, *testenv.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, p: p, logs: &logBuffer{}, dbPath: filepath.Join(t.TempDir(), "pingd.db")}
+	if len(configure) > 0 {
+		e.configure = configure[0]
+	}
 	e.admin = p.Register("admin", password)
 	p.Register("alice", password)
 	st, err := store.Open(ctx, e.dbPath, store.Options{})
@@ -96,6 +101,30 @@ func TestNotificationsSurviveTheServerDying(t *testing.T) {
 	noEvents(t, alice, 500*time.Millisecond)
 }
 
+// TestUnacknowledgedConnectionIsDropped: a server that reads nothing more
+// (a hung process, a half-dead connection) never routes the marker back;
+// after AckTimeout the component drops the connection itself, and what it
+// wrote reaches the subscriber over the next one.
+func TestUnacknowledgedConnectionIsDropped(t *testing.T) {
+	e, proxy, alice := newProxiedEnv(t, func(c *Config) { c.AckTimeout = time.Second })
+	e.publish("demo", "first")
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
+		t.Fatalf("got %v", got)
+	}
+
+	proxy.Swallow()
+	e.publish("demo", "unheard")
+	waitFor(t, 10*time.Second, "the component to drop the connection", func() bool {
+		return !e.comp.Connected() && strings.Contains(e.logs.String(), "notifications written are not acknowledged")
+	})
+	proxy.Block() // ends the swallowing and whatever attempt hangs in it
+	proxy.Allow()
+	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "unheard" {
+		t.Fatalf("after reconnecting: %v", got)
+	}
+}
+
 // TestStopRightAfterWritingSendsNothingTwice: a clean stop just after
 // notifications were written still records their cursor (the last marker
 // comes back before the stream closes), so the next start sends nothing
@@ -125,7 +154,7 @@ func TestStopRightAfterWritingSendsNothingTwice(t *testing.T) {
 // covers every batch written before it, batches written after wait for
 // the next, and an acknowledgement hands over the newest cursor per node.
 func TestAckWindow(t *testing.T) {
-	w := newAckWindow()
+	w := newAckWindow(time.Minute)
 	if id := w.nextMarker(false); id != "" {
 		t.Fatalf("marker %q with nothing written", id)
 	}
@@ -204,7 +233,7 @@ func TestIsAckMarker(t *testing.T) {
 // TestAckCursor: a shared connection's marker acknowledges the node and
 // cursor it names, whoever wrote it; malformed ones nothing.
 func TestAckCursor(t *testing.T) {
-	w := newAckWindow()
+	w := newAckWindow(time.Minute)
 	for _, id := range []string{"pingd-cursor-4", "pingd-cursor-x-3", "pingd-cursor-4-0", "pingd-cursor--4-3", "pingd-cursor-4-3-9"} {
 		w.ackCursor(id)
 	}

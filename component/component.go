@@ -43,6 +43,10 @@ type Config struct {
 	Shared bool
 	// LeaderRetry is how often a standby asks for the lease; default 1s.
 	LeaderRetry time.Duration
+	// AckTimeout is how long the server may take to route back an
+	// acknowledgement marker before the connection is dropped and made
+	// again (acks.go); default 30s.
+	AckTimeout time.Duration
 	// SweepEvery is how often the leader looks for nodes whose log another
 	// process grew; default 1s.
 	SweepEvery time.Duration
@@ -95,6 +99,7 @@ type Component struct {
 	shared      bool
 	leaderRetry time.Duration
 	sweepEvery  time.Duration
+	ackTimeout  time.Duration
 	// leading is set while this process may send notifications.
 	leading atomic.Bool
 	// standbyAt is when the lease was last found held by another process
@@ -179,6 +184,9 @@ func New(cfg Config) (*Component, error) {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = time.Second
 	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = defaultAckTimeout
+	}
 	mcMode, mcService, mcDomain, err := multicastConfig(cfg, d)
 	if err != nil {
 		return nil, err
@@ -202,6 +210,7 @@ func New(cfg Config) (*Component, error) {
 		shared:      cfg.Shared,
 		leaderRetry: cfg.LeaderRetry,
 		sweepEvery:  cfg.SweepEvery,
+		ackTimeout:  cfg.AckTimeout,
 
 		multicastMode:    mcMode,
 		multicastService: mcService,

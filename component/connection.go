@@ -136,7 +136,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	// The handshake's deadlines are cleared; from now on reads wait for
 	// the server as long as it takes.
 	_ = raw.SetDeadline(time.Time{})
-	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow()}
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow(c.ackTimeout)}
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
