@@ -35,6 +35,14 @@ import (
 // within ackTimeout means the server is not processing the stream; the
 // connection is dropped and made again (Config.AckTimeout).
 //
+// That presumes the server routes a component's stanzas to the component
+// itself, as Prosody and ejabberd do. So each connection first sends a
+// probe; if neither it nor any marker comes back within the timeout, the
+// server is taken not to route them: the connection records cursors when
+// the write is flushed instead (what a dying server had not read is then
+// lost, as before acknowledgements), and says so in the log, rather than
+// dropping a sound connection again and again.
+//
 // With Config.Shared, ejabberd spreads what reaches the component's name
 // over every process's connection, markers included, so a marker cannot
 // report to the window of the process that wrote it. There each batch is
@@ -48,6 +56,8 @@ const (
 	// of a shared connection's markers, which carry node and cursor.
 	ackIDPrefix    = "pingd-ack-"
 	cursorIDPrefix = "pingd-cursor-"
+	// probeID is the id of a connection's first marker.
+	probeID = ackIDPrefix + "probe"
 	// maxUnacked bounds the batches written and not yet acknowledged on
 	// one connection; the dispatcher waits when it is reached.
 	maxUnacked = 4096
@@ -79,6 +89,9 @@ type ackWindow struct {
 	closed                 bool
 	// timeout is how long a marker may be in flight.
 	timeout time.Duration
+	// routed is set once a marker or the probe came back; bypass once
+	// the probe timed out without one (cursors recorded at the write).
+	routed, bypass bool
 }
 
 type pendingBatch struct {
@@ -109,7 +122,7 @@ func (w *ackWindow) sentFor(node int64) int64 {
 }
 
 // markSent records how far a node was written without waiting for an
-// acknowledgement (shared connections: see cursorMarker).
+// acknowledgement (shared connections: see writeCursorMarker).
 func (w *ackWindow) markSent(node, cursor int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -143,7 +156,35 @@ func (w *ackWindow) written(node, cursor int64) {
 		return
 	}
 	w.sent[node] = cursor
+	if w.bypass {
+		w.acked = append(w.acked, pendingBatch{node: node, cursor: cursor})
+		w.wake()
+		return
+	}
 	w.pending = append(w.pending, pendingBatch{node: node, cursor: cursor})
+}
+
+// probed records that the probe came back: the server routes markers.
+func (w *ackWindow) probed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.routed = true
+}
+
+// giveUpUnrouted switches the window to recording cursors at the write
+// when nothing came back since the probe; it reports whether it did.
+func (w *ackWindow) giveUpUnrouted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.routed || w.closed {
+		return false
+	}
+	w.bypass = true
+	w.acked = append(w.acked, w.pending...)
+	w.pending = nil
+	w.inFlight = 0
+	w.wake()
+	return true
 }
 
 // full reports whether the window has no room for another batch.
@@ -160,7 +201,7 @@ func (w *ackWindow) full() bool {
 func (w *ackWindow) nextMarker(force bool) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || (w.inFlight != 0 && !force) || len(w.pending) == 0 || w.pending[len(w.pending)-1].marker != 0 {
+	if w.closed || w.bypass || (w.inFlight != 0 && !force) || len(w.pending) == 0 || w.pending[len(w.pending)-1].marker != 0 {
 		return ""
 	}
 	w.lastMarker++
@@ -178,7 +219,8 @@ func (w *ackWindow) nextMarker(force bool) string {
 func (w *ackWindow) overdue(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.closed && w.inFlight != 0 && now.Sub(w.inFlightSince) > w.timeout
+	// Before anything came back, the probe decides (probeRouting).
+	return !w.closed && w.routed && w.inFlight != 0 && now.Sub(w.inFlightSince) > w.timeout
 }
 
 // ack takes a marker that came back: every batch it covers is
@@ -193,6 +235,7 @@ func (w *ackWindow) ack(id string) (more bool) {
 	if w.closed || n == 0 || n > w.lastMarker {
 		return false
 	}
+	w.routed = true
 	i := 0
 	for i < len(w.pending) && w.pending[i].marker != 0 && w.pending[i].marker <= n {
 		i++
@@ -294,6 +337,10 @@ func (c *Component) writeMarker(conn *connection, force bool) error {
 // acknowledge takes a marker that came back (on the stream's reader).
 func (c *Component) acknowledge(cn *connection, iq *element) {
 	id := iq.attr("id")
+	if id == probeID {
+		cn.acks.probed()
+		return
+	}
 	if strings.HasPrefix(id, cursorIDPrefix) {
 		cn.acks.ackCursor(id)
 		return
@@ -315,6 +362,33 @@ func (c *Component) writeCursorMarker(conn *connection, node, cursor int64) erro
 		_, err := w.Write(b.Bytes())
 		return err
 	})
+}
+
+// probeRouting sends a new connection's probe and, when neither it nor a
+// marker has come back within the timeout, makes the connection record
+// cursors at the write (see the top of this file).
+func (c *Component) probeRouting(ctx context.Context, conn *connection) {
+	var b xmlBuf
+	b.open("iq", "type", "get", "id", probeID, "from", c.domainStr, "to", c.domainStr)
+	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
+	b.close("iq")
+	if err := conn.write(func(w *bufio.Writer) error {
+		_, err := w.Write(b.Bytes())
+		return err
+	}); err != nil {
+		return
+	}
+	t := time.NewTimer(c.ackTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	}
+	if conn.acks.giveUpUnrouted() {
+		c.log.Warn("the XMPP server did not route the component's own IQ back: notifications are recorded as sent when written, and those in flight when the server dies are lost",
+			"waited", c.ackTimeout)
+	}
 }
 
 // waitForRoom blocks while the connection's window is full.

@@ -99,6 +99,9 @@ func TestNotificationsSurviveTheServerDying(t *testing.T) {
 		return x == last
 	})
 	noEvents(t, alice, 500*time.Millisecond)
+	if strings.Contains(e.logs.String(), "did not route the component's own IQ back") {
+		t.Error("Prosody's routing of the component's own IQs was not recognised")
+	}
 }
 
 // TestUnacknowledgedConnectionIsDropped: a server that reads nothing more
@@ -251,5 +254,48 @@ func TestAckCursor(t *testing.T) {
 	w.recorded(4, 17)
 	if got := w.sentFor(4); got != 0 {
 		t.Errorf("sentFor(4) = %d after recording it", got)
+	}
+}
+
+// TestAckWindowUnrouted: before anything came back no marker is overdue;
+// when the probe gives up, what waits is recorded as written and so is
+// everything after; once a marker came back, the probe changes nothing
+// and a late marker is overdue.
+func TestAckWindowUnrouted(t *testing.T) {
+	w := newAckWindow(time.Millisecond)
+	w.written(1, 5)
+	if w.nextMarker(false) == "" {
+		t.Fatal("no marker")
+	}
+	time.Sleep(5 * time.Millisecond)
+	if w.overdue(time.Now()) {
+		t.Error("overdue before the server was seen routing markers")
+	}
+	if !w.giveUpUnrouted() {
+		t.Fatal("did not give up with nothing routed")
+	}
+	if cursors, _ := w.take(); len(cursors) != 1 || cursors[1] != 5 {
+		t.Fatalf("after giving up: %v, want node 1 at 5", cursors)
+	}
+	w.written(2, 3)
+	if cursors, _ := w.take(); len(cursors) != 1 || cursors[2] != 3 {
+		t.Fatalf("written after giving up: %v, want node 2 at 3", cursors)
+	}
+	if id := w.nextMarker(false); id != "" || w.overdue(time.Now()) {
+		t.Errorf("marker %q or overdue after giving up", id)
+	}
+
+	r := newAckWindow(time.Millisecond)
+	r.written(1, 5)
+	m := r.nextMarker(false)
+	r.ack(m)
+	if r.giveUpUnrouted() {
+		t.Error("gave up although a marker came back")
+	}
+	r.written(1, 6)
+	r.nextMarker(false)
+	time.Sleep(5 * time.Millisecond)
+	if !r.overdue(time.Now()) {
+		t.Error("a late marker is not overdue once markers are known to come back")
 	}
 }

@@ -154,6 +154,16 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 		defer close(discovered)
 		c.discoverMulticast(ctx, cn)
 	}()
+	// Does the server route our own markers back (acks.go)? A shared
+	// name's markers reach any process, so there it is taken on trust.
+	probeCtx, endProbe := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		if !c.shared {
+			c.probeRouting(probeCtx, cn)
+		}
+	}()
 
 	stop := context.AfterFunc(ctx, func() {
 		// A last marker covers what was written since the one in flight;
@@ -172,6 +182,8 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	if unacked := cn.acks.close(); unacked > 0 {
 		c.log.Info("notifications not acknowledged by the XMPP server are sent again after the next connection", "batches", unacked)
 	}
+	endProbe()
+	<-probed
 	<-recorded
 	<-discovered
 	pool.close()

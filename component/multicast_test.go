@@ -275,6 +275,9 @@ func TestMulticastEjabberd(t *testing.T) {
 		n, err := e.store.Node(e.ctx, "news")
 		return err == nil && n.XMPPSeq == n.LastSeq
 	})
+	if strings.Contains(e.logs.String(), "did not route the component's own IQ back") {
+		t.Error("ejabberd's routing of the component's own IQs was not recognised")
+	}
 }
 
 // TestMulticastRefusedIsResent points the component at a "service" that
