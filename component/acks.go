@@ -324,6 +324,12 @@ func (c *Component) writeMarker(conn *connection, force bool) error {
 	if id == "" {
 		return nil
 	}
+	return c.writeToSelf(conn, id)
+}
+
+// writeToSelf writes a marker: an IQ with id from the component's domain
+// to itself.
+func (c *Component) writeToSelf(conn *connection, id string) error {
 	var b xmlBuf
 	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", c.domainStr)
 	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
@@ -353,29 +359,14 @@ func (c *Component) acknowledge(cn *connection, iq *element) {
 // writeCursorMarker writes the marker of one batch on a shared
 // connection: it names the node and the cursor to record.
 func (c *Component) writeCursorMarker(conn *connection, node, cursor int64) error {
-	var b xmlBuf
-	b.open("iq", "type", "get", "id", cursorIDPrefix+strconv.FormatInt(node, 10)+"-"+strconv.FormatInt(cursor, 10),
-		"from", c.domainStr, "to", c.domainStr)
-	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
-	b.close("iq")
-	return conn.write(func(w *bufio.Writer) error {
-		_, err := w.Write(b.Bytes())
-		return err
-	})
+	return c.writeToSelf(conn, cursorIDPrefix+strconv.FormatInt(node, 10)+"-"+strconv.FormatInt(cursor, 10))
 }
 
 // probeRouting sends a new connection's probe and, when neither it nor a
 // marker has come back within the timeout, makes the connection record
 // cursors at the write (see the top of this file).
 func (c *Component) probeRouting(ctx context.Context, conn *connection) {
-	var b xmlBuf
-	b.open("iq", "type", "get", "id", probeID, "from", c.domainStr, "to", c.domainStr)
-	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
-	b.close("iq")
-	if err := conn.write(func(w *bufio.Writer) error {
-		_, err := w.Write(b.Bytes())
-		return err
-	}); err != nil {
+	if err := c.writeToSelf(conn, probeID); err != nil {
 		return
 	}
 	t := time.NewTimer(c.ackTimeout)
