@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 )
@@ -171,13 +172,20 @@ func (w *WebSub) deny(ctx context.Context, callback, topic, reason string) error
 
 // topic is the topic URL as the subscriber named it.
 func (w *WebSub) topic(sub *hub.Subscription, node *hub.Node) string {
+	links, err := w.links(node)
+	if err != nil && sub.Options.Topic == "" {
+		return node.SourceURL
+	}
+	return topicOf(sub, links)
+}
+
+// topicOf is the topic given the node's links: as the subscriber named
+// it, else pingd's own Atom feed of the node.
+func topicOf(sub *hub.Subscription, links discovery.Links) string {
 	if sub.Options.Topic != "" {
 		return sub.Options.Topic
 	}
-	if links, err := w.links(node); err == nil {
-		return links.Atom
-	}
-	return node.SourceURL
+	return links.Atom
 }
 
 // Deliver sends the content of the change.
@@ -189,10 +197,7 @@ func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	topic := d.Sub.Options.Topic // as in topic, without building the links again
-	if topic == "" {
-		topic = links.Atom
-	}
+	topic := topicOf(d.Sub, links)
 	body, contentType, err := d.Render(topic, func() ([]byte, string, error) { return w.content(ctx, d, topic) })
 	if err != nil {
 		return Result{Err: err}
