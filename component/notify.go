@@ -117,9 +117,6 @@ func (c *Component) dispatch(ctx context.Context) {
 		if err := c.writeMarker(conn, false); err != nil {
 			return // the reader notices the lost stream and reconnects
 		}
-		if c.dropIfOverdue(conn) {
-			return
-		}
 		all, ids := c.work.take()
 		if !all && len(ids) == 0 {
 			return
