@@ -23,6 +23,10 @@ import (
 	"github.com/pingd/pingd/upstream"
 )
 
+// deliveryIdleConns is how many kept-alive connections the delivery
+// client holds over all receiver hosts (see where it is built).
+const deliveryIdleConns = 1024
+
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
@@ -127,8 +131,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	h.Register(comp, hub.KindXMPP)
 
 	// Deliveries do not follow redirects: a callback that moved answers
-	// 3xx, which is retried and shows in its delivery state.
-	deliveryClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
+	// 3xx, which is retried and shows in its delivery state. They keep
+	// connections alive to many receiver hosts: a fan-out reaches the same
+	// hosts at every publish, and the default pool (100 idle connections
+	// in all) would dial all but 100 of them anew each time. Go raises the
+	// process's open-file limit to its hard limit at start, so a thousand
+	// idle sockets fit.
+	deliveryClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate, MaxIdleConns: deliveryIdleConns})
 	deliveryClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	httpSender := delivery.HTTPSender{
 		Client:    deliveryClient,

@@ -155,6 +155,11 @@ type Options struct {
 	MaxRedirects int
 	// MaxIdleConnsPerHost bounds the kept-alive connections per host; default 4.
 	MaxIdleConnsPerHost int
+	// MaxIdleConns bounds the kept-alive connections over all hosts;
+	// default 100. A client that talks to many hosts again and again
+	// (deliveries to subscribers) needs more, or every fan-out to more
+	// hosts than that dials some of them anew.
+	MaxIdleConns int
 }
 
 func (o *Options) defaults() {
@@ -175,6 +180,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 4
+	}
+	if o.MaxIdleConns <= 0 {
+		o.MaxIdleConns = 100
 	}
 }
 
@@ -200,7 +208,7 @@ func NewTransport(opts Options) *http.Transport {
 		TLSHandshakeTimeout:    opts.TLSHandshakeTimeout,
 		ResponseHeaderTimeout:  opts.ResponseHeaderTimeout,
 		ExpectContinueTimeout:  time.Second,
-		MaxIdleConns:           100,
+		MaxIdleConns:           opts.MaxIdleConns,
 		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 1 << 20,

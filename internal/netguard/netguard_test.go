@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -205,5 +206,58 @@ func skipWithoutIPv6(t *testing.T, err error) {
 	t.Helper()
 	if errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) {
 		t.Skipf("no IPv6 here: %v", err)
+	}
+}
+
+// TestMaxIdleConnsKeepsManyHosts fans out to more hosts than the default
+// idle pool holds, twice: with MaxIdleConns above the host count the
+// second round dials nothing, with the default it dials the hosts that
+// did not fit again.
+func TestMaxIdleConnsKeepsManyHosts(t *testing.T) {
+	const hosts = 150
+	var dialled atomic.Int64
+	urls := make([]string, hosts)
+	for i := range urls {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				dialled.Add(1)
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	round := func(c *http.Client) int64 {
+		before := dialled.Load()
+		for _, u := range urls {
+			resp, err := c.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return dialled.Load() - before
+	}
+	for _, tc := range []struct {
+		name        string
+		maxIdle     int
+		redialAtMin int64
+		redialAtMax int64
+	}{
+		{"default pool", 0, hosts - 100, hosts},
+		{"pool above the host count", 2 * hosts, 0, 0},
+	} {
+		c := NewClient(Options{AllowPrivate: true, MaxIdleConns: tc.maxIdle})
+		if first := round(c); first != hosts {
+			t.Fatalf("%s: first round dialled %d connections, want %d", tc.name, first, hosts)
+		}
+		again := round(c)
+		t.Logf("%s: second round dialled %d", tc.name, again)
+		if again < tc.redialAtMin || again > tc.redialAtMax {
+			t.Errorf("%s: second round dialled %d connections, want %d–%d", tc.name, again, tc.redialAtMin, tc.redialAtMax)
+		}
+		c.CloseIdleConnections()
 	}
 }
