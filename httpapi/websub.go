@@ -349,6 +349,13 @@ func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebS
 		writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
 		return
 	}
+	// A whitelist node's subscriptions are its members' business, as its
+	// GetPingd webhooks are: without the token, whether or not the
+	// callback is subscribed, the answer is the same 401.
+	if ok, given := a.mayRead(r, n); !ok {
+		unauthorized(w, given, fmt.Sprintf("%q is a whitelist node: unsubscribing needs the node's or the admin bearer token", n.Name))
+		return
+	}
 	address := subscriberAddress(req.Callback, req.Topic)
 	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebSub, Address: address})
 	if err != nil {

@@ -308,6 +308,19 @@ func TestWebSubDenials(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("tokenless renewal: HTTP %d", resp.StatusCode)
 	}
+	// Nor can it unsubscribe that callback, or tell whether any other one
+	// is subscribed: 401 either way, and the subscription stays active.
+	for _, cb := range []string{sub.URL + "/cb", sub.URL + "/not-subscribed"} {
+		for _, header := range [][]string{nil, {"Authorization", "Bearer wrong"}} {
+			resp = e.webSub(url.Values{"hub.mode": {"unsubscribe"}, "hub.topic": {topic}, "hub.callback": {cb}}, header...)
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Fatalf("unsubscribe %s with %v: HTTP %d, WWW-Authenticate %q", cb, header, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+	if subs := e.subs("closed", hub.KindWebSub); len(subs) != 1 || subs[0].State != hub.SubActive {
+		t.Fatalf("after tokenless unsubscribes: %+v", subs)
+	}
 	if _, err := e.hub.Publish(e.ctx, "closed", "owner@example.org", []hub.Entry{{ID: "i1", Title: "Inside",
 		Payload: []byte(`<entry xmlns="http://www.w3.org/2005/Atom"><id>i1</id><title>Inside</title><updated>2030-01-01T00:00:00Z</updated></entry>`)}}); err != nil {
 		t.Fatal(err)
