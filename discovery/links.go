@@ -95,17 +95,21 @@ func Security(model hub.AccessModel) string {
 
 // NewDescriptor describes a node served by the component componentJID,
 // with pingd reachable at publicURL. Its Ref is the resource the node
-// follows, when it follows one.
+// follows, when it follows one and the node is open: the descriptor of a
+// whitelist node is public, its source is for members.
 func NewDescriptor(publicURL, componentJID string, n *hub.Node) (Descriptor, error) {
 	links, err := NodeLinks(publicURL, n.Name)
 	if err != nil {
 		return Descriptor{}, err
 	}
-	return Descriptor{
+	d := Descriptor{
 		DescriptorURL: links.Descriptor,
 		ComponentJID:  componentJID,
 		Node:          n.Name,
 		Security:      Security(n.AccessModel),
-		Ref:           n.SourceURL,
-	}, nil
+	}
+	if n.AccessModel != hub.AccessWhitelist {
+		d.Ref = n.SourceURL
+	}
+	return d, nil
 }

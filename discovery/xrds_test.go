@@ -86,8 +86,11 @@ func TestXRDSParsesBackWithNamespaces(t *testing.T) {
 				if err := xml.Unmarshal(doc, &got); err != nil {
 					t.Fatalf("unmarshal: %v\n%s", err, doc)
 				}
-				if got.Ref != "https://www.example.com/page?a=1&b=<2>" {
-					t.Errorf("ref = %q", got.Ref)
+				// The source is named for open nodes only: a whitelist
+				// node's descriptor is public, its source is not.
+				wantRef := map[hub.AccessModel]string{hub.AccessOpen: "https://www.example.com/page?a=1&b=<2>", hub.AccessWhitelist: ""}[model]
+				if got.Ref != wantRef {
+					t.Errorf("ref = %q, want %q", got.Ref, wantRef)
 				}
 				if len(got.XRDs) != 1 || len(got.XRDs[0].Services) != 1 {
 					t.Fatalf("want one XRD with one Service, got %+v", got)
@@ -186,7 +189,7 @@ func TestXRDSIsExactlyTheDesignTree(t *testing.T) {
 	diff := func() *xmlNode {
 		return &xmlNode{Space: gp, Local: "SupportsDiff", Attrs: map[string]string{"{}type": "application/patch-ops+xml"}}
 	}
-	want := &xmlNode{Space: NSXRDS, Local: "XRDS", Attrs: map[string]string{"{}ref": "https://www.example.com/page"}, Children: []*xmlNode{
+	want := &xmlNode{Space: NSXRDS, Local: "XRDS", Attrs: map[string]string{}, Children: []*xmlNode{
 		{Space: xrd, Local: "XRD", Attrs: map[string]string{}, Children: []*xmlNode{
 			{Space: xrd, Local: "Service", Attrs: map[string]string{}, Children: []*xmlNode{
 				{Space: xrd, Local: "Type", Attrs: map[string]string{}, Text: "http://getpingd.com/services/subscribe"},
@@ -198,14 +201,16 @@ func TestXRDSIsExactlyTheDesignTree(t *testing.T) {
 			}},
 		}},
 	}}
+	// A whitelist node's document names no source: no ref attribute, not
+	// an empty one.
 	d := descriptorFor(t, "feeds/TheUniversalGadget", hub.AccessWhitelist, "https://www.example.com/page")
 	got := parseTree(t, XRDS(d))
 	compareTree(t, "/", got, want)
 
-	// Without a Ref the attribute is left out, not written empty.
-	d.Ref = ""
-	if root := parseTree(t, XRDS(d)); len(root.Attrs) != 0 {
-		t.Errorf("root attributes without Ref = %v", root.Attrs)
+	// An open node's names its source in the root's ref.
+	d = descriptorFor(t, "feeds/TheUniversalGadget", hub.AccessOpen, "https://www.example.com/page")
+	if root := parseTree(t, XRDS(d)); len(root.Attrs) != 1 || root.Attrs["{}ref"] != "https://www.example.com/page" {
+		t.Errorf("root attributes of an open node = %v", root.Attrs)
 	}
 }
 
@@ -392,7 +397,7 @@ func FuzzXRDS(f *testing.F) {
 		if hub.ValidNodeName(node) != nil || hub.ValidURL(ref) != nil {
 			t.Skip()
 		}
-		d := descriptorFor(t, node, hub.AccessWhitelist, ref)
+		d := descriptorFor(t, node, hub.AccessOpen, ref)
 		var got xrdsDoc
 		if err := xml.Unmarshal(XRDS(d), &got); err != nil {
 			t.Fatalf("XRDS not well-formed: %v", err)
