@@ -52,6 +52,42 @@ func TestAdminAuthorization(t *testing.T) {
 	wantStatus(t, e.do(http.MethodGet, "/api/nodes", "Bearer", nil, "Authorization", "bearer "+testAdminToken), http.StatusOK)
 }
 
+// TestAdminMissesNeedTheToken: paths and methods under /api/ that no route
+// takes answer 401 without the token, as the routes do, so strangers learn
+// nothing of the admin API's shape; with it, 404 and 405 (with Allow) in
+// the API's JSON error form.
+func TestAdminMissesNeedTheToken(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/api", http.StatusNotFound},
+		{http.MethodGet, "/api/", http.StatusNotFound},
+		{http.MethodGet, "/api/nodes/demo/bogus", http.StatusNotFound},
+		{http.MethodPut, "/api/nodes", http.StatusMethodNotAllowed},
+	} {
+		for _, token := range []string{"", "wrong"} {
+			resp := e.do(tc.method, tc.path, token, nil)
+			wantStatus(t, resp, http.StatusUnauthorized)
+			if resp.Header.Get("Allow") != "" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s with token %q: Allow %q, WWW-Authenticate %q", tc.method, tc.path, token,
+					resp.Header.Get("Allow"), resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+		resp := e.do(tc.method, tc.path, testAdminToken, nil)
+		wantStatus(t, resp, tc.status)
+		if body := decodeJSON[map[string]string](t, resp); body["error"] == "" {
+			t.Errorf("%s %s: no JSON error: %v", tc.method, tc.path, body)
+		}
+		if tc.status == http.StatusMethodNotAllowed && !strings.Contains(resp.Header.Get("Allow"), http.MethodPost) {
+			t.Errorf("%s %s: Allow %q", tc.method, tc.path, resp.Header.Get("Allow"))
+		}
+	}
+	// Outside /api/ a miss needs no token.
+	wantStatus(t, e.do(http.MethodGet, "/apis", "", nil), http.StatusNotFound)
+}
+
 func TestAdminDisabledWithoutToken(t *testing.T) {
 	e := newEnv(t)
 	h, err := hub.New(hub.Config{Store: e.store})

@@ -256,13 +256,34 @@ func (s *statusRecorder) status() int {
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// isAdminPath says whether r is under /api/, where every answer but the
+// rate limit's needs the admin token, misses included: a 404 or 405
+// without it would tell strangers which admin routes exist.
+func isAdminPath(r *http.Request) bool {
+	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
+}
+
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAdminPath(r) {
+		a.admin(func(w http.ResponseWriter, r *http.Request) {
+			writeJSONError(w, http.StatusNotFound, "not found: "+r.URL.EscapedPath())
+		}).ServeHTTP(w, r)
+		return
+	}
 	writeText(w, http.StatusNotFound, "not found: "+r.URL.EscapedPath())
 }
 
 // methodNotAllowed answers 405 with the Allow header listing the methods
 // the path's routes accept.
 func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if isAdminPath(r) {
+		a.admin(a.allowedMethods).ServeHTTP(w, r)
+		return
+	}
+	a.allowedMethods(w, r)
+}
+
+func (a *API) allowedMethods(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
 	_ = a.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
 		var m mux.RouteMatch
@@ -276,7 +297,12 @@ func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(allowed)
 	allowed = slices.Compact(allowed)
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeText(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; allowed: "+strings.Join(allowed, ", "))
+	msg := "method " + r.Method + " not allowed; allowed: " + strings.Join(allowed, ", ")
+	if isAdminPath(r) {
+		writeJSONError(w, http.StatusMethodNotAllowed, msg)
+		return
+	}
+	writeText(w, http.StatusMethodNotAllowed, msg)
 }
 
 // pathVar returns the unescaped route variable; ok is false when it is not
