@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -616,6 +618,10 @@ func (a *API) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeJSONError(w, http.StatusBadRequest, "invalid JSON: the body is not valid UTF-8")
 		return false
 	}
+	if err := checkSurrogateEscapes(body); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid JSON: "+err.Error())
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -627,6 +633,42 @@ func (a *API) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// checkSurrogateEscapes refuses a \u escape of a UTF-16 surrogate that is
+// not half of a pair: encoding/json would quietly decode it as U+FFFD, as
+// it would invalid bytes. It walks escapes only; json.Unmarshal judges
+// the rest of the syntax.
+func checkSurrogateEscapes(body []byte) error {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a one-character escape, such as \\ or \"
+			continue
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00:
+			if low, ok := hex4(i + 6); ok && low >= 0xdc00 && low <= 0xdfff {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("%s at byte %d is half of a UTF-16 surrogate pair", body[i:i+6], i)
+		case utf16.IsSurrogate(r):
+			return fmt.Errorf("%s at byte %d is half of a UTF-16 surrogate pair", body[i:i+6], i)
+		}
+		i += 5
+	}
+	return nil
 }
 
 // writeHubError maps a hub error to its status: ErrInvalid 400,

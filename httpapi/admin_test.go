@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
@@ -447,4 +449,69 @@ func TestAdminBodyLimit(t *testing.T) {
 	if _, err := e.hub.Node(context.Background(), "big"); err == nil {
 		t.Error("an oversized request created a node")
 	}
+}
+
+// TestJSONSurrogateEscapes: an escaped lone surrogate, which encoding/json
+// would turn into U+FFFD, is refused with 400 and creates nothing; pairs
+// and other escapes go through.
+func TestJSONSurrogateEscapes(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"node":"bad\ud800"}`, false},
+		{`{"node":"bad\udc00x"}`, false},
+		{`{"node":"bad\ud800\u0041"}`, false},
+		{`{"node":"bad\uD83D"}`, false},
+		{`{"node":"pair\ud83d\ude00"}`, true},
+		{`{"node":"slash\\ud800"}`, true}, // an escaped backslash, then text
+		{`{"node":"e\u00e9\"q"}`, true},
+	} {
+		resp := e.do(http.MethodPost, "/api/nodes", testAdminToken, strings.NewReader(tc.body))
+		if tc.ok {
+			wantStatus(t, resp, http.StatusCreated)
+			continue
+		}
+		wantStatus(t, resp, http.StatusBadRequest)
+		if body := decodeJSON[map[string]string](t, resp); !strings.Contains(body["error"], "surrogate") {
+			t.Errorf("%s: error %q", tc.body, body["error"])
+		}
+	}
+	nodes, err := e.hub.Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if strings.ContainsRune(n.Name, utf8.RuneError) {
+			t.Errorf("node %q was created with a replacement character", n.Name)
+		}
+	}
+}
+
+// FuzzCheckSurrogateEscapes: what checkSurrogateEscapes refuses is what
+// encoding/json would repair into U+FFFD, and what it lets through decodes
+// without one unless the body asked for it.
+func FuzzCheckSurrogateEscapes(f *testing.F) {
+	for _, s := range []string{`"a\ud800"`, `"\ud83d\ude00"`, `"\\ud800"`, `"\udc00\ud800"`, `"\u00e9"`, `"\"\\\/\b"`, `"\ud800\\"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !utf8.ValidString(body) {
+			t.Skip()
+		}
+		var s string
+		if json.Unmarshal([]byte(body), &s) != nil {
+			return
+		}
+		err := checkSurrogateEscapes([]byte(body))
+		repaired := strings.ContainsRune(s, utf8.RuneError)
+		if err != nil && !repaired {
+			t.Fatalf("%q refused (%v), but decodes to %q without a replacement", body, err, s)
+		}
+		asked := strings.ContainsRune(body, utf8.RuneError) || strings.Contains(strings.ToLower(body), "fffd")
+		if err == nil && repaired && !asked {
+			t.Fatalf("%q let through, but decodes to %q", body, s)
+		}
+	})
 }
