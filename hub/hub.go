@@ -678,18 +678,25 @@ func hashedNodeName(rawURL string) string {
 // trusted announcement (CNWS) that notifies even if the fetch shows no
 // change. It returns how many sources were scheduled.
 func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int, error) {
+	return h.changed(ctx, rawURL, note, map[int64]bool{})
+}
+
+// changed is Changed skipping the sources in scheduled, which it adds to:
+// URLs of one ping often name one source twice (a feed and its site).
+func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, scheduled map[int64]bool) (int, error) {
 	srcs, err := h.store.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("find sources of %s: %w", rawURL, err)
 	}
 	n := 0
 	for _, s := range srcs {
-		if s.Gone {
+		if s.Gone || scheduled[s.ID] {
 			continue
 		}
 		if err := h.store.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
 			return n, fmt.Errorf("schedule fetch of %s: %w", s.URL, err)
 		}
+		scheduled[s.ID] = true
 		n++
 	}
 	if n > 0 {
@@ -699,8 +706,9 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 }
 
 // Ping records a publisher's ping and schedules fetches of the sources
-// matching any of urls (the first non-empty one is recorded). It fails only when
-// the ping could not be stored, so a ping is never acknowledged and lost.
+// matching any of urls (the first non-empty one is recorded); it returns
+// how many sources, each counted once. It fails only when the ping could
+// not be stored, so a ping is never acknowledged and lost.
 func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
 	p.URL = ""
 	for _, u := range urls {
@@ -725,12 +733,13 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 	}
 	total := 0
 	seen := map[string]bool{}
+	scheduled := map[int64]bool{}
 	for _, u := range urls {
 		if u == "" || seen[u] {
 			continue
 		}
 		seen[u] = true
-		n, err := h.Changed(ctx, u, note)
+		n, err := h.changed(ctx, u, note, scheduled)
 		if err != nil {
 			return total, err
 		}
