@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -277,11 +278,34 @@ func (a *API) listNodes(w http.ResponseWriter, r *http.Request) {
 		a.writeHubError(w, r, err, "list nodes")
 		return
 	}
-	out := make([]nodeJSON, 0, len(nodes))
+	// Streamed node by node, in the form writeJSON gives: each node's
+	// JSON carries its links and snippets (a few KB), so building the
+	// whole answer first cost 85 MB at 10,000 nodes.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.WriteString("{\n  \"nodes\": [")
 	for i := range nodes {
-		out = append(out, a.nodeJSON(&nodes[i]))
+		b, err := json.MarshalIndent(a.nodeJSON(&nodes[i]), "    ", "  ")
+		if err != nil {
+			// Nothing in a node fails to encode; if it did, the client
+			// gets a truncated document rather than a wrong one.
+			a.log.ErrorContext(r.Context(), "list nodes: encode", "node", nodes[i].Name, "err", err)
+			bw.Flush()
+			panic(http.ErrAbortHandler)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"nodes": out})
+	if len(nodes) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	bw.Flush()
 }
 
 // node loads the node named in the path, answering 400 or 404 itself.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -514,4 +515,42 @@ func FuzzCheckSurrogateEscapes(f *testing.F) {
 			t.Fatalf("%q let through, but decodes to %q", body, s)
 		}
 	})
+}
+
+// TestListNodesStreamed: the node listing, written node by node, is byte
+// for byte what encoding the whole answer at once gives, for no node, one
+// and several.
+func TestListNodesStreamed(t *testing.T) {
+	e := newEnv(t)
+	api := e.api
+	for _, names := range [][]string{nil, {"one"}, {"two", "three/with \"quotes\" & <tags>"}} {
+		for _, name := range names {
+			wantStatus(t, e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": name, "title": "T " + name}), http.StatusCreated)
+		}
+		nodes, err := e.hub.Nodes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := make([]nodeJSON, 0, len(nodes))
+		for i := range nodes {
+			all = append(all, api.nodeJSON(&nodes[i]))
+		}
+		want, err := json.MarshalIndent(map[string]any{"nodes": all}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := e.admin(http.MethodGet, "/api/nodes", nil)
+		wantStatus(t, resp, http.StatusOK)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("%d nodes: listing\n%s\nwant\n%s", len(nodes), got, want)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+	}
 }
