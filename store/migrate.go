@@ -25,7 +25,15 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// foreignKeysOff: an SQLite migration that rebuilds a table others
+	// reference runs with foreign keys off, as SQLite's documented way to
+	// change a table's schema requires (with them on, dropping the old
+	// table would delete every row referencing it). Its file starts with
+	// foreignKeysOffMarker; the references are checked before it commits.
+	foreignKeysOff bool
 }
+
+const foreignKeysOffMarker = "-- pingd: foreign keys off"
 
 // migrationsFor returns the backend's migrations in version order.
 func migrationsFor(backend string) ([]migration, error) {
@@ -48,7 +56,8 @@ func migrationsFor(backend string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+		out = append(out, migration{version: v, name: e.Name(), sql: string(body),
+			foreignKeysOff: strings.HasPrefix(string(body), foreignKeysOffMarker)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
@@ -75,6 +84,15 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 	}
 	for _, m := range ms[:target] {
 		applied := false
+		fkOff := m.foreignKeysOff && s.backend == backendSQLite
+		if fkOff {
+			// The pragma is a no-op inside a transaction, so it is set on
+			// the write pool's one connection before; the transaction
+			// checks it took.
+			if _, err := s.write.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+				return fmt.Errorf("migration %s: switch foreign keys off: %w", m.name, err)
+			}
+		}
 		err := s.inOwnTx(ctx, func(tx *txn) error {
 			applied = false
 			current, err := s.schemaVersion(ctx, tx)
@@ -90,12 +108,23 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 			if current != m.version-1 {
 				return fmt.Errorf("schema version %d cannot take migration %s", current, m.name)
 			}
+			if fkOff {
+				var on int
+				if err := s.queryRow(ctx, tx, `PRAGMA foreign_keys`, nil, &on); err != nil || on != 0 {
+					return fmt.Errorf("migration %s needs foreign keys off and they are not (%d, %v); nothing was changed", m.name, on, err)
+				}
+			}
 			// A migration may take longer than one query: give it its own
 			// budget within the transaction.
 			mctx, cancel := context.WithTimeout(ctx, 10*s.timeout)
 			defer cancel()
 			if _, err := tx.ExecContext(mctx, m.sql); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			if fkOff {
+				if err := foreignKeyCheck(mctx, tx); err != nil {
+					return fmt.Errorf("migration %s: %w", m.name, err)
+				}
 			}
 			if _, err := s.exec(ctx, tx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
 				m.version, s.timeArg(time.Now())); err != nil {
@@ -104,6 +133,11 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 			applied = true
 			return nil
 		})
+		if fkOff {
+			if _, onErr := s.write.ExecContext(ctx, `PRAGMA foreign_keys = ON`); onErr != nil && err == nil {
+				err = fmt.Errorf("migration %s: switch foreign keys on again: %w", m.name, onErr)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -112,6 +146,27 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 		}
 	}
 	return nil
+}
+
+// foreignKeyCheck fails when any row references a row that does not
+// exist (SQLite), naming the first such table.
+func foreignKeyCheck(ctx context.Context, tx *txn) error {
+	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table string
+		var rowid any
+		var parent string
+		var fkid int
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return fmt.Errorf("check foreign keys: %w", err)
+		}
+		return fmt.Errorf("a row of %s references a missing row of %s", table, parent)
+	}
+	return rows.Err()
 }
 
 // schemaVersion creates schema_migrations if needed and returns the

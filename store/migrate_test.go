@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,43 @@ func TestMigrateKeepsData(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkSeeded(t, s)
+				if bc.name == backendSQLite {
+					checkForeignKeysAfterMigration(t, s)
+				}
 			})
+		}
+	}
+}
+
+// checkForeignKeysAfterMigration: migrations that rebuild a table with
+// foreign keys off (0008) leave them on again, and the other tables'
+// references name the rebuilt table: deleting the seeded node deletes
+// its subscriptions, events and affiliations with it.
+func checkForeignKeysAfterMigration(t *testing.T, s *sqlStore) {
+	t.Helper()
+	ctx := context.Background()
+	var on int
+	if err := s.write.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 1 {
+		t.Fatalf("foreign_keys after migrating = %d, %v; want 1", on, err)
+	}
+	var parents []string
+	for _, table := range []string{"events", "items", "subscriptions", "affiliations"} {
+		var parent string
+		if err := s.write.QueryRowContext(ctx, `SELECT "table" FROM pragma_foreign_key_list($1) WHERE "from" = 'node_id'`, table).Scan(&parent); err != nil {
+			t.Fatalf("foreign key of %s: %v", table, err)
+		}
+		parents = append(parents, parent)
+	}
+	if want := []string{"nodes", "nodes", "nodes", "nodes"}; !slices.Equal(parents, want) {
+		t.Fatalf("node_id references %v, want %v", parents, want)
+	}
+	if err := s.DeleteNode(ctx, "seeded"); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"events", "items", "subscriptions", "affiliations"} {
+		var left int
+		if err := s.write.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE node_id NOT IN (SELECT id FROM nodes)`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("%s: %d rows of deleted nodes left, %v", table, left, err)
 		}
 	}
 }

@@ -195,8 +195,13 @@ func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
 // SetXMPPSeq records that events up to seq were written to the XMPP stream.
 func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error {
 	// Never backwards: acknowledgements recorded by several processes
-	// may arrive out of order.
-	count, err := s.writeCount(ctx, `UPDATE nodes SET xmpp_seq = CASE WHEN xmpp_seq < $1 THEN $1 ELSE xmpp_seq END
+	// may arrive out of order. Never past the node's log either: a cursor
+	// beyond it can only be wrong, and would silence the next events.
+	count, err := s.writeCount(ctx, `UPDATE nodes SET xmpp_seq = CASE
+			WHEN xmpp_seq >= $1 THEN xmpp_seq
+			WHEN $1 <= last_seq THEN $1
+			WHEN xmpp_seq > last_seq THEN xmpp_seq
+			ELSE last_seq END
 		WHERE id = $2`, seq, nodeID)
 	if err != nil {
 		return fmt.Errorf("set XMPP sequence of node %d: %w", nodeID, err)

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SaveDeliveryState", testSaveDeliveryState},
 		{"SaveDeliveryStates", testSaveDeliveryStates},
 		{"SubscriptionIDsNotReused", testSubscriptionIDsNotReused},
+		{"NodeIDsNotReused", testNodeIDsNotReused},
 		{"Affiliations", testAffiliations},
 		{"Pings", testPings},
 		{"Prune", testPrune},
@@ -512,6 +513,17 @@ func testXMPPSeq(t *testing.T, s store.Store) {
 		t.Fatalf("XMPPSeq after an older cursor = %d, want 2", got.XMPPSeq)
 	}
 	wantErr(t, s.SetXMPPSeq(ctx, a.ID+1000, 1), hub.ErrNotFound)
+	// Never past the log: a cursor beyond the newest event (a marker
+	// forged or meant for another node) stops at it, so the next event
+	// is still sent.
+	noErr(t, s.SetXMPPSeq(ctx, b.ID, 1_000_000))
+	if got := must(s.NodeByID(ctx, b.ID))(t); got.XMPPSeq != 1 {
+		t.Fatalf("XMPPSeq after a cursor past the log = %d, want 1", got.XMPPSeq)
+	}
+	appendEvents(t, s, b.ID, item("2", ""))
+	if behind := must(s.NodesBehindXMPP(ctx))(t); len(behind) != 1 || behind[0].ID != b.ID || behind[0].XMPPSeq != 1 {
+		t.Fatalf("behind after a new event = %+v", behind)
+	}
 }
 
 func testConcurrentAppend(t *testing.T, s store.Store) {
@@ -1712,6 +1724,24 @@ func testSubscriptionIDsNotReused(t *testing.T, s store.Store) {
 		}
 		noErr(t, s.DeleteSubscription(ctx, sub.ID))
 		last = sub.ID
+	}
+}
+
+// testNodeIDsNotReused: the id of a deleted node, even the highest, is
+// never given to a new one, so that what is recorded late for the old
+// node (an XMPP acknowledgement naming its id and cursor) cannot land on
+// the new one.
+func testNodeIDsNotReused(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	var last int64
+	for i := range 3 {
+		n := newNode(t, s, fmt.Sprintf("n%d", i))
+		if n.ID <= last {
+			t.Fatalf("node %d got id %d after %d", i, n.ID, last)
+		}
+		appendEvents(t, s, n.ID, item("1", ""), item("2", ""))
+		noErr(t, s.DeleteNode(ctx, n.Name))
+		last = n.ID
 	}
 }
 
