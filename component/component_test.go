@@ -81,6 +81,7 @@ func TestNotificationRendering(t *testing.T) {
 		{hub.Event{Kind: hub.EventRetract, ItemID: "i1"}, "items/retract"},
 		{hub.Event{Kind: hub.EventPurge}, "purge"},
 		{hub.Event{Kind: hub.EventRevoke, Address: to}, "subscription"},
+		{hub.Event{Kind: hub.EventSubscribed, Address: to}, "subscription"},
 	}
 	for _, tc := range cases {
 		var b bytes.Buffer

@@ -685,6 +685,56 @@ func TestOwnerUseCases(t *testing.T) {
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete node="news"/></pubsub>`), "cancel", "item-not-found", "")
 }
 
+// TestOwnerSubscriptionChangesAreNotified: an owner's subscription
+// changes tell the subscriber (XEP-0060 §8.8.4), since pingd advertises
+// subscription-notifications.
+func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("n1", "", hub.AccessOpen)
+	admin := e.dial("admin", "r")
+	bob := e.dial("bob", "r")
+	bobBare := bob.JID.Bare().String()
+	setSubscription := func(state string) {
+		t.Helper()
+		result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
+			`<subscription jid="`+bobBare+`" subscription="`+state+`"/></subscriptions></pubsub>`))
+	}
+	wantSubscriptionEvent := func(state string) {
+		t.Helper()
+		ev := nextEvent(t, bob, 10*time.Second)
+		sub := ev.ev.child(nsPubsubEvent, "subscription")
+		if sub == nil || sub.attr("node") != "n1" || sub.attr("jid") != bobBare || sub.attr("subscription") != state ||
+			ev.msg.attr("from") != e.p.ComponentDomain {
+			t.Fatalf("want a %q subscription notification for %s, got %s", state, bobBare, ev.msg.standalone())
+		}
+	}
+
+	setSubscription("subscribed")
+	wantSubscriptionEvent("subscribed")
+	e.publish("n1", "s1")
+	if got := collectItems(t, bob, "n1", 1); got[0].id != "s1" {
+		t.Fatalf("bob subscribed by the owner got %v", got)
+	}
+	// Subscribed again: nothing changed, so the next event is the item.
+	setSubscription("subscribed")
+	e.publish("n1", "s2")
+	if got := collectItems(t, bob, "n1", 1); got[0].id != "s2" {
+		t.Fatalf("after subscribing bob again he got %v, want only the item s2", got)
+	}
+
+	setSubscription("none")
+	wantSubscriptionEvent("none")
+	subs := result(t, e.request(admin, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1"/></pubsub>`))
+	if n := len(find(subs, "pubsub", "subscriptions").Children); n != 0 {
+		t.Fatalf("subscription still listed: %s", subs.standalone())
+	}
+	// None again: nothing to remove, nobody told; and no more items.
+	setSubscription("none")
+	e.publish("n1", "s3")
+	noEvents(t, bob, time.Second)
+}
+
 func TestEveryIQIsAnswered(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{})

@@ -339,7 +339,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	type rendered struct {
 		seq              int64
 		suffix, withBody []byte
-		only             []byte // a single recipient (revoke), else nil
+		only             []byte // a single recipient (revoke, subscribed), else nil
 	}
 	var out []rendered
 	for _, ev := range events {
@@ -348,7 +348,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			continue
 		}
 		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix}
-		if ev.Kind == hub.EventRevoke {
+		if ev.Kind == hub.EventRevoke || ev.Kind == hub.EventSubscribed {
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
@@ -459,6 +459,8 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, body string) []byte {
 		b.empty("purge", "node", n.Name)
 	case hub.EventRevoke:
 		b.empty("subscription", "node", n.Name, "jid", ev.Address, "subscription", "none")
+	case hub.EventSubscribed:
+		b.empty("subscription", "node", n.Name, "jid", ev.Address, "subscription", "subscribed")
 	default:
 		return nil // changes without items are for URL-level subscribers
 	}

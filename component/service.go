@@ -798,14 +798,16 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	if err := c.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
+	// Each change goes through the hub's revoke and grant, which tell the
+	// subscriber with an event in the node's log (XEP-0060 §8.8.4).
 	for _, ch := range r.Subscriptions {
 		switch ch.Subscription {
 		case "none":
-			if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, ch.JID.String()); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			if err := c.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
 				return err
 			}
 		case "subscribed":
-			if _, _, err := c.hub.Subscribe(ctx, hub.Subscription{
+			if _, _, err := c.hub.GrantSubscription(ctx, hub.Subscription{
 				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
 			}); err != nil {
 				return err

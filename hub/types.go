@@ -241,6 +241,9 @@ const (
 	// subscribed, full or bare) was removed because its bare JID left the
 	// whitelist; XMPP tells that JID.
 	EventRevoke EventKind = "revoke"
+	// EventSubscribed records that an owner subscribed the JID Address
+	// (XEP-0060 §8.8.2); XMPP tells that JID, as it does for a revoke.
+	EventSubscribed EventKind = "subscribed"
 )
 
 // IsChange reports whether the event changes the node's content, the
