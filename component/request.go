@@ -325,12 +325,15 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 	return r, nil
 }
 
-// parseSubscriberJID reads the required jid attribute of subscribe and
-// unsubscribe, normalised with PRECIS.
+// parseSubscriberJID reads the required jid attribute of subscribe,
+// unsubscribe and options, normalised with PRECIS. Without one the answer
+// is jid-required (XEP-0060 §6.3.4.3 says so for options; subscribe and
+// unsubscribe name no condition for it, and invalid-jid means a JID that
+// is not the sender's, §6.1.3.1); a JID that does not parse is invalid-jid.
 func parseSubscriberJID(v *element, r *request) *stanzaError {
 	s, ok := v.lookupAttr("jid")
 	if !ok || s == "" {
-		return badRequest("invalid-jid", "the jid attribute is required")
+		return badRequest("jid-required", "the jid attribute is required")
 	}
 	j, err := jid.Parse(s)
 	if err != nil {
