@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -733,6 +734,34 @@ func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
 	setSubscription("none")
 	e.publish("n1", "s3")
 	noEvents(t, bob, time.Second)
+
+	// pending has no place in pingd; manage-subscriptions is advertised,
+	// so the answer is XEP-0060 §8.8.2.4's not-acceptable with every entry
+	// as it stands, and none of them is carried out.
+	alice := e.dial("alice", "r")
+	aliceBare := alice.JID.Bare().String()
+	result(t, e.request(alice, "set", subscribePayload("n1", aliceBare)))
+	ans := e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
+		`<subscription jid="`+bobBare+`" subscription="subscribed"/>`+
+		`<subscription jid="`+aliceBare+`" subscription="pending"/></subscriptions></pubsub>`)
+	errEl := stanzaErr(t, ans, "modify", "not-acceptable", "")
+	if errEl.child(nsPubsubErrors, "unsupported") != nil || errEl.child(nsStanzaErrors, "text") == nil {
+		t.Errorf("pending refused as an unsupported feature, or without a text: %s", ans.standalone())
+	}
+	returned := map[string]string{}
+	if list := find(ans, "pubsub", "subscriptions"); list != nil && list.attr("node") == "n1" {
+		for _, sub := range list.childrenNamed(nsPubsubOwner, "subscription") {
+			returned[sub.attr("jid")] = sub.attr("subscription")
+		}
+	}
+	if want := map[string]string{bobBare: "none", aliceBare: "subscribed"}; !maps.Equal(returned, want) {
+		t.Errorf("entries returned with the error %v, want the unchanged states %v: %s", returned, want, ans.standalone())
+	}
+	e.publish("n1", "s4")
+	noEvents(t, bob, time.Second) // bob was not subscribed after all
+	if got := collectItems(t, alice, "n1", 1); got[0].id != "s4" {
+		t.Fatalf("alice's subscription did not stay as it was: got %v", got)
+	}
 }
 
 func TestEveryIQIsAnswered(t *testing.T) {

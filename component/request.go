@@ -425,7 +425,9 @@ func parseOwner(typ stanza.IQType, p *element) (*request, *stanzaError) {
 			switch state {
 			case "none", "subscribed":
 			case "pending", "unconfigured":
-				return nil, unsupported("manage-subscriptions")
+				// States XEP-0060 has and pingd does not: refused by the
+				// owner use case, with the entries' current states
+				// (service.go refuseSubscriptionStates).
 			default:
 				return nil, badRequest("", "subscription must be none or subscribed, not %q", state)
 			}

@@ -85,7 +85,6 @@ func TestParseIQErrors(t *testing.T) {
 		{"owner affiliation unknown", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="king"/></affiliations></pubsub>`), stanza.BadRequest, "", ""},
 		{"owner affiliation publish-only", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="publish-only"/></affiliations></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "publish-only-affiliation"},
 		{"owner affiliation twice", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="member"/><affiliation jid="b@localhost/x" affiliation="none"/></affiliations></pubsub>`), stanza.BadRequest, "", ""},
-		{"owner subscription pending", iq("set", `<pubsub `+own+`><subscriptions node="n"><subscription jid="b@localhost" subscription="pending"/></subscriptions></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "manage-subscriptions"},
 		{"owner unknown verb", iq("get", `<pubsub `+own+`><frob node="n"/></pubsub>`), stanza.BadRequest, "", ""},
 		{"owner two verbs", iq("set", `<pubsub `+own+`><purge node="n"/><delete node="n"/></pubsub>`), stanza.BadRequest, "", ""},
 	}

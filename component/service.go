@@ -152,6 +152,7 @@ func (c *Component) errorReply(st *element, serr *stanzaError) []byte {
 	}
 	var b xmlBuf
 	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", c.replyFrom(st), "to", st.attr("from"))
+	b.Write(serr.Payload)
 	serr.write(&b, c.domainStr)
 	b.close(st.Name.Local)
 	return b.Bytes()
@@ -798,6 +799,13 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	if err := c.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
+	refused, err := c.refuseSubscriptionStates(ctx, n, r.Subscriptions)
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		return refused
+	}
 	// Each change goes through the hub's revoke and grant, which tell the
 	// subscriber with an event in the node's log (XEP-0060 §8.8.4).
 	for _, ch := range r.Subscriptions {
@@ -816,6 +824,38 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	}
 	c.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
 	return nil
+}
+
+// refuseSubscriptionStates refuses a change to a state pingd does not
+// have: a subscription is subscribed or none, never pending or
+// unconfigured (pingd approves every subscription it allows at once and
+// requires no configuration). XEP-0060 §8.8.2.4 answers an invalid entry
+// with not-acceptable and returns the entries that were not changed, each
+// with its current state; pingd then changes none of them, so every entry
+// is returned. nil when every state is one pingd has.
+func (c *Component) refuseSubscriptionStates(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
+	if !slices.ContainsFunc(changes, func(ch subscriptionChange) bool {
+		return ch.Subscription != "none" && ch.Subscription != "subscribed"
+	}) {
+		return nil, nil
+	}
+	var b xmlBuf
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("subscriptions", "node", n.Name)
+	for _, ch := range changes {
+		subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
+		if err != nil {
+			return nil, err
+		}
+		if len(subs) == 0 {
+			b.empty("subscription", "jid", ch.JID.String(), "subscription", "none")
+		} else {
+			b.empty("subscription", "jid", subs[0].Address, "subscription", "subscribed", "subid", subs[0].SubID)
+		}
+	}
+	b.close("subscriptions").close("pubsub")
+	serr := notAcceptable("", "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none; nothing was changed")
+	serr.Payload = b.Bytes()
+	return serr, nil
 }
 
 func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
