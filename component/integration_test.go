@@ -547,6 +547,21 @@ func TestOwnerUseCases(t *testing.T) {
 		t.Fatalf("created node %+v, %v", n, err)
 	}
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="news"/></pubsub>`), "cancel", "conflict", "")
+	// The ad-hoc commands' prefix is reserved: such a node would be hidden
+	// behind a command in disco#info.
+	for _, name := range []string{"pingd#subscribe", "pingd#mine"} {
+		refused := stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="`+name+`"/></pubsub>`), "modify", "not-acceptable", "")
+		if txt := refused.child(nsStanzaErrors, "text"); txt == nil || !strings.Contains(txt.text(), "reserved") {
+			t.Errorf("creating %q refused without saying the name is reserved: %s", name, refused.standalone())
+		}
+		if _, err := e.hub.Node(e.ctx, name); err == nil {
+			t.Errorf("node %q created", name)
+		}
+	}
+	cmdInfo := result(t, e.request(admin, "get", `<query xmlns="http://jabber.org/protocol/disco#info" node="pingd#subscribe"/>`))
+	if id := find(cmdInfo, "query", "identity"); id == nil || id.attr("category") != "automation" {
+		t.Errorf("disco#info on pingd#subscribe is not the command's: %s", cmdInfo.standalone())
+	}
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="bad"/><configure>`+
 		submitForm("pubsub#access_model", "roster")+`</configure></pubsub>`), "modify", "not-acceptable", "unsupported-access-model")
 	instant := result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create/></pubsub>`))

@@ -205,7 +205,7 @@ type NodeSpec struct {
 // is shown only now (the store keeps its hash). If the node follows a
 // source, the source is scheduled for its baseline fetch.
 func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
-	if err := ValidNodeName(spec.Name); err != nil {
+	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
 	}
 	cfg := spec.Config

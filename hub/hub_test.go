@@ -31,6 +31,11 @@ func TestCreateNodeValidatesNames(t *testing.T) {
 		{"nul\x00", false},
 		{"feeds/demo", true},
 		{"with space and ünïcode ✓", true},
+		// The prefix of the component's ad-hoc command nodes.
+		{"pingd#subscribe", false},
+		{"pingd#mine", false},
+		{"PINGD#mine", true},
+		{"my-pingd#node", true},
 	}
 	for _, c := range cases {
 		n, token, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: c.name, Config: hub.DefaultNodeConfig()})
