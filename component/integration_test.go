@@ -1000,4 +1000,48 @@ func TestChatCommands(t *testing.T) {
 	expect("unsubscribe demo", "not subscribed")
 	e.publish("demo", "c5")
 	noEvents(t, alice, time.Second)
+
+	// Only the service lives at the component's domain: a chat or normal
+	// message to anyone else there is refused (RFC 6120 §10.5.3.2), never
+	// answered as a command; a headline or an error gets nothing.
+	nobody := "nobody@" + e.p.ComponentDomain
+	for _, typ := range []string{"chat", "normal", ""} {
+		id := "to-nobody-" + typ
+		msg := `<message to="` + nobody + `" id="` + id + `"><body>list</body></message>`
+		if typ != "" {
+			msg = `<message type="` + typ + `" to="` + nobody + `" id="` + id + `"><body>list</body></message>`
+		}
+		if _, err := alice.SendRaw(e.ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		got := nextMessage(t, alice, 10*time.Second, func(el *element) bool { return el.attr("id") == id || el.attr("type") == "chat" })
+		errEl := got.child(got.Name.Space, "error")
+		if got.attr("type") != "error" || got.attr("from") != nobody || got.attr("id") != id || errEl == nil || errEl.attr("type") != "cancel" ||
+			errEl.child(nsStanzaErrors, "service-unavailable") == nil {
+			t.Errorf("a %q message to %s answered with %s, want a service-unavailable error from it", typ, nobody, got.standalone())
+		}
+	}
+	for _, msg := range []string{
+		`<message type="headline" to="` + nobody + `"><body>list</body></message>`,
+		`<message type="groupchat" to="` + nobody + `"><body>list</body></message>`,
+		`<message type="error" to="` + nobody + `"><error type="cancel"><item-not-found xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></message>`,
+	} {
+		if _, err := alice.SendRaw(e.ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The service itself still answers, and the answer to "list" is the
+	// first message alice gets: nothing came back for the three above.
+	if _, err := alice.SendRaw(e.ctx, `<message type="chat" to="`+e.p.ComponentDomain+`"><body>list</body></message>`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case raw := <-alice.Stanzas:
+		el, err := parseDocument(raw)
+		if err != nil || el.attr("type") != "chat" || el.attr("from") != e.p.ComponentDomain || !strings.Contains(bodyOf(el), "no subscriptions") {
+			t.Errorf("after a headline, a groupchat and an error message to %s, alice got %s first", nobody, raw)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to list")
+	}
 }
