@@ -109,7 +109,7 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	answer := c.runChatCommand(ctx, from, cmd)
 	var b xmlBuf
-	b.open("message", "type", "chat", "from", c.replyFrom(msg), "to", from.String())
+	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())
 	b.element("body", answer)
 	if th := msg.child(msg.Name.Space, "thread"); th != nil && th.text() != "" {
 		b.element("thread", th.text())

@@ -130,6 +130,8 @@ type Component struct {
 	// published remembers payloads this process wrote with standalone, so
 	// the dispatcher need not parse them again to know they are sound.
 	published payloadSet
+	// stanzaIDs numbers the messages the component sends on its own.
+	stanzaIDs *stanzaIDs
 }
 
 // Timeouts of the connection.
@@ -205,6 +207,7 @@ func New(cfg Config) (*Component, error) {
 		minDelay:    cfg.MinBackoff,
 		maxDelay:    cfg.MaxBackoff,
 		work:        newWorkQueue(),
+		stanzaIDs:   newStanzaIDs(),
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,
@@ -335,11 +338,15 @@ func (c *Component) connection() *connection {
 // XMPP subscribers. While disconnected they wait for the next connection.
 func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subscription) {
 	var msgs [][]byte
+	id := ""
 	for _, s := range subs {
 		if s.Kind != hub.KindXMPP {
 			continue
 		}
-		msgs = append(msgs, c.renderDelete(n, s.Address))
+		if id == "" {
+			id = c.stanzaIDs.next() // one for every copy
+		}
+		msgs = append(msgs, c.renderDelete(n, s.Address, id))
 	}
 	if len(msgs) == 0 {
 		return

@@ -645,8 +645,8 @@ func TestOwnerUseCases(t *testing.T) {
 	// Purge.
 	result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge node="news"/></pubsub>`))
 	ev = nextEvent(t, alice, 10*time.Second)
-	if p := ev.ev.child(nsPubsubEvent, "purge"); p == nil || p.attr("node") != "news" {
-		t.Fatalf("want a purge notification, got %s", ev.msg.standalone())
+	if p := ev.ev.child(nsPubsubEvent, "purge"); p == nil || p.attr("node") != "news" || ev.msg.attr("id") == "" {
+		t.Fatalf("want a purge notification with an id, got %s", ev.msg.standalone())
 	}
 	items := result(t, e.request(alice, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"/></pubsub>`))
 	if n := len(find(items, "pubsub", "items").Children); n != 0 {
@@ -692,8 +692,8 @@ func TestOwnerUseCases(t *testing.T) {
 	// Delete: subscribers are told.
 	result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete node="news"/></pubsub>`))
 	ev = nextEvent(t, alice, 10*time.Second)
-	if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != "news" {
-		t.Fatalf("want a delete notification, got %s", ev.msg.standalone())
+	if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != "news" || ev.msg.attr("id") == "" {
+		t.Fatalf("want a delete notification with an id, got %s", ev.msg.standalone())
 	}
 	if _, err := e.hub.Node(e.ctx, "news"); err == nil {
 		t.Fatal("node still there after delete")
@@ -947,6 +947,7 @@ func TestChatCommands(t *testing.T) {
 	e.publish("demo", "c1", "c2", "c3")
 	alice := e.dial("alice", "chat")
 
+	answerIDs := map[string]string{} // id → the command it answered
 	say := func(body string) string {
 		t.Helper()
 		if _, err := alice.SendRaw(e.ctx, fmt.Sprintf(`<message type="chat" to=%q><body>%s</body></message>`, e.p.ComponentDomain, body)); err != nil {
@@ -959,6 +960,12 @@ func TestChatCommands(t *testing.T) {
 				el, err := parseDocument(raw)
 				if err != nil || el.Name.Local != "message" || el.attr("type") != "chat" {
 					continue
+				}
+				// Each answer has an id of its own (RFC 6120 §8.1.3).
+				if id := el.attr("id"); id == "" || answerIDs[id] != "" {
+					t.Errorf("the answer to %q has the id %q, already that of the answer to %q", body, id, answerIDs[id])
+				} else {
+					answerIDs[id] = body
 				}
 				return el.child(el.Name.Space, "body").text()
 			case <-timeout:
