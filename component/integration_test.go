@@ -359,7 +359,7 @@ func TestDisco(t *testing.T) {
 	if !slices.Equal(features, want) {
 		t.Fatalf("features:\n got %v\nwant %v", features, want)
 	}
-	for _, f := range []string{"subscribe", "publish", "access-whitelist", "retrieve-items", "modify-affiliations"} {
+	for _, f := range []string{"subscribe", "publish", "access-whitelist", "retrieve-items", "modify-affiliations", "config-node-max"} {
 		if !slices.Contains(features, nsPubsub+"#"+f) {
 			t.Errorf("feature %s missing", f)
 		}

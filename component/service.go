@@ -20,6 +20,7 @@ var pubsubFeatures = []string{
 	"access-open",
 	"access-whitelist",
 	"config-node",
+	"config-node-max",
 	"create-and-configure",
 	"create-nodes",
 	"delete-items",
