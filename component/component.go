@@ -74,6 +74,10 @@ type Config struct {
 	// Resolver finds the feed of a page URL a user subscribes to; nil: a
 	// URL is taken as the feed itself.
 	Resolver hub.SourceResolver
+	// CompleteEntry gives an Atom entry an owner publishes the elements
+	// every item carries, as the node's feeds show it (feed.CompleteEntry;
+	// the component does not import feed). nil stores entries as published.
+	CompleteEntry func(hub.Entry) hub.Entry
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -92,6 +96,8 @@ type Component struct {
 	resolver    hub.SourceResolver
 	minDelay    time.Duration
 	maxDelay    time.Duration
+	// completeEntry: see Config.CompleteEntry.
+	completeEntry func(hub.Entry) hub.Entry
 
 	connected atomic.Bool
 
@@ -208,6 +214,8 @@ func New(cfg Config) (*Component, error) {
 		maxDelay:    cfg.MaxBackoff,
 		work:        newWorkQueue(),
 		stanzaIDs:   newStanzaIDs(),
+
+		completeEntry: cfg.CompleteEntry,
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,

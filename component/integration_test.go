@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -107,6 +108,7 @@ func (e *env) startComponent(opts envOptions) {
 		Hub: h, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: "http://pingd.test", Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+		CompleteEntry: feed.CompleteEntry,
 	}
 	if e.configure != nil {
 		e.configure(&cfg)
@@ -250,6 +252,15 @@ func find(el *element, path ...string) *element {
 		el = next
 	}
 	return el
+}
+
+// atomFields are an Atom entry's id, title, alternate link and updated.
+func atomFields(entry *element) [4]string {
+	if entry == nil {
+		return [4]string{}
+	}
+	return [4]string{entry.child(nsAtom, "id").text(), entry.child(nsAtom, "title").text(), atomLink(entry),
+		entry.child(nsAtom, "updated").text()}
 }
 
 // event is one received pubsub#event message.
@@ -599,7 +610,7 @@ func TestOwnerUseCases(t *testing.T) {
 		t.Fatalf("default: %s", def.standalone())
 	}
 
-	// Publish an Atom entry and a non-Atom payload; alice is subscribed.
+	// Publish an Atom entry; alice is subscribed.
 	result(t, e.request(alice, "set", subscribePayload("news", aliceBare)))
 	pub := result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item id="e1">`+
 		string(atomEntry("e1", "First"))+`</item></publish></pubsub>`))
@@ -609,19 +620,61 @@ func TestOwnerUseCases(t *testing.T) {
 	if got := collectItems(t, alice, "news", 1); got[0] != (receivedItem{"e1", "First"}) {
 		t.Fatalf("alice got %v", got)
 	}
+	// The nodes carry Atom entries (their pubsub#type): another payload is
+	// refused (XEP-0060 §7.1.3.5) and nothing is stored or sent.
+	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item id="geo">`+
+		`<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>45.44</lat></geoloc></item></publish></pubsub>`), "modify", "bad-request", "invalid-payload")
+	if items, _ := e.hub.Items(e.ctx, n, []string{"geo"}, 0); len(items) != 0 {
+		t.Fatalf("a refused payload was stored: %+v", items)
+	}
+	// An entry with a title only, and no item id: it gets an id, the
+	// entry the elements every item carries (as the node's feed shows
+	// them), and notifications, items retrieval and the feed agree.
 	pub = result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>`+
-		`<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>45.44</lat></geoloc></item></publish></pubsub>`))
+		`<entry xmlns="http://www.w3.org/2005/Atom"><title>Only a title</title></entry></item></publish></pubsub>`))
 	genID := find(pub, "pubsub", "publish", "item").attr("id")
 	if genID == "" {
 		t.Fatalf("no generated id: %s", pub.standalone())
 	}
 	ev := nextEvent(t, alice, 10*time.Second)
 	item := find(ev.ev, "items", "item")
-	if item.attr("id") != genID || item.child("http://jabber.org/protocol/geoloc", "geoloc").child("http://jabber.org/protocol/geoloc", "lat").text() != "45.44" {
-		t.Fatalf("non-Atom notification %s", ev.msg.standalone())
+	if item == nil || item.attr("id") != genID {
+		t.Fatalf("want the notification of %s, got %s", genID, ev.msg.standalone())
 	}
 	if ev.msg.attr("type") != "headline" || ev.msg.attr("from") != e.p.ComponentDomain {
 		t.Fatalf("notification type/from: %s", ev.msg.standalone())
+	}
+	notified := atomFields(item.child(nsAtom, "entry"))
+	if want := [4]string{feed.AtomID(genID), "Only a title", "http://pingd.test/feeds/news"}; notified[0] != want[0] ||
+		notified[1] != want[1] || notified[2] != want[2] || notified[3] == "" {
+		t.Fatalf("notified entry %q, want id, title and link %q and an updated", notified, want[:3])
+	}
+	retrieved := result(t, e.request(alice, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"><item id="`+genID+`"/></items></pubsub>`))
+	if got := atomFields(find(retrieved, "pubsub", "items", "item", "entry")); got != notified {
+		t.Errorf("retrieved entry %q, notified %q", got, notified)
+	}
+	stored, err := e.hub.Items(e.ctx, n, []string{genID}, 0)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("stored items %+v, %v", stored, err)
+	}
+	atomDoc, err := parseDocument(feed.AtomFeed(feed.FeedMeta{Title: "News"}, stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := atomFields(atomDoc.child(nsAtom, "entry")); got != notified {
+		t.Errorf("the node's Atom feed shows %q, notifications %q", got, notified)
+	}
+	if stored[0].Title != "Only a title" || stored[0].Link != notified[2] || stored[0].Updated.IsZero() {
+		t.Errorf("plain fields of the stored item %+v, want those of the entry", stored[0])
+	}
+	// Without an item id, the entry's own Atom id names the item and stays.
+	pub = result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>`+
+		`<entry xmlns="http://www.w3.org/2005/Atom"><id>tag:example.org,2024:own</id><title>Own id</title></entry></item></publish></pubsub>`))
+	if id := find(pub, "pubsub", "publish", "item").attr("id"); id != "tag:example.org,2024:own" {
+		t.Errorf("an entry with an Atom id and no item id was published as %q", id)
+	}
+	if got := atomFields(find(nextEvent(t, alice, 10*time.Second).ev, "items", "item", "entry")); got[0] != "tag:example.org,2024:own" {
+		t.Errorf("the entry's own id was not kept: %q", got)
 	}
 
 	// Retract with notification.
@@ -668,7 +721,7 @@ func TestOwnerUseCases(t *testing.T) {
 		stanzaErr(t, e.request(alice, "get", p), "auth", "forbidden", "")
 	}
 	for _, p := range []string{
-		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item><x xmlns="urn:x"/></item></publish></pubsub>`,
+		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>` + string(atomEntry("x", "Not mine")) + `</item></publish></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><retract node="news"><item id="e2"/></retract></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><configure node="news">` + submitForm("pubsub#title", "x") + `</configure></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge node="news"/></pubsub>`,

@@ -370,6 +370,12 @@ func parsePublishItem(v *element) (*publishItem, *stanzaError) {
 	default:
 		return nil, badRequest("invalid-payload", "the <item/> carries %d payload elements; one is allowed", len(it.Children))
 	}
+	// Every node's pubsub#type is Atom, and the contract promises Atom
+	// entries to every subscriber (XEP-0060 §7.1.3.5).
+	if p := it.Children[0]; !isAtomEntry(p) {
+		return nil, badRequest("invalid-payload", "the nodes here carry Atom entries (<entry xmlns=%q/>), not <%s xmlns=%q/>",
+			nsAtom, p.Name.Local, p.Name.Space)
+	}
 	return &publishItem{ID: id, Payload: it.Children[0]}, nil
 }
 

@@ -67,6 +67,9 @@ func TestParseIQErrors(t *testing.T) {
 		{"publish two items", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/></item><item><b xmlns="y"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish no payload", iq("set", `<pubsub `+ps+`><publish node="n"><item id="1"/></publish></pubsub>`), stanza.BadRequest, "payload-required", ""},
 		{"publish two payloads", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/><b xmlns="y"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish not Atom", iq("set", `<pubsub `+ps+`><publish node="n"><item><foo xmlns="urn:test"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish Atom feed", iq("set", `<pubsub `+ps+`><publish node="n"><item><feed xmlns="http://www.w3.org/2005/Atom"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish entry of no namespace", iq("set", `<pubsub `+ps+`><publish node="n"><item><entry xmlns=""/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish options", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/></item></publish><publish-options><x xmlns="jabber:x:data" type="submit"/></publish-options></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "publish-options"},
 		{"retract no item", iq("set", `<pubsub `+ps+`><retract node="n"/></pubsub>`), stanza.BadRequest, "item-required", ""},
 		{"retract no id", iq("set", `<pubsub `+ps+`><retract node="n"><item/></retract></pubsub>`), stanza.BadRequest, "item-required", ""},
@@ -253,6 +256,10 @@ func TestEntryFromPayload(t *testing.T) {
 	}
 	if !bytes.Equal(e.Payload, atom.standalone()) {
 		t.Fatalf("payload changed: %s", e.Payload)
+	}
+	// Without an item id, the entry's Atom id names the item.
+	if e := entryFromPayload("", atom); e.ID != "tag:x,1" {
+		t.Errorf("an entry published without an item id got the id %q, want its Atom id", e.ID)
 	}
 	other := mustParse(t, `<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>1</lat></geoloc>`)
 	e = entryFromPayload("", other)

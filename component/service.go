@@ -2,6 +2,7 @@ package component
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -582,7 +583,10 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 	entries := make([]hub.Entry, 0, len(reqs))
 	index := make([]int, 0, len(reqs)) // request of each entry
 	for i, r := range reqs {
-		entry := entryFromPayload(r.Item.ID, r.Item.Payload)
+		entry, err := c.publishedEntry(n, r.Item)
+		if err != nil {
+			return failAll(err)
+		}
 		if len(entry.Payload) > maxPayloadBytes {
 			errs[i] = notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
 			continue
@@ -621,6 +625,36 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		c.log.InfoContext(ctx, "items published over XMPP", "node", n.Name, "items", len(entries), "publisher", publisher)
 	}
 	return payloads, errs
+}
+
+// publishedEntry is the entry a publish of item to n stores: the Atom
+// entry completed as the node's feeds show it (Config.CompleteEntry), so
+// notifications, items retrieval and the feeds carry the same entry. An
+// item without an id takes the entry's Atom id, else a random one; an
+// entry without a link gets one to what the node follows, else to the
+// node's page; one without a time, the time of publishing.
+func (c *Component) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, error) {
+	entry := entryFromPayload(item.ID, item.Payload)
+	if entry.ID == "" {
+		entry.ID = hub.RandomID()
+	}
+	if c.completeEntry == nil || len(entry.Payload) > maxPayloadBytes {
+		return entry, nil
+	}
+	if entry.Link == "" {
+		entry.Link = cmp.Or(n.SourceURL, c.nodeLink(n.Name))
+	}
+	if entry.Updated.IsZero() {
+		entry.Updated = c.hub.Now()
+	}
+	done := c.completeEntry(entry)
+	// Read back, so what is stored is what standalone writes and the
+	// plain fields are the completed entry's.
+	el, err := parseDocument(done.Payload)
+	if err != nil {
+		return hub.Entry{}, fmt.Errorf("complete the entry of item %q: %w", entry.ID, err)
+	}
+	return entryFromPayload(entry.ID, el), nil
 }
 
 func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) error {
