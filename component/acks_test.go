@@ -114,6 +114,12 @@ func TestUnacknowledgedConnectionIsDropped(t *testing.T) {
 	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
 		t.Fatalf("got %v", got)
 	}
+	// Received is not yet acknowledged: swallowing before the marker is
+	// back would rightly send "first" again after the reconnection.
+	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
 
 	proxy.Swallow()
 	e.publish("demo", "unheard")

@@ -26,9 +26,10 @@ import (
 
 const (
 	nsCommands = "http://jabber.org/protocol/commands"
-	// commandPrefix starts the disco node of each command; a pubsub node
-	// with the same name is hidden behind the command in disco#info.
-	commandPrefix = "pingd#"
+	// commandPrefix starts the disco node of each command. The hub
+	// creates no pubsub node with it, which would be hidden behind the
+	// command in disco#info.
+	commandPrefix = hub.ReservedNodePrefix
 )
 
 // Form fields of the commands.

@@ -7,14 +7,26 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
+// isAtomEntry reports whether a payload is an Atom entry, the only payload
+// pingd's nodes carry (their pubsub#type).
+func isAtomEntry(payload *element) bool {
+	return payload.Name.Space == nsAtom && payload.Name.Local == "entry"
+}
+
 // entryFromPayload turns a published payload into a hub entry. An Atom
 // entry is kept as it is and gives the plain-text title, summary, link and
-// update time chat answers and URL-level protocols use; any other payload
-// is stored as given, with nothing extracted.
+// update time chat answers and URL-level protocols use, and, when the
+// publish named no item, its Atom id as the item id (so the entry keeps
+// it); any other payload is stored as given, with nothing extracted.
 func entryFromPayload(id string, payload *element) hub.Entry {
 	e := hub.Entry{ID: id, Payload: payload.standalone()}
-	if payload.Name.Space != nsAtom || payload.Name.Local != "entry" {
+	if !isAtomEntry(payload) {
 		return e
+	}
+	if e.ID == "" {
+		if atomID := strings.TrimSpace(payload.child(nsAtom, "id").text()); len(atomID) <= maxItemIDBytes {
+			e.ID = atomID
+		}
 	}
 	e.Title = collapseSpace(payload.child(nsAtom, "title").deepText())
 	e.Summary = collapseSpace(payload.child(nsAtom, "summary").deepText())

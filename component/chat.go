@@ -61,7 +61,9 @@ func parseChatCommand(body string) chatCommand {
 // receiveMessage takes one message off the stream (on the reader): a chat
 // command goes to the request pool, in order with the sender's other
 // commands; a multicast notification the server bounced is sent again one
-// by one (multicast.go); anything else is ignored.
+// by one (multicast.go); a chat or normal message to an address at the
+// component's domain other than the service is refused; anything else is
+// ignored.
 func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *requestPool, msg *element) {
 	typ := msg.attr("type")
 	if typ == "error" {
@@ -71,6 +73,13 @@ func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *re
 		return
 	}
 	if typ != "chat" && typ != "normal" && typ != "" {
+		return // headline and groupchat messages are never answered, not even with an error
+	}
+	if !c.isServiceAddress(msg.attr("to")) {
+		// Nobody lives at the component's domain but the service: the
+		// server's answer for a message to an account that does not exist
+		// (RFC 6120 §10.5.3.2), as IQs and presence get.
+		c.replyError(cn, msg, serviceUnavailable())
 		return
 	}
 	if msg.child(msg.Name.Space, "body") == nil {
@@ -100,7 +109,7 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	answer := c.runChatCommand(ctx, from, cmd)
 	var b xmlBuf
-	b.open("message", "type", "chat", "from", c.replyFrom(msg), "to", from.String())
+	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())
 	b.element("body", answer)
 	if th := msg.child(msg.Name.Space, "thread"); th != nil && th.text() != "" {
 		b.element("thread", th.text())

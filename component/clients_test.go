@@ -114,6 +114,23 @@ func TestReadableNotifications(t *testing.T) {
 	result(t, e.request(bob, "set", submit))
 	bad := strings.Replace(submit, "<value>chat</value>", "<value>groupchat</value>", 1)
 	stanzaErr(t, e.request(bob, "set", bad), "modify", "bad-request", "invalid-options")
+	// Fields pingd does not offer: taken when they ask for what pingd does
+	// anyway, refused (and nothing changed) when they ask for more.
+	anyway := strings.Replace(submit, `<field var="pubsub#include_body">`,
+		`<field var="pubsub#deliver"><value>1</value></field><field var="pubsub#digest"><value>0</value></field><field var="pubsub#include_body">`, 1)
+	result(t, e.request(bob, "set", anyway))
+	for _, refused := range []string{
+		strings.Replace(anyway, `<field var="pubsub#deliver"><value>1</value>`, `<field var="pubsub#deliver"><value>0</value>`, 1),
+		strings.Replace(submit, "<value>true</value>", `<value>false</value></field><field var="pubsub#expire"><value>2030-01-01T00:00:00Z</value>`, 1),
+		strings.Replace(submit, "<value>true</value>", `<value>false</value></field><field var="pubsub#frobnicate"><value>1</value>`, 1),
+	} {
+		stanzaErr(t, e.request(bob, "set", refused), "modify", "bad-request", "invalid-options")
+	}
+	opts = result(t, e.request(bob, "get", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q/></pubsub>`, nsPubsub, bob.JID)))
+	if form, serr := parseForm(find(opts, "pubsub", "options", "x")); serr != nil || len(form.Values[fieldIncludeBody]) != 1 ||
+		form.Values[fieldIncludeBody][0] != "1" || form.Values[fieldMessageType][0] != "chat" {
+		t.Errorf("after refused option forms the options are %s, want include_body 1 and chat as set before", opts.standalone())
+	}
 	// Options of someone else's subscription: forbidden; of no subscription: not-subscribed.
 	stanzaErr(t, e.request(bob, "get", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q/></pubsub>`, nsPubsub, alice.JID)), "auth", "forbidden", "")
 	stanzaErr(t, e.request(alice, "get", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q/></pubsub>`, nsPubsub, alice.JID)), "cancel", "unexpected-request", "not-subscribed")
@@ -131,6 +148,12 @@ func TestReadableNotifications(t *testing.T) {
 	carol := e.p.Register("carol", password)
 	_ = carol
 	cc := e.dial("carol", "sc")
+	// Options pingd cannot honour: no subscription is made.
+	stanzaErr(t, e.request(cc, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscribe node="demo" jid=%q/><options><x xmlns="jabber:x:data" type="submit">`+
+		`<field var="pubsub#deliver"><value>0</value></field></x></options></pubsub>`, nsPubsub, cc.JID)), "modify", "bad-request", "invalid-options")
+	if subs := result(t, e.request(cc, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscriptions/></pubsub>`)); len(find(subs, "pubsub", "subscriptions").Children) != 0 {
+		t.Errorf("a refused subscribe-and-configure left a subscription: %s", subs.standalone())
+	}
 	ans := result(t, e.request(cc, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscribe node="demo" jid=%q/><options><x xmlns="jabber:x:data" type="submit">`+
 		`<field var="pubsub#include_body"><value>1</value></field></x></options></pubsub>`, nsPubsub, cc.JID)))
 	if f := find(ans, "pubsub", "options", "x"); f == nil || f.attr("type") != "result" {

@@ -74,6 +74,10 @@ type Config struct {
 	// Resolver finds the feed of a page URL a user subscribes to; nil: a
 	// URL is taken as the feed itself.
 	Resolver hub.SourceResolver
+	// CompleteEntry gives an Atom entry an owner publishes the elements
+	// every item carries, as the node's feeds show it (feed.CompleteEntry;
+	// the component does not import feed). nil stores entries as published.
+	CompleteEntry func(hub.Entry) hub.Entry
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -92,6 +96,8 @@ type Component struct {
 	resolver    hub.SourceResolver
 	minDelay    time.Duration
 	maxDelay    time.Duration
+	// completeEntry: see Config.CompleteEntry.
+	completeEntry func(hub.Entry) hub.Entry
 
 	connected atomic.Bool
 
@@ -130,6 +136,8 @@ type Component struct {
 	// published remembers payloads this process wrote with standalone, so
 	// the dispatcher need not parse them again to know they are sound.
 	published payloadSet
+	// stanzaIDs numbers the messages the component sends on its own.
+	stanzaIDs *stanzaIDs
 }
 
 // Timeouts of the connection.
@@ -205,6 +213,9 @@ func New(cfg Config) (*Component, error) {
 		minDelay:    cfg.MinBackoff,
 		maxDelay:    cfg.MaxBackoff,
 		work:        newWorkQueue(),
+		stanzaIDs:   newStanzaIDs(),
+
+		completeEntry: cfg.CompleteEntry,
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,
@@ -335,11 +346,15 @@ func (c *Component) connection() *connection {
 // XMPP subscribers. While disconnected they wait for the next connection.
 func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subscription) {
 	var msgs [][]byte
+	id := ""
 	for _, s := range subs {
 		if s.Kind != hub.KindXMPP {
 			continue
 		}
-		msgs = append(msgs, c.renderDelete(n, s.Address))
+		if id == "" {
+			id = c.stanzaIDs.next() // one for every copy
+		}
+		msgs = append(msgs, c.renderDelete(n, s.Address, id))
 	}
 	if len(msgs) == 0 {
 		return

@@ -81,18 +81,20 @@ func TestNotificationRendering(t *testing.T) {
 		{hub.Event{Kind: hub.EventRetract, ItemID: "i1"}, "items/retract"},
 		{hub.Event{Kind: hub.EventPurge}, "purge"},
 		{hub.Event{Kind: hub.EventRevoke, Address: to}, "subscription"},
+		{hub.Event{Kind: hub.EventSubscribed, Address: to}, "subscription"},
 	}
 	for _, tc := range cases {
 		var b bytes.Buffer
 		b.Write(c.messagePrefix(n))
 		b.Write(escTo.Bytes())
-		b.Write(c.renderEvent(n, tc.ev, ""))
+		id := c.stanzaIDs.next()
+		b.Write(c.renderEvent(n, tc.ev, id, ""))
 		msg, err := parseDocument(b.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.ev.Kind, err, b.String())
 		}
-		if msg.attr("to") != to || msg.attr("from") != "pubsub.localhost" || msg.attr("type") != "headline" {
-			t.Errorf("%s: message attributes %v", tc.ev.Kind, msg.Attr)
+		if msg.attr("to") != to || msg.attr("from") != "pubsub.localhost" || msg.attr("type") != "headline" || msg.attr("id") != id {
+			t.Errorf("%s: message attributes %v, want id %q", tc.ev.Kind, msg.Attr, id)
 		}
 		el := msg.child("", "event")
 		if el == nil || el.Name.Space != "" {
@@ -111,11 +113,35 @@ func TestNotificationRendering(t *testing.T) {
 			}
 		}
 	}
-	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}, ""); got != nil {
+	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}, "x", ""); got != nil {
 		t.Errorf("change events are not for XMPP, rendered %s", got)
 	}
-	del, err := parseDocument(c.renderDelete(*n, to))
-	if err != nil || find(del, "event", "delete") == nil || del.attr("to") != to {
-		t.Fatalf("delete notification %s: %v", c.renderDelete(*n, to), err)
+	del, err := parseDocument(c.renderDelete(*n, to, "d1"))
+	if err != nil || find(del, "event", "delete") == nil || del.attr("to") != to || del.attr("id") != "d1" {
+		t.Fatalf("delete notification %s: %v", c.renderDelete(*n, to, "d1"), err)
+	}
+}
+
+// TestStanzaIDs: notification and chat ids are unique, cheap to make, and
+// never look like the acknowledgement markers' or pingd's own queries'.
+func TestStanzaIDs(t *testing.T) {
+	a, b := newStanzaIDs(), newStanzaIDs()
+	if a.prefix == b.prefix {
+		t.Fatalf("two processes share the id prefix %q", a.prefix)
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		id := a.next()
+		if seen[id] || strings.HasPrefix(id, "pingd-") {
+			t.Fatalf("id %q repeated or shaped like a marker's or a query's", id)
+		}
+		seen[id] = true
+	}
+	c := &Component{domainStr: "pubsub.localhost"}
+	if c.isAckMarker(mustParse(t, `<iq type="get" id="`+a.next()+`" from="pubsub.localhost" to="pubsub.localhost"/>`)) {
+		t.Error("an IQ with a notification's id was taken for an acknowledgement marker")
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = a.next() }); n > 1 {
+		t.Errorf("an id costs %.0f allocations, want at most the string's", n)
 	}
 }

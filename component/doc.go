@@ -26,6 +26,9 @@
 //   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
 //     publisher and owner), carried out through the hub's methods so the
 //     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
+//   - atom.go: what an owner publishes is an Atom entry, completed to the
+//     entry the node's feeds show through Config.CompleteEntry (the feed
+//     package's, given by cmd/pingd).
 //   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor, renders each event once, writes it to every subscriber with
@@ -51,7 +54,9 @@
 //   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
 //     plus owner commands for PINGD_ADMINS; stateless between stages.
 //   - subopts.go, readable.go: XEP-0060 subscription options
-//     (pubsub#include_body and the message type) and the plain-text body
-//     added to notifications for subscriptions that ask for one.
+//     (pubsub#include_body and the message type; registered fields pingd
+//     does not offer are taken only when they ask for what it does anyway)
+//     and the plain-text body added to notifications for subscriptions
+//     that ask for one.
 //   - presence.go: answers to presence subscriptions and probes.
 package component

@@ -37,6 +37,9 @@ type stanzaError struct {
 	Text    string
 	// AppNS is App's namespace when it is not pubsub#errors (XEP-0050's).
 	AppNS string
+	// Payload, when set, is sent before the <error/> element: what the
+	// request asked for and did not get (XEP-0060 §8.8.2.4).
+	Payload []byte
 }
 
 func (e *stanzaError) Error() string {

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -106,6 +108,7 @@ func (e *env) startComponent(opts envOptions) {
 		Hub: h, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: "http://pingd.test", Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+		CompleteEntry: feed.CompleteEntry,
 	}
 	if e.configure != nil {
 		e.configure(&cfg)
@@ -251,6 +254,15 @@ func find(el *element, path ...string) *element {
 	return el
 }
 
+// atomFields are an Atom entry's id, title, alternate link and updated.
+func atomFields(entry *element) [4]string {
+	if entry == nil {
+		return [4]string{}
+	}
+	return [4]string{entry.child(nsAtom, "id").text(), entry.child(nsAtom, "title").text(), atomLink(entry),
+		entry.child(nsAtom, "updated").text()}
+}
+
 // event is one received pubsub#event message.
 type event struct {
 	msg *element
@@ -358,7 +370,7 @@ func TestDisco(t *testing.T) {
 	if !slices.Equal(features, want) {
 		t.Fatalf("features:\n got %v\nwant %v", features, want)
 	}
-	for _, f := range []string{"subscribe", "publish", "access-whitelist", "retrieve-items", "modify-affiliations"} {
+	for _, f := range []string{"subscribe", "publish", "access-whitelist", "retrieve-items", "modify-affiliations", "config-node-max"} {
 		if !slices.Contains(features, nsPubsub+"#"+f) {
 			t.Errorf("feature %s missing", f)
 		}
@@ -546,6 +558,21 @@ func TestOwnerUseCases(t *testing.T) {
 		t.Fatalf("created node %+v, %v", n, err)
 	}
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="news"/></pubsub>`), "cancel", "conflict", "")
+	// The ad-hoc commands' prefix is reserved: such a node would be hidden
+	// behind a command in disco#info.
+	for _, name := range []string{"pingd#subscribe", "pingd#mine"} {
+		refused := stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="`+name+`"/></pubsub>`), "modify", "not-acceptable", "")
+		if txt := refused.child(nsStanzaErrors, "text"); txt == nil || !strings.Contains(txt.text(), "reserved") {
+			t.Errorf("creating %q refused without saying the name is reserved: %s", name, refused.standalone())
+		}
+		if _, err := e.hub.Node(e.ctx, name); err == nil {
+			t.Errorf("node %q created", name)
+		}
+	}
+	cmdInfo := result(t, e.request(admin, "get", `<query xmlns="http://jabber.org/protocol/disco#info" node="pingd#subscribe"/>`))
+	if id := find(cmdInfo, "query", "identity"); id == nil || id.attr("category") != "automation" {
+		t.Errorf("disco#info on pingd#subscribe is not the command's: %s", cmdInfo.standalone())
+	}
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create node="bad"/><configure>`+
 		submitForm("pubsub#access_model", "roster")+`</configure></pubsub>`), "modify", "not-acceptable", "unsupported-access-model")
 	instant := result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><create/></pubsub>`))
@@ -583,7 +610,7 @@ func TestOwnerUseCases(t *testing.T) {
 		t.Fatalf("default: %s", def.standalone())
 	}
 
-	// Publish an Atom entry and a non-Atom payload; alice is subscribed.
+	// Publish an Atom entry; alice is subscribed.
 	result(t, e.request(alice, "set", subscribePayload("news", aliceBare)))
 	pub := result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item id="e1">`+
 		string(atomEntry("e1", "First"))+`</item></publish></pubsub>`))
@@ -593,19 +620,61 @@ func TestOwnerUseCases(t *testing.T) {
 	if got := collectItems(t, alice, "news", 1); got[0] != (receivedItem{"e1", "First"}) {
 		t.Fatalf("alice got %v", got)
 	}
+	// The nodes carry Atom entries (their pubsub#type): another payload is
+	// refused (XEP-0060 §7.1.3.5) and nothing is stored or sent.
+	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item id="geo">`+
+		`<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>45.44</lat></geoloc></item></publish></pubsub>`), "modify", "bad-request", "invalid-payload")
+	if items, _ := e.hub.Items(e.ctx, n, []string{"geo"}, 0); len(items) != 0 {
+		t.Fatalf("a refused payload was stored: %+v", items)
+	}
+	// An entry with a title only, and no item id: it gets an id, the
+	// entry the elements every item carries (as the node's feed shows
+	// them), and notifications, items retrieval and the feed agree.
 	pub = result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>`+
-		`<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>45.44</lat></geoloc></item></publish></pubsub>`))
+		`<entry xmlns="http://www.w3.org/2005/Atom"><title>Only a title</title></entry></item></publish></pubsub>`))
 	genID := find(pub, "pubsub", "publish", "item").attr("id")
 	if genID == "" {
 		t.Fatalf("no generated id: %s", pub.standalone())
 	}
 	ev := nextEvent(t, alice, 10*time.Second)
 	item := find(ev.ev, "items", "item")
-	if item.attr("id") != genID || item.child("http://jabber.org/protocol/geoloc", "geoloc").child("http://jabber.org/protocol/geoloc", "lat").text() != "45.44" {
-		t.Fatalf("non-Atom notification %s", ev.msg.standalone())
+	if item == nil || item.attr("id") != genID {
+		t.Fatalf("want the notification of %s, got %s", genID, ev.msg.standalone())
 	}
 	if ev.msg.attr("type") != "headline" || ev.msg.attr("from") != e.p.ComponentDomain {
 		t.Fatalf("notification type/from: %s", ev.msg.standalone())
+	}
+	notified := atomFields(item.child(nsAtom, "entry"))
+	if want := [4]string{feed.AtomID(genID), "Only a title", "http://pingd.test/feeds/news"}; notified[0] != want[0] ||
+		notified[1] != want[1] || notified[2] != want[2] || notified[3] == "" {
+		t.Fatalf("notified entry %q, want id, title and link %q and an updated", notified, want[:3])
+	}
+	retrieved := result(t, e.request(alice, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"><item id="`+genID+`"/></items></pubsub>`))
+	if got := atomFields(find(retrieved, "pubsub", "items", "item", "entry")); got != notified {
+		t.Errorf("retrieved entry %q, notified %q", got, notified)
+	}
+	stored, err := e.hub.Items(e.ctx, n, []string{genID}, 0)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("stored items %+v, %v", stored, err)
+	}
+	atomDoc, err := parseDocument(feed.AtomFeed(feed.FeedMeta{Title: "News"}, stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := atomFields(atomDoc.child(nsAtom, "entry")); got != notified {
+		t.Errorf("the node's Atom feed shows %q, notifications %q", got, notified)
+	}
+	if stored[0].Title != "Only a title" || stored[0].Link != notified[2] || stored[0].Updated.IsZero() {
+		t.Errorf("plain fields of the stored item %+v, want those of the entry", stored[0])
+	}
+	// Without an item id, the entry's own Atom id names the item and stays.
+	pub = result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>`+
+		`<entry xmlns="http://www.w3.org/2005/Atom"><id>tag:example.org,2024:own</id><title>Own id</title></entry></item></publish></pubsub>`))
+	if id := find(pub, "pubsub", "publish", "item").attr("id"); id != "tag:example.org,2024:own" {
+		t.Errorf("an entry with an Atom id and no item id was published as %q", id)
+	}
+	if got := atomFields(find(nextEvent(t, alice, 10*time.Second).ev, "items", "item", "entry")); got[0] != "tag:example.org,2024:own" {
+		t.Errorf("the entry's own id was not kept: %q", got)
 	}
 
 	// Retract with notification.
@@ -629,8 +698,8 @@ func TestOwnerUseCases(t *testing.T) {
 	// Purge.
 	result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge node="news"/></pubsub>`))
 	ev = nextEvent(t, alice, 10*time.Second)
-	if p := ev.ev.child(nsPubsubEvent, "purge"); p == nil || p.attr("node") != "news" {
-		t.Fatalf("want a purge notification, got %s", ev.msg.standalone())
+	if p := ev.ev.child(nsPubsubEvent, "purge"); p == nil || p.attr("node") != "news" || ev.msg.attr("id") == "" {
+		t.Fatalf("want a purge notification with an id, got %s", ev.msg.standalone())
 	}
 	items := result(t, e.request(alice, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"/></pubsub>`))
 	if n := len(find(items, "pubsub", "items").Children); n != 0 {
@@ -652,7 +721,7 @@ func TestOwnerUseCases(t *testing.T) {
 		stanzaErr(t, e.request(alice, "get", p), "auth", "forbidden", "")
 	}
 	for _, p := range []string{
-		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item><x xmlns="urn:x"/></item></publish></pubsub>`,
+		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item>` + string(atomEntry("x", "Not mine")) + `</item></publish></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub"><retract node="news"><item id="e2"/></retract></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><configure node="news">` + submitForm("pubsub#title", "x") + `</configure></pubsub>`,
 		`<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge node="news"/></pubsub>`,
@@ -676,13 +745,91 @@ func TestOwnerUseCases(t *testing.T) {
 	// Delete: subscribers are told.
 	result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete node="news"/></pubsub>`))
 	ev = nextEvent(t, alice, 10*time.Second)
-	if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != "news" {
-		t.Fatalf("want a delete notification, got %s", ev.msg.standalone())
+	if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != "news" || ev.msg.attr("id") == "" {
+		t.Fatalf("want a delete notification with an id, got %s", ev.msg.standalone())
 	}
 	if _, err := e.hub.Node(e.ctx, "news"); err == nil {
 		t.Fatal("node still there after delete")
 	}
 	stanzaErr(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete node="news"/></pubsub>`), "cancel", "item-not-found", "")
+}
+
+// TestOwnerSubscriptionChangesAreNotified: an owner's subscription
+// changes tell the subscriber (XEP-0060 §8.8.4), since pingd advertises
+// subscription-notifications.
+func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("n1", "", hub.AccessOpen)
+	admin := e.dial("admin", "r")
+	bob := e.dial("bob", "r")
+	bobBare := bob.JID.Bare().String()
+	setSubscription := func(state string) {
+		t.Helper()
+		result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
+			`<subscription jid="`+bobBare+`" subscription="`+state+`"/></subscriptions></pubsub>`))
+	}
+	wantSubscriptionEvent := func(state string) {
+		t.Helper()
+		ev := nextEvent(t, bob, 10*time.Second)
+		sub := ev.ev.child(nsPubsubEvent, "subscription")
+		if sub == nil || sub.attr("node") != "n1" || sub.attr("jid") != bobBare || sub.attr("subscription") != state ||
+			ev.msg.attr("from") != e.p.ComponentDomain {
+			t.Fatalf("want a %q subscription notification for %s, got %s", state, bobBare, ev.msg.standalone())
+		}
+	}
+
+	setSubscription("subscribed")
+	wantSubscriptionEvent("subscribed")
+	e.publish("n1", "s1")
+	if got := collectItems(t, bob, "n1", 1); got[0].id != "s1" {
+		t.Fatalf("bob subscribed by the owner got %v", got)
+	}
+	// Subscribed again: nothing changed, so the next event is the item.
+	setSubscription("subscribed")
+	e.publish("n1", "s2")
+	if got := collectItems(t, bob, "n1", 1); got[0].id != "s2" {
+		t.Fatalf("after subscribing bob again he got %v, want only the item s2", got)
+	}
+
+	setSubscription("none")
+	wantSubscriptionEvent("none")
+	subs := result(t, e.request(admin, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1"/></pubsub>`))
+	if n := len(find(subs, "pubsub", "subscriptions").Children); n != 0 {
+		t.Fatalf("subscription still listed: %s", subs.standalone())
+	}
+	// None again: nothing to remove, nobody told; and no more items.
+	setSubscription("none")
+	e.publish("n1", "s3")
+	noEvents(t, bob, time.Second)
+
+	// pending has no place in pingd; manage-subscriptions is advertised,
+	// so the answer is XEP-0060 §8.8.2.4's not-acceptable with every entry
+	// as it stands, and none of them is carried out.
+	alice := e.dial("alice", "r")
+	aliceBare := alice.JID.Bare().String()
+	result(t, e.request(alice, "set", subscribePayload("n1", aliceBare)))
+	ans := e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
+		`<subscription jid="`+bobBare+`" subscription="subscribed"/>`+
+		`<subscription jid="`+aliceBare+`" subscription="pending"/></subscriptions></pubsub>`)
+	errEl := stanzaErr(t, ans, "modify", "not-acceptable", "")
+	if errEl.child(nsPubsubErrors, "unsupported") != nil || errEl.child(nsStanzaErrors, "text") == nil {
+		t.Errorf("pending refused as an unsupported feature, or without a text: %s", ans.standalone())
+	}
+	returned := map[string]string{}
+	if list := find(ans, "pubsub", "subscriptions"); list != nil && list.attr("node") == "n1" {
+		for _, sub := range list.childrenNamed(nsPubsubOwner, "subscription") {
+			returned[sub.attr("jid")] = sub.attr("subscription")
+		}
+	}
+	if want := map[string]string{bobBare: "none", aliceBare: "subscribed"}; !maps.Equal(returned, want) {
+		t.Errorf("entries returned with the error %v, want the unchanged states %v: %s", returned, want, ans.standalone())
+	}
+	e.publish("n1", "s4")
+	noEvents(t, bob, time.Second) // bob was not subscribed after all
+	if got := collectItems(t, alice, "n1", 1); got[0].id != "s4" {
+		t.Fatalf("alice's subscription did not stay as it was: got %v", got)
+	}
 }
 
 func TestEveryIQIsAnswered(t *testing.T) {
@@ -699,7 +846,10 @@ func TestEveryIQIsAnswered(t *testing.T) {
 		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"/>`, "modify", "bad-request", ""},
 		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items/></pubsub>`, "modify", "bad-request", "nodeid-required"},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe jid="alice@localhost"/></pubsub>`, "modify", "bad-request", "nodeid-required"},
-		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="demo"/></pubsub>`, "modify", "bad-request", "invalid-jid"},
+		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="demo"/></pubsub>`, "modify", "bad-request", "jid-required"},
+		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><unsubscribe node="demo"/></pubsub>`, "modify", "bad-request", "jid-required"},
+		{"get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><options node="demo"/></pubsub>`, "modify", "bad-request", "jid-required"},
+		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="demo" jid="@@"/></pubsub>`, "modify", "bad-request", "invalid-jid"},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish><item/></publish></pubsub>`, "modify", "bad-request", "nodeid-required"},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><delete/></pubsub>`, "modify", "bad-request", "nodeid-required"},
 		{"set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><purge/></pubsub>`, "modify", "bad-request", "nodeid-required"},
@@ -850,6 +1000,7 @@ func TestChatCommands(t *testing.T) {
 	e.publish("demo", "c1", "c2", "c3")
 	alice := e.dial("alice", "chat")
 
+	answerIDs := map[string]string{} // id → the command it answered
 	say := func(body string) string {
 		t.Helper()
 		if _, err := alice.SendRaw(e.ctx, fmt.Sprintf(`<message type="chat" to=%q><body>%s</body></message>`, e.p.ComponentDomain, body)); err != nil {
@@ -862,6 +1013,12 @@ func TestChatCommands(t *testing.T) {
 				el, err := parseDocument(raw)
 				if err != nil || el.Name.Local != "message" || el.attr("type") != "chat" {
 					continue
+				}
+				// Each answer has an id of its own (RFC 6120 §8.1.3).
+				if id := el.attr("id"); id == "" || answerIDs[id] != "" {
+					t.Errorf("the answer to %q has the id %q, already that of the answer to %q", body, id, answerIDs[id])
+				} else {
+					answerIDs[id] = body
 				}
 				return el.child(el.Name.Space, "body").text()
 			case <-timeout:
@@ -903,4 +1060,48 @@ func TestChatCommands(t *testing.T) {
 	expect("unsubscribe demo", "not subscribed")
 	e.publish("demo", "c5")
 	noEvents(t, alice, time.Second)
+
+	// Only the service lives at the component's domain: a chat or normal
+	// message to anyone else there is refused (RFC 6120 §10.5.3.2), never
+	// answered as a command; a headline or an error gets nothing.
+	nobody := "nobody@" + e.p.ComponentDomain
+	for _, typ := range []string{"chat", "normal", ""} {
+		id := "to-nobody-" + typ
+		msg := `<message to="` + nobody + `" id="` + id + `"><body>list</body></message>`
+		if typ != "" {
+			msg = `<message type="` + typ + `" to="` + nobody + `" id="` + id + `"><body>list</body></message>`
+		}
+		if _, err := alice.SendRaw(e.ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		got := nextMessage(t, alice, 10*time.Second, func(el *element) bool { return el.attr("id") == id || el.attr("type") == "chat" })
+		errEl := got.child(got.Name.Space, "error")
+		if got.attr("type") != "error" || got.attr("from") != nobody || got.attr("id") != id || errEl == nil || errEl.attr("type") != "cancel" ||
+			errEl.child(nsStanzaErrors, "service-unavailable") == nil {
+			t.Errorf("a %q message to %s answered with %s, want a service-unavailable error from it", typ, nobody, got.standalone())
+		}
+	}
+	for _, msg := range []string{
+		`<message type="headline" to="` + nobody + `"><body>list</body></message>`,
+		`<message type="groupchat" to="` + nobody + `"><body>list</body></message>`,
+		`<message type="error" to="` + nobody + `"><error type="cancel"><item-not-found xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></message>`,
+	} {
+		if _, err := alice.SendRaw(e.ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The service itself still answers, and the answer to "list" is the
+	// first message alice gets: nothing came back for the three above.
+	if _, err := alice.SendRaw(e.ctx, `<message type="chat" to="`+e.p.ComponentDomain+`"><body>list</body></message>`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case raw := <-alice.Stanzas:
+		el, err := parseDocument(raw)
+		if err != nil || el.attr("type") != "chat" || el.attr("from") != e.p.ComponentDomain || !strings.Contains(bodyOf(el), "no subscriptions") {
+			t.Errorf("after a headline, a groupchat and an error message to %s, alice got %s first", nobody, raw)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to list")
+	}
 }

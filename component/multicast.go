@@ -341,7 +341,8 @@ func renderBounced(msg *element, typ, from string) (out []byte, count int) {
 			continue
 		}
 		var b xmlBuf
-		b.open("message", "type", typ, "from", from, "to", to.String())
+		// The same notification again: it keeps its id.
+		b.open("message", "type", typ, "id", msg.attr("id"), "from", from, "to", to.String())
 		b.Write(body)
 		b.close("message")
 		out = append(out, b.Bytes()...)

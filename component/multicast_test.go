@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,11 +205,21 @@ func (e *ejEnv) publish(node string, ids ...string) {
 func expectEachOnce(t *testing.T, clients []*testenv.Client, node, msgType string, ids []string) {
 	t.Helper()
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stanzaIDs := map[string]map[string]bool{} // item → the ids of the stanzas that carried it
 	for _, c := range clients {
 		wg.Go(func() {
 			seen := map[string]int{}
 			for range ids {
 				ev := nextEvent(t, c, 20*time.Second)
+				mu.Lock()
+				for _, it := range itemsOf(t, ev, node) {
+					if stanzaIDs[it.id] == nil {
+						stanzaIDs[it.id] = map[string]bool{}
+					}
+					stanzaIDs[it.id][ev.msg.attr("id")] = true
+				}
+				mu.Unlock()
 				typ := ev.msg.attr("type")
 				if typ == "" {
 					typ = hub.NotifyNormal // the default type; servers may leave it out
@@ -231,6 +243,21 @@ func expectEachOnce(t *testing.T, clients []*testenv.Client, node, msgType strin
 		})
 	}
 	wg.Wait()
+	// Every copy of a notification carries the one id it was rendered
+	// with, through the multicast service too; no two items share one.
+	used := map[string]string{}
+	for item, set := range stanzaIDs {
+		if len(set) != 1 || set[""] {
+			t.Errorf("item %s came in stanzas with the ids %v, want one id shared by its copies", item, slices.Collect(maps.Keys(set)))
+			continue
+		}
+		for id := range set {
+			if other, ok := used[id]; ok {
+				t.Errorf("items %s and %s were sent with the same id %q", item, other, id)
+			}
+			used[id] = item
+		}
+	}
 }
 
 // TestMulticastEjabberd fans out through ejabberd's mod_multicast: every
@@ -333,11 +360,29 @@ func TestNoMulticastOnProsody(t *testing.T) {
 	result(t, e.request(bob, "set", subscribePayload("demo", bob.JID.String())))
 	before := e.comp.sentUnicast.Load()
 	e.publish("demo", "p1", "p2")
+	var stanzaIDs [][]string // per client, the ids of the notifications of p1 and p2
 	for _, c := range []*testenv.Client{alice, bob} {
-		if got := collectItems(t, c, "demo", 2); got[0].id != "p1" || got[1].id != "p2" {
+		var got []receivedItem
+		var ids []string
+		for len(got) < 2 {
+			ev := nextEvent(t, c, 10*time.Second)
+			items := itemsOf(t, ev, "demo")
+			got = append(got, items...)
+			for range items {
+				ids = append(ids, ev.msg.attr("id"))
+			}
+		}
+		if got[0].id != "p1" || got[1].id != "p2" {
 			t.Fatalf("%s: %v", c.JID, got)
 		}
+		stanzaIDs = append(stanzaIDs, ids)
 		noEvents(t, c, 300*time.Millisecond)
+	}
+	// Each notification is rendered once with its id; its copies differ
+	// only in "to".
+	if a, b := stanzaIDs[0], stanzaIDs[1]; a[0] == "" || a[0] == a[1] || !slices.Equal(a, b) ||
+		strings.HasPrefix(a[0], ackIDPrefix) || strings.HasPrefix(a[0], cursorIDPrefix) {
+		t.Errorf("notification ids %q (alice) and %q (bob), want one id per item, shared by its copies, not a marker's", a, b)
 	}
 	if e.comp.sentMulticast.Load() != 0 || e.comp.sentUnicast.Load()-before != 4 {
 		t.Errorf("%d multicast and %d single stanzas, want 0 and 4", e.comp.sentMulticast.Load(), e.comp.sentUnicast.Load()-before)

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -330,7 +334,6 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			var b bytes.Buffer
 			b.Write(a.prefix)
 			escapeAttr(&b, mc.jid)
-			b.WriteString(`"><addresses xmlns="` + nsAddress + `">`)
 			a.mcHead = b.Bytes()
 		}
 		needBody = needBody || a.body
@@ -339,21 +342,26 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	type rendered struct {
 		seq              int64
 		suffix, withBody []byte
-		only             []byte // a single recipient (revoke), else nil
+		// head is the length of the suffixes' start, up to the end of the
+		// message's start tag (the id); the multicast addresses go there.
+		head int
+		only []byte // a single recipient (revoke, subscribed), else nil
 	}
 	var out []rendered
 	for _, ev := range events {
-		suffix := c.renderEvent(n, ev, "")
+		// One id per event, shared by all its copies: only "to" varies.
+		id := c.stanzaIDs.next()
+		suffix := c.renderEvent(n, ev, id, "")
 		if suffix == nil {
 			continue
 		}
-		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix}
-		if ev.Kind == hub.EventRevoke {
+		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix, head: bytes.IndexByte(suffix, '>') + 1}
+		if ev.Kind == hub.EventRevoke || ev.Kind == hub.EventSubscribed {
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
 		} else if needBody && ev.Kind == hub.EventItem {
-			r.withBody = c.renderEvent(n, ev, readableBody(n, ev))
+			r.withBody = c.renderEvent(n, ev, id, readableBody(n, ev))
 		}
 		out = append(out, r)
 	}
@@ -400,13 +408,15 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 						written++
 					} else {
 						w.Write(a.mcHead)
+						w.Write(suffix[:r.head])
+						w.WriteString(`<addresses xmlns="` + nsAddress + `">`)
 						for _, to := range batch[:k] {
 							w.WriteString(`<address type="bcc" jid="`)
 							w.Write(to)
 							w.WriteString(`"/>`)
 						}
-						w.WriteString(`</addresses`)
-						w.Write(suffix[1:]) // the suffix starts by closing the "to" value
+						w.WriteString(`</addresses>`)
+						w.Write(suffix[r.head:])
 						multicast++
 					}
 					batch = batch[k:]
@@ -439,10 +449,13 @@ func (c *Component) messagePrefixOfType(typ string) []byte {
 }
 
 // renderEvent renders the rest of an event's notification, after the "to"
-// value; nil for events XMPP subscribers are not told. body, when not
-// empty, is a readable text for clients that show no pubsub events.
-func (c *Component) renderEvent(n *hub.Node, ev hub.Event, body string) []byte {
+// value: the stanza id, and what follows the start tag. It is nil for
+// events XMPP subscribers are not told. body, when not empty, is a
+// readable text for clients that show no pubsub events.
+func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string) []byte {
 	var b xmlBuf
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
 	b.WriteString(`">`)
 	if body != "" {
 		b.element("body", body)
@@ -459,6 +472,8 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, body string) []byte {
 		b.empty("purge", "node", n.Name)
 	case hub.EventRevoke:
 		b.empty("subscription", "node", n.Name, "jid", ev.Address, "subscription", "none")
+	case hub.EventSubscribed:
+		b.empty("subscription", "node", n.Name, "jid", ev.Address, "subscription", "subscribed")
 	default:
 		return nil // changes without items are for URL-level subscribers
 	}
@@ -466,13 +481,41 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, body string) []byte {
 	return b.Bytes()
 }
 
-// renderDelete is the delete notification (XEP-0060 §8.4) for one subscriber.
-func (c *Component) renderDelete(n hub.Node, to string) []byte {
+// renderDelete is the delete notification (XEP-0060 §8.4) for one
+// subscriber; the copies of one deletion share their id.
+func (c *Component) renderDelete(n hub.Node, to, id string) []byte {
 	var b xmlBuf
 	b.Write(c.messagePrefix(&n))
 	escapeAttr(&b.Buffer, to)
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
 	b.WriteString(`">`)
 	b.open("event", "xmlns", nsPubsubEvent).empty("delete", "node", n.Name).close("event")
 	b.close("message")
 	return b.Bytes()
+}
+
+// stanzaIDs gives the messages the component sends on its own
+// (notifications, chat answers) their ids, which RFC 6120 §8.1.3
+// recommends and clients use to match errors and receipts. A random
+// prefix per process and a counter keep them unique for the price of an
+// increment. The prefix is hex, so an id never starts like the "pingd-…"
+// ids of the acknowledgement markers and pingd's own queries (acks.go,
+// multicast.go).
+type stanzaIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newStanzaIDs() *stanzaIDs {
+	var r [6]byte
+	_, _ = rand.Read(r[:]) // crypto/rand does not fail (Go 1.24+)
+	return &stanzaIDs{prefix: hex.EncodeToString(r[:]) + "-"}
+}
+
+// next is a new id: one allocation, the string.
+func (s *stanzaIDs) next() string {
+	var buf [32]byte
+	b := append(buf[:0], s.prefix...)
+	return string(strconv.AppendUint(b, s.n.Add(1), 36))
 }

@@ -325,12 +325,15 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 	return r, nil
 }
 
-// parseSubscriberJID reads the required jid attribute of subscribe and
-// unsubscribe, normalised with PRECIS.
+// parseSubscriberJID reads the required jid attribute of subscribe,
+// unsubscribe and options, normalised with PRECIS. Without one the answer
+// is jid-required (XEP-0060 §6.3.4.3 says so for options; subscribe and
+// unsubscribe name no condition for it, and invalid-jid means a JID that
+// is not the sender's, §6.1.3.1); a JID that does not parse is invalid-jid.
 func parseSubscriberJID(v *element, r *request) *stanzaError {
 	s, ok := v.lookupAttr("jid")
 	if !ok || s == "" {
-		return badRequest("invalid-jid", "the jid attribute is required")
+		return badRequest("jid-required", "the jid attribute is required")
 	}
 	j, err := jid.Parse(s)
 	if err != nil {
@@ -366,6 +369,12 @@ func parsePublishItem(v *element) (*publishItem, *stanzaError) {
 	case 1:
 	default:
 		return nil, badRequest("invalid-payload", "the <item/> carries %d payload elements; one is allowed", len(it.Children))
+	}
+	// Every node's pubsub#type is Atom, and the contract promises Atom
+	// entries to every subscriber (XEP-0060 §7.1.3.5).
+	if p := it.Children[0]; !isAtomEntry(p) {
+		return nil, badRequest("invalid-payload", "the nodes here carry Atom entries (<entry xmlns=%q/>), not <%s xmlns=%q/>",
+			nsAtom, p.Name.Local, p.Name.Space)
 	}
 	return &publishItem{ID: id, Payload: it.Children[0]}, nil
 }
@@ -422,7 +431,9 @@ func parseOwner(typ stanza.IQType, p *element) (*request, *stanzaError) {
 			switch state {
 			case "none", "subscribed":
 			case "pending", "unconfigured":
-				return nil, unsupported("manage-subscriptions")
+				// States XEP-0060 has and pingd does not: refused by the
+				// owner use case, with the entries' current states
+				// (service.go refuseSubscriptionStates).
 			default:
 				return nil, badRequest("", "subscription must be none or subscribed, not %q", state)
 			}

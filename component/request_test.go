@@ -44,11 +44,15 @@ func TestParseIQErrors(t *testing.T) {
 		{"empty pubsub", iq("set", `<pubsub `+ps+`/>`), stanza.BadRequest, "", ""},
 		{"subscribe no node", iq("set", `<pubsub `+ps+`><subscribe jid="a@localhost"/></pubsub>`), stanza.BadRequest, "nodeid-required", ""},
 		{"subscribe empty node", iq("set", `<pubsub `+ps+`><subscribe node="" jid="a@localhost"/></pubsub>`), stanza.BadRequest, "nodeid-required", ""},
-		{"subscribe no jid", iq("set", `<pubsub `+ps+`><subscribe node="n"/></pubsub>`), stanza.BadRequest, "invalid-jid", ""},
+		{"subscribe no jid", iq("set", `<pubsub `+ps+`><subscribe node="n"/></pubsub>`), stanza.BadRequest, "jid-required", ""},
+		{"subscribe empty jid", iq("set", `<pubsub `+ps+`><subscribe node="n" jid=""/></pubsub>`), stanza.BadRequest, "jid-required", ""},
+		{"unsubscribe no jid", iq("set", `<pubsub `+ps+`><unsubscribe node="n"/></pubsub>`), stanza.BadRequest, "jid-required", ""},
+		{"unsubscribe bad jid", iq("set", `<pubsub `+ps+`><unsubscribe node="n" jid="@@"/></pubsub>`), stanza.BadRequest, "invalid-jid", ""},
 		{"subscribe bad jid", iq("set", `<pubsub `+ps+`><subscribe node="n" jid="@@"/></pubsub>`), stanza.BadRequest, "invalid-jid", ""},
 		{"subscribe as get", iq("get", `<pubsub `+ps+`><subscribe node="n" jid="a@localhost"/></pubsub>`), stanza.BadRequest, "", ""},
 		{"subscribe with options but no form", iq("set", `<pubsub `+ps+`><subscribe node="n" jid="a@localhost"/><options><foo xmlns="urn:x"/></options></pubsub>`), stanza.BadRequest, "invalid-options", ""},
-		{"options without jid", iq("get", `<pubsub `+ps+`><options node="n"/></pubsub>`), stanza.BadRequest, "invalid-jid", ""},
+		{"options without jid", iq("get", `<pubsub `+ps+`><options node="n"/></pubsub>`), stanza.BadRequest, "jid-required", ""},
+		{"options set without jid", iq("set", `<pubsub `+ps+`><options node="n"><x xmlns="jabber:x:data" type="submit"/></options></pubsub>`), stanza.BadRequest, "jid-required", ""},
 		{"options without node", iq("get", `<pubsub `+ps+`><options jid="a@localhost"/></pubsub>`), stanza.BadRequest, "nodeid-required", ""},
 		{"options set without form", iq("set", `<pubsub `+ps+`><options node="n" jid="a@localhost"/></pubsub>`), stanza.BadRequest, "invalid-options", ""},
 		{"default sub set", iq("set", `<pubsub `+ps+`><default/></pubsub>`), stanza.BadRequest, "", ""},
@@ -63,6 +67,9 @@ func TestParseIQErrors(t *testing.T) {
 		{"publish two items", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/></item><item><b xmlns="y"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish no payload", iq("set", `<pubsub `+ps+`><publish node="n"><item id="1"/></publish></pubsub>`), stanza.BadRequest, "payload-required", ""},
 		{"publish two payloads", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/><b xmlns="y"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish not Atom", iq("set", `<pubsub `+ps+`><publish node="n"><item><foo xmlns="urn:test"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish Atom feed", iq("set", `<pubsub `+ps+`><publish node="n"><item><feed xmlns="http://www.w3.org/2005/Atom"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
+		{"publish entry of no namespace", iq("set", `<pubsub `+ps+`><publish node="n"><item><entry xmlns=""/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish options", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/></item></publish><publish-options><x xmlns="jabber:x:data" type="submit"/></publish-options></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "publish-options"},
 		{"retract no item", iq("set", `<pubsub `+ps+`><retract node="n"/></pubsub>`), stanza.BadRequest, "item-required", ""},
 		{"retract no id", iq("set", `<pubsub `+ps+`><retract node="n"><item/></retract></pubsub>`), stanza.BadRequest, "item-required", ""},
@@ -81,7 +88,6 @@ func TestParseIQErrors(t *testing.T) {
 		{"owner affiliation unknown", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="king"/></affiliations></pubsub>`), stanza.BadRequest, "", ""},
 		{"owner affiliation publish-only", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="publish-only"/></affiliations></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "publish-only-affiliation"},
 		{"owner affiliation twice", iq("set", `<pubsub `+own+`><affiliations node="n"><affiliation jid="b@localhost" affiliation="member"/><affiliation jid="b@localhost/x" affiliation="none"/></affiliations></pubsub>`), stanza.BadRequest, "", ""},
-		{"owner subscription pending", iq("set", `<pubsub `+own+`><subscriptions node="n"><subscription jid="b@localhost" subscription="pending"/></subscriptions></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "manage-subscriptions"},
 		{"owner unknown verb", iq("get", `<pubsub `+own+`><frob node="n"/></pubsub>`), stanza.BadRequest, "", ""},
 		{"owner two verbs", iq("set", `<pubsub `+own+`><purge node="n"/><delete node="n"/></pubsub>`), stanza.BadRequest, "", ""},
 	}
@@ -250,6 +256,10 @@ func TestEntryFromPayload(t *testing.T) {
 	}
 	if !bytes.Equal(e.Payload, atom.standalone()) {
 		t.Fatalf("payload changed: %s", e.Payload)
+	}
+	// Without an item id, the entry's Atom id names the item.
+	if e := entryFromPayload("", atom); e.ID != "tag:x,1" {
+		t.Errorf("an entry published without an item id got the id %q, want its Atom id", e.ID)
 	}
 	other := mustParse(t, `<geoloc xmlns="http://jabber.org/protocol/geoloc"><lat>1</lat></geoloc>`)
 	e = entryFromPayload("", other)

@@ -2,6 +2,7 @@ package component
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ var pubsubFeatures = []string{
 	"access-open",
 	"access-whitelist",
 	"config-node",
+	"config-node-max",
 	"create-and-configure",
 	"create-nodes",
 	"delete-items",
@@ -152,6 +154,7 @@ func (c *Component) errorReply(st *element, serr *stanzaError) []byte {
 	}
 	var b xmlBuf
 	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", c.replyFrom(st), "to", st.attr("from"))
+	b.Write(serr.Payload)
 	serr.write(&b, c.domainStr)
 	b.close(st.Name.Local)
 	return b.Bytes()
@@ -580,7 +583,10 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 	entries := make([]hub.Entry, 0, len(reqs))
 	index := make([]int, 0, len(reqs)) // request of each entry
 	for i, r := range reqs {
-		entry := entryFromPayload(r.Item.ID, r.Item.Payload)
+		entry, err := c.publishedEntry(n, r.Item)
+		if err != nil {
+			return failAll(err)
+		}
 		if len(entry.Payload) > maxPayloadBytes {
 			errs[i] = notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
 			continue
@@ -619,6 +625,36 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		c.log.InfoContext(ctx, "items published over XMPP", "node", n.Name, "items", len(entries), "publisher", publisher)
 	}
 	return payloads, errs
+}
+
+// publishedEntry is the entry a publish of item to n stores: the Atom
+// entry completed as the node's feeds show it (Config.CompleteEntry), so
+// notifications, items retrieval and the feeds carry the same entry. An
+// item without an id takes the entry's Atom id, else a random one; an
+// entry without a link gets one to what the node follows, else to the
+// node's page; one without a time, the time of publishing.
+func (c *Component) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, error) {
+	entry := entryFromPayload(item.ID, item.Payload)
+	if entry.ID == "" {
+		entry.ID = hub.RandomID()
+	}
+	if c.completeEntry == nil || len(entry.Payload) > maxPayloadBytes {
+		return entry, nil
+	}
+	if entry.Link == "" {
+		entry.Link = cmp.Or(n.SourceURL, c.nodeLink(n.Name))
+	}
+	if entry.Updated.IsZero() {
+		entry.Updated = c.hub.Now()
+	}
+	done := c.completeEntry(entry)
+	// Read back, so what is stored is what standalone writes and the
+	// plain fields are the completed entry's.
+	el, err := parseDocument(done.Payload)
+	if err != nil {
+		return hub.Entry{}, fmt.Errorf("complete the entry of item %q: %w", entry.ID, err)
+	}
+	return entryFromPayload(entry.ID, el), nil
 }
 
 func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) error {
@@ -798,14 +834,23 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	if err := c.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
+	refused, err := c.refuseSubscriptionStates(ctx, n, r.Subscriptions)
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		return refused
+	}
+	// Each change goes through the hub's revoke and grant, which tell the
+	// subscriber with an event in the node's log (XEP-0060 §8.8.4).
 	for _, ch := range r.Subscriptions {
 		switch ch.Subscription {
 		case "none":
-			if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, ch.JID.String()); err != nil && !errors.Is(err, hub.ErrNotFound) {
+			if err := c.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
 				return err
 			}
 		case "subscribed":
-			if _, _, err := c.hub.Subscribe(ctx, hub.Subscription{
+			if _, _, err := c.hub.GrantSubscription(ctx, hub.Subscription{
 				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
 			}); err != nil {
 				return err
@@ -814,6 +859,38 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	}
 	c.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
 	return nil
+}
+
+// refuseSubscriptionStates refuses a change to a state pingd does not
+// have: a subscription is subscribed or none, never pending or
+// unconfigured (pingd approves every subscription it allows at once and
+// requires no configuration). XEP-0060 §8.8.2.4 answers an invalid entry
+// with not-acceptable and returns the entries that were not changed, each
+// with its current state; pingd then changes none of them, so every entry
+// is returned. nil when every state is one pingd has.
+func (c *Component) refuseSubscriptionStates(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
+	if !slices.ContainsFunc(changes, func(ch subscriptionChange) bool {
+		return ch.Subscription != "none" && ch.Subscription != "subscribed"
+	}) {
+		return nil, nil
+	}
+	var b xmlBuf
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("subscriptions", "node", n.Name)
+	for _, ch := range changes {
+		subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
+		if err != nil {
+			return nil, err
+		}
+		if len(subs) == 0 {
+			b.empty("subscription", "jid", ch.JID.String(), "subscription", "none")
+		} else {
+			b.empty("subscription", "jid", subs[0].Address, "subscription", "subscribed", "subid", subs[0].SubID)
+		}
+	}
+	b.close("subscriptions").close("pubsub")
+	serr := notAcceptable("", "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none; nothing was changed")
+	serr.Payload = b.Bytes()
+	return serr, nil
 }
 
 func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {

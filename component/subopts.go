@@ -3,6 +3,9 @@ package component
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
 	"mellium.im/xmpp/form"
@@ -53,8 +56,13 @@ func invalidOptions(format string, args ...any) *stanzaError {
 }
 
 // applySubOptionsForm applies a submitted options form to opts. Fields
-// left out keep their values; unknown fields are ignored, so clients that
-// send every field they know keep working.
+// left out keep their values. A registered pubsub#subscribe_options field
+// pingd does not offer is taken when it asks for what pingd does anyway
+// (pubsub#deliver 1, pubsub#digest 0, …) or has no value, so clients that
+// send every field they know keep working; asking for anything else, or
+// giving an unknown pubsub# or x-pingd# field a value, is invalid-options
+// (XEP-0060 §6.3.5.3), and nothing is applied. Fields of other namespaces
+// are not the form type's and are ignored.
 func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaError) {
 	f, serr := parseForm(x)
 	if serr != nil {
@@ -69,6 +77,9 @@ func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaErro
 	}
 	if ft, ok := f.Values["FORM_TYPE"]; ok && (len(ft) != 1 || strings.TrimSpace(ft[0]) != formSubscribeOptions) {
 		return opts, invalidOptions("FORM_TYPE must be %s", formSubscribeOptions)
+	}
+	if serr := checkUnofferedSubOptions(f); serr != nil {
+		return opts, serr
 	}
 	if v, ok, serr := f.single(fieldIncludeBody); serr != nil {
 		return opts, invalidOptions("%s", serr.Text)
@@ -88,6 +99,79 @@ func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaErro
 		opts.MessageType = v
 	}
 	return opts, nil
+}
+
+// allShowValues are the presence states pubsub#show-values names: pingd
+// notifies in every one of them, whatever the subscriber's presence.
+var allShowValues = []string{"away", "chat", "dnd", "online", "xa"}
+
+// checkUnofferedSubOptions checks the fields of a submitted options form
+// that pingd does not offer (see applySubOptionsForm).
+func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
+	names := slices.Sorted(maps.Keys(f.Values)) // the first refusal is the same every time
+	for _, name := range names {
+		var values []string
+		for _, v := range f.Values[name] {
+			if v = strings.TrimSpace(v); v != "" {
+				values = append(values, v)
+			}
+		}
+		if len(values) == 0 {
+			continue // no value asks for nothing
+		}
+		single := len(values) == 1
+		var ok bool
+		switch name {
+		case "FORM_TYPE", fieldIncludeBody, fieldMessageType:
+			continue // checked and applied by applySubOptionsForm
+		case "pubsub#deliver":
+			b, valid := parseXSDBool(values[0])
+			ok = single && valid && b // notifications are always delivered
+		case "pubsub#digest":
+			b, valid := parseXSDBool(values[0])
+			ok = single && valid && !b // one message per notification, never digests
+		case "pubsub#digest_frequency":
+			_, err := strconv.ParseUint(values[0], 10, 64)
+			ok = single && err == nil // moot without digests
+		case "pubsub#subscription_type":
+			ok = single && values[0] == "items" // items are notified, not new nodes
+		case "pubsub#subscription_depth":
+			ok = single && (values[0] == "1" || values[0] == "all") // leaf nodes: the same
+		case "pubsub#show-values":
+			// Presence does not hold notifications back: only every state is true.
+			slices.Sort(values)
+			ok = slices.Equal(slices.Compact(values), allShowValues)
+		default:
+			if !strings.HasPrefix(name, "pubsub#") && !strings.HasPrefix(name, "x-pingd#") {
+				continue // not this form type's field
+			}
+			// pubsub#expire (subscriptions do not expire) and any field
+			// pingd does not know.
+		}
+		if !ok {
+			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), unofferedWhy(name))
+		}
+	}
+	return nil
+}
+
+// unofferedWhy says what pingd does instead of what a field asked.
+func unofferedWhy(name string) string {
+	switch name {
+	case "pubsub#deliver":
+		return "it always delivers notifications (unsubscribe to stop them)"
+	case "pubsub#digest", "pubsub#digest_frequency":
+		return "it sends each notification on its own, never digests"
+	case "pubsub#subscription_type":
+		return "it notifies items"
+	case "pubsub#subscription_depth":
+		return "its nodes are leaf nodes (1 or all)"
+	case "pubsub#show-values":
+		return "it notifies whatever the subscriber's presence (all of away, chat, dnd, online, xa)"
+	case "pubsub#expire":
+		return "its subscriptions do not expire"
+	}
+	return "it offers " + fieldIncludeBody + " and " + fieldMessageType + " only"
 }
 
 // subscriptionFor finds the subscription an options request is about.

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -273,24 +274,47 @@ func rssItem(ch *etree.Element, ev hub.Event) {
 	}
 }
 
+// CompleteEntry returns e with the payload every transport shows for the
+// item, so an entry an owner publishes reads the same in XMPP
+// notifications and items, the node's feeds and webhook deliveries: the
+// entry AtomFeed puts in a feed for it. An Atom entry gets its <id> from
+// the item id (AtomID), and a <title>, an alternate <link> and an
+// <updated> from e's Title (else its id), Link and Updated where it has
+// none; any other payload becomes the content of such an entry.
+func CompleteEntry(e hub.Entry) hub.Entry {
+	el := atomEntry(hub.Event{Kind: hub.EventItem, ItemID: e.ID, Payload: e.Payload,
+		Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
+	e.Payload = serializeElement(el)
+	return e
+}
+
 // atomEntry is the Atom entry element for an item event (see AtomFeed).
 func atomEntry(ev hub.Event) *etree.Element {
 	updated := eventTime(ev)
+	title := ev.Title
+	if title == "" {
+		title = ev.ItemID
+	}
 	if e := parseAtomEntry(ev.Payload); e != nil {
 		if ev.ItemID != "" {
 			setAtomChild(e, "id", AtomID(ev.ItemID), 0)
 		}
 		if atomChild(e, "title") == nil {
-			setAtomChild(e, "title", ev.Title, 1)
+			setAtomChild(e, "title", title, 1)
+		}
+		if ev.Link != "" && !slices.ContainsFunc(atomChildren(e, "link"), func(l *etree.Element) bool {
+			return strings.TrimSpace(l.SelectAttrValue("href", "")) != ""
+		}) {
+			l := etree.NewElement("link")
+			l.Space = e.Space
+			l.CreateAttr("rel", "alternate")
+			l.CreateAttr("href", ev.Link)
+			e.InsertChildAt(2, l)
 		}
 		if atomChild(e, "updated") == nil {
 			setAtomChild(e, "updated", updated.Format(time.RFC3339), -1)
 		}
 		return e
-	}
-	title := ev.Title
-	if title == "" {
-		title = ev.ItemID
 	}
 	e := newAtomEntry(AtomID(ev.ItemID), title, ev.Link, updated)
 	if ev.Summary != "" {

@@ -446,3 +446,62 @@ func FuzzApplyPatch(f *testing.F) {
 		}
 	})
 }
+
+// TestCompleteEntry: an entry an owner publishes with only some of the
+// elements pingd promises gets the rest, exactly as the node's Atom feed
+// shows it.
+func TestCompleteEntry(t *testing.T) {
+	updated := at("2024-03-09T08:00:00Z")
+	cases := []struct {
+		name      string
+		e         hub.Entry
+		wantTitle string
+		wantLink  string
+		wantUpd   string
+	}{
+		{"title only", hub.Entry{ID: "i1", Link: "http://pingd.example/feeds/n", Updated: updated,
+			Payload: []byte(`<entry xmlns="http://www.w3.org/2005/Atom"><title>Only a title</title></entry>`)},
+			"Only a title", "http://pingd.example/feeds/n", "2024-03-09T08:00:00Z"},
+		{"nothing", hub.Entry{ID: "i2", Link: "http://pingd.example/feeds/n", Updated: updated,
+			Payload: []byte(`<entry xmlns="http://www.w3.org/2005/Atom"/>`)},
+			"i2", "http://pingd.example/feeds/n", "2024-03-09T08:00:00Z"},
+		{"a prefix, its own id, link and time", hub.Entry{ID: "tag:example.org,2024:3", Link: "http://pingd.example/feeds/n", Updated: updated,
+			Payload: []byte(`<a:entry xmlns:a="http://www.w3.org/2005/Atom"><a:id>urn:other</a:id><a:title>T</a:title>` +
+				`<a:link rel="enclosure" href="http://example.org/x.mp3"/><a:updated>2020-01-01T00:00:00Z</a:updated></a:entry>`)},
+			"T", "", "2020-01-01T00:00:00Z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			done := CompleteEntry(tc.e)
+			var got atomEntryXML
+			if err := xml.Unmarshal(done.Payload, &got); err != nil {
+				t.Fatalf("not an Atom entry: %v\n%s", err, done.Payload)
+			}
+			alternate := ""
+			for _, l := range got.Links {
+				if l.Rel == "alternate" {
+					alternate = l.Href
+				}
+			}
+			if got.ID != AtomID(tc.e.ID) || got.Title.Text != tc.wantTitle || alternate != tc.wantLink || got.Updated != tc.wantUpd {
+				t.Errorf("completed entry %+v, want id %s, title %q, alternate link %q, updated %s\n%s",
+					got, AtomID(tc.e.ID), tc.wantTitle, tc.wantLink, tc.wantUpd, done.Payload)
+			}
+			if len(got.Links) == 0 {
+				t.Errorf("no link at all: %s", done.Payload)
+			}
+			// Completing again changes nothing, and the node's feed shows
+			// the same entry.
+			if again := CompleteEntry(done); !bytes.Equal(again.Payload, done.Payload) {
+				t.Errorf("completing twice changed the entry:\n%s\n%s", done.Payload, again.Payload)
+			}
+			var f atomFeedXML
+			if err := xml.Unmarshal(AtomFeed(meta, []hub.Event{{Kind: hub.EventItem, ItemID: done.ID, Payload: done.Payload}}), &f); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Entries) != 1 || !reflect.DeepEqual(f.Entries[0], got) {
+				t.Errorf("the feed shows %+v, XMPP %+v", f.Entries, got)
+			}
+		})
+	}
+}

@@ -212,6 +212,12 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, `"node" is required`)
 		return
 	}
+	// The hub checks the name again; checked here, a refused name costs
+	// no look at the source.
+	if err := hub.ValidNewNodeName(req.Node); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	cfg := hub.DefaultNodeConfig()
 	cfg.Title = req.Title
 	if req.AccessModel != "" {

@@ -185,6 +185,7 @@ func TestAdminNodes(t *testing.T) {
 		{"missing name", map[string]any{"source": "http://example.org/"}, http.StatusBadRequest},
 		{"non-printable name", map[string]any{"node": "a\u0007b"}, http.StatusBadRequest},
 		{"name too long", map[string]any{"node": strings.Repeat("n", 256)}, http.StatusBadRequest},
+		{"reserved name", map[string]any{"node": "pingd#subscribe", "source": "http://127.0.0.1:9/feed.xml"}, http.StatusBadRequest},
 		{"not http", map[string]any{"node": "a", "source": "ftp://example.org/feed"}, http.StatusBadRequest},
 		{"relative URL", map[string]any{"node": "a", "source": "/feed.xml"}, http.StatusBadRequest},
 		{"bad access model", map[string]any{"node": "a", "access_model": "presence"}, http.StatusBadRequest},
@@ -203,6 +204,12 @@ func TestAdminNodes(t *testing.T) {
 	}
 	if _, err := e.hub.Node(ctx, "a"); err == nil {
 		t.Error("a refused request created node a")
+	}
+	// The component's command nodes are pingd#…: the error says why.
+	resp = e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": "pingd#nodes"})
+	wantStatus(t, resp, http.StatusBadRequest)
+	if msg := decodeJSON[map[string]string](t, resp)["error"]; !strings.Contains(msg, `"pingd#"`) || !strings.Contains(msg, "reserved") {
+		t.Errorf("a reserved node name refused with %q, want the reserved prefix named", msg)
 	}
 
 	// A node without a source, with every optional setting.

@@ -205,7 +205,7 @@ type NodeSpec struct {
 // is shown only now (the store keeps its hash). If the node follows a
 // source, the source is scheduled for its baseline fetch.
 func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
-	if err := ValidNodeName(spec.Name); err != nil {
+	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
 	}
 	cfg := spec.Config
@@ -566,7 +566,7 @@ func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a 
 	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
 		return nil
 	}
-	return h.revoke(ctx, node, bareJID)
+	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
 }
 
 // RevokeSubscriptions removes the bare JID's XMPP subscriptions to the node
@@ -577,11 +577,25 @@ func (h *Hub) RevokeSubscriptions(ctx context.Context, node *Node, bareJID strin
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: subscriptions are revoked for bare JIDs, not %q", ErrInvalid, bareJID)
 	}
-	return h.revoke(ctx, node, bareJID)
+	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
 }
 
-func (h *Hub) revoke(ctx context.Context, node *Node, bareJID string) error {
-	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP, BareJID: bareJID})
+// RevokeSubscription removes the XMPP subscription of the JID address (as
+// it subscribed, full or bare) on an owner's word (XEP-0060 §8.8.2) and
+// appends a revoke event that tells it so (§8.8.4). Without such a
+// subscription nothing changes and nobody is told.
+func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string) error {
+	if address == "" {
+		return fmt.Errorf("%w: empty subscriber address", ErrInvalid)
+	}
+	return h.revoke(ctx, node, SubscriptionFilter{Address: address})
+}
+
+// revoke removes the node's XMPP subscriptions matching f (its address or
+// bare JID) and appends one revoke event per subscription removed.
+func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
+	f.NodeID, f.Kind = node.ID, KindXMPP
+	removed, err := h.store.DeleteSubscriptions(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -597,6 +611,27 @@ func (h *Hub) revoke(ctx context.Context, node *Node, bareJID string) error {
 	}
 	h.wake(node.ID, KindXMPP)
 	return nil
+}
+
+// GrantSubscription subscribes an XMPP JID on an owner's word (XEP-0060
+// §8.8.2), with Subscribe's rules. A new subscription also appends a
+// subscribed event that tells the JID (§8.8.4): like a revoke it is one
+// event in the node's log, written to that one address, so subscribing
+// costs no more than the subscription itself. An existing subscription is
+// returned as it is, and nobody is told of a change that did not happen.
+func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	if s.Kind != KindXMPP {
+		return nil, false, fmt.Errorf("%w: owners grant XMPP subscriptions only, not %q", ErrInvalid, s.Kind)
+	}
+	sub, existed, err := h.Subscribe(ctx, s)
+	if err != nil || existed {
+		return sub, existed, err
+	}
+	if _, err := h.store.Append(ctx, sub.NodeID, []Event{{Kind: EventSubscribed, Address: sub.Address}}); err != nil {
+		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
+	}
+	h.wake(sub.NodeID, KindXMPP)
+	return sub, false, nil
 }
 
 // NodeForURL returns the node that follows url, preferring one an owner

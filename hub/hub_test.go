@@ -31,6 +31,11 @@ func TestCreateNodeValidatesNames(t *testing.T) {
 		{"nul\x00", false},
 		{"feeds/demo", true},
 		{"with space and ünïcode ✓", true},
+		// The prefix of the component's ad-hoc command nodes.
+		{"pingd#subscribe", false},
+		{"pingd#mine", false},
+		{"PINGD#mine", true},
+		{"my-pingd#node", true},
 	}
 	for _, c := range cases {
 		n, token, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: c.name, Config: hub.DefaultNodeConfig()})
@@ -520,6 +525,61 @@ func TestSetAffiliationRevokesSubscriptions(t *testing.T) {
 	mustErrIs(t, "unknown affiliation", e.hub.SetAffiliation(ctx, open, "x@example.org", "boss"), hub.ErrInvalid)
 	mustErrIs(t, "full JID", e.hub.SetAffiliation(ctx, open, "x@example.org/res", hub.AffMember), hub.ErrInvalid)
 	mustErrIs(t, "empty JID", e.hub.SetAffiliation(ctx, open, "", hub.AffMember), hub.ErrInvalid)
+}
+
+func TestOwnerSubscriptionChangesAreLogged(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	node := e.createNode("n", "")
+	sub := hub.Subscription{NodeName: "n", Kind: hub.KindXMPP, Address: "bob@example.org", BareJID: "bob@example.org"}
+	wakes := e.rec.wakesOf(node.ID)
+
+	// A new subscription is one subscribed event for that address, and
+	// the XMPP transport is woken to tell it.
+	got, existed, err := e.hub.GrantSubscription(ctx, sub)
+	if err != nil || existed || got.SubID == "" {
+		t.Fatalf("GrantSubscription = %+v, existed %v, %v; want a new subscription", got, existed, err)
+	}
+	evs := e.events(node.ID)
+	if len(evs) != 1 || evs[0].Kind != hub.EventSubscribed || evs[0].Address != "bob@example.org" {
+		t.Fatalf("log after granting %+v, want one subscribed event for bob@example.org", evs)
+	}
+	if e.rec.wakesOf(node.ID) == wakes {
+		t.Error("the XMPP transport was not woken to tell bob")
+	}
+	// Granting again changes nothing and tells nobody.
+	if again, existed, err := e.hub.GrantSubscription(ctx, sub); err != nil || !existed || again.SubID != got.SubID {
+		t.Fatalf("granting again = %+v, existed %v, %v; want the same subscription", again, existed, err)
+	}
+	if n := len(e.events(node.ID)); n != 1 {
+		t.Errorf("granting an existing subscription logged %d events, want still 1", n)
+	}
+
+	// Revoking takes exactly that address: bob's other resource stays.
+	if _, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindXMPP, Address: "bob@example.org/desk", BareJID: "bob@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hub.RevokeSubscription(ctx, node, "bob@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := e.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: node.ID})
+	if len(left) != 1 || left[0].Address != "bob@example.org/desk" {
+		t.Errorf("subscriptions after revoking bob@example.org: %+v, want only bob@example.org/desk", left)
+	}
+	evs = e.events(node.ID)
+	if last := evs[len(evs)-1]; len(evs) != 2 || last.Kind != hub.EventRevoke || last.Address != "bob@example.org" {
+		t.Errorf("log after revoking %+v, want a revoke event for bob@example.org last", evs)
+	}
+	// Nothing to revoke: no event.
+	if err := e.hub.RevokeSubscription(ctx, node, "bob@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.events(node.ID)); n != 2 {
+		t.Errorf("revoking a subscription that is not there logged %d events, want still 2", n)
+	}
+	mustErrIs(t, "empty address", e.hub.RevokeSubscription(ctx, node, ""), hub.ErrInvalid)
+	_, _, err = e.hub.GrantSubscription(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindWebhook, Address: "http://example.org/cb"})
+	mustErrIs(t, "a webhook", err, hub.ErrInvalid)
 }
 
 func TestNodeForURL(t *testing.T) {

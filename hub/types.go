@@ -223,6 +223,26 @@ func ValidNodeName(name string) error {
 	return nil
 }
 
+// ReservedNodePrefix starts the node names pingd keeps for itself: the
+// component's XEP-0050 command nodes share XEP-0030's node names with the
+// pubsub nodes, so a pubsub node of such a name would be hidden behind a
+// command in disco#info. The prefix is case-sensitive, as node names are.
+const ReservedNodePrefix = "pingd#"
+
+// ValidNewNodeName checks the name of a node to be created: a valid node
+// name that does not start with ReservedNodePrefix. Looking nodes up needs
+// only ValidNodeName, so a node created before the prefix was reserved
+// stays reachable.
+func ValidNewNodeName(name string) error {
+	if err := ValidNodeName(name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, ReservedNodePrefix) {
+		return fmt.Errorf("%w: node names starting with %q are reserved for pingd's ad-hoc commands", ErrInvalid, ReservedNodePrefix)
+	}
+	return nil
+}
+
 // EventKind says what an event in a node's log records.
 type EventKind string
 
@@ -241,6 +261,9 @@ const (
 	// subscribed, full or bare) was removed because its bare JID left the
 	// whitelist; XMPP tells that JID.
 	EventRevoke EventKind = "revoke"
+	// EventSubscribed records that an owner subscribed the JID Address
+	// (XEP-0060 §8.8.2); XMPP tells that JID, as it does for a revoke.
+	EventSubscribed EventKind = "subscribed"
 )
 
 // IsChange reports whether the event changes the node's content, the

@@ -164,7 +164,7 @@ func TestClientsSlixmpp(t *testing.T) {
 		// Every advertised feature is one this test exercises.
 		exercised := map[string]string{
 			"access-open": "subscribe", "access-whitelist": "closed_node_subscribe",
-			"config-node": "owner_config_set", "create-and-configure": "owner_create",
+			"config-node": "owner_config_set", "config-node-max": "owner_config_max", "create-and-configure": "owner_create",
 			"create-nodes": "owner_create", "delete-items": "owner_retract",
 			"delete-nodes": "owner_delete", "instant-nodes": "owner_instant_node",
 			"item-ids": "items_by_id", "manage-subscriptions": "owner_subscriptions",
@@ -304,6 +304,9 @@ func TestClientsSlixmpp(t *testing.T) {
 	if got, ok := field[slixForm](t, report, "owner_config_after_set"); ok &&
 		(got.Fields["pubsub#title"] != "Renamed by slixmpp" || got.Fields["pubsub#max_items"] != "7") {
 		t.Errorf("configuration after submitting a form: %+v", got)
+	}
+	if got, ok := field[string](t, report, "owner_config_max"); ok && got != "1000" {
+		t.Errorf("pubsub#max_items after submitting max: %q, want 1000, pingd's largest", got)
 	}
 	wantError("owned_subscribe_before_member", "cancel", "not-allowed", "closed-node")
 	wantOK("owner_affiliation_member")

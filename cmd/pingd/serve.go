@@ -124,6 +124,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 
 		OpenSources: cfg.OpenSources,
 		Resolver:    resolver,
+		// An owner's published entry reads as the node's feeds show it.
+		CompleteEntry: feed.CompleteEntry,
 	})
 	if err != nil {
 		return err

@@ -413,6 +413,16 @@ class Scenario:
         await self.step("owner_config_set", set_config())
         await self.step("owner_config_after_set", get_config())
 
+        async def set_config_max():
+            # XEP-0060 config-node-max: "max" stands for the largest value.
+            form = owner["xep_0004"].make_form(ftype="submit")
+            form.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/pubsub#node_config")
+            form.add_field(var="pubsub#max_items", value="max")
+            await ps.set_node_config(comp, node, form, timeout=IQ_TIMEOUT)
+            return (await get_config())["fields"].get("pubsub#max_items")
+
+        await self.step("owner_config_max", set_config_max())
+
         async def affiliations():
             r = await ps.get_node_affiliations(comp, node, timeout=IQ_TIMEOUT)
             return sorted([str(a["jid"]), a["affiliation"]] for a in r["pubsub_owner"]["affiliations"])

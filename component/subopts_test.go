@@ -1,0 +1,78 @@
+package component
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// subOptionsSubmit builds a submitted subscribe_options form; each field is a
+// name followed by its values, fields separated by "".
+func subOptionsSubmit(fields ...[]string) string {
+	var b strings.Builder
+	b.WriteString(`<x xmlns="jabber:x:data" type="submit"><field var="FORM_TYPE" type="hidden"><value>` + formSubscribeOptions + `</value></field>`)
+	for _, f := range fields {
+		b.WriteString(`<field var="` + f[0] + `">`)
+		for _, v := range f[1:] {
+			b.WriteString(`<value>` + v + `</value>`)
+		}
+		b.WriteString(`</field>`)
+	}
+	b.WriteString(`</x>`)
+	return b.String()
+}
+
+func TestApplySubOptionsForm(t *testing.T) {
+	before := hub.Options{IncludeBody: false, MessageType: hub.NotifyNormal}
+	f := func(name string, values ...string) []string { return append([]string{name}, values...) }
+	cases := []struct {
+		name   string
+		fields [][]string
+		want   *hub.Options // nil: refused with invalid-options
+	}{
+		{"what pingd offers", [][]string{f(fieldIncludeBody, "1"), f(fieldMessageType, "chat")},
+			&hub.Options{IncludeBody: true, MessageType: hub.NotifyChat}},
+		// XEP-0060 §6.3.5's example submission, with every presence state.
+		{"what pingd does anyway", [][]string{f("pubsub#deliver", "1"), f("pubsub#digest", "0"), f("pubsub#digest_frequency", "86400000"),
+			f(fieldIncludeBody, "true"), f("pubsub#show-values", "chat", "online", "away", "xa", "dnd"),
+			f("pubsub#subscription_type", "items"), f("pubsub#subscription_depth", "1")},
+			&hub.Options{IncludeBody: true, MessageType: hub.NotifyNormal}},
+		{"fields without values", [][]string{f("pubsub#deliver"), f("pubsub#expire"), f("pubsub#frobnicate"), f("pubsub#show-values")}, &before},
+		{"another namespace's field", [][]string{f("x-other#thing", "1"), f(fieldIncludeBody, "1")},
+			&hub.Options{IncludeBody: true, MessageType: hub.NotifyNormal}},
+		{"no delivery", [][]string{f(fieldIncludeBody, "1"), f("pubsub#deliver", "0")}, nil},
+		{"no delivery, spelled false", [][]string{f("pubsub#deliver", "false")}, nil},
+		{"deliver not a boolean", [][]string{f("pubsub#deliver", "yes")}, nil},
+		{"digests", [][]string{f("pubsub#digest", "1")}, nil},
+		{"a digest frequency that is not one", [][]string{f("pubsub#digest_frequency", "daily")}, nil},
+		{"some presence states only", [][]string{f("pubsub#show-values", "chat", "online", "away")}, nil},
+		{"an unknown show value", [][]string{f("pubsub#show-values", "chat", "online", "away", "xa", "dnd", "busy")}, nil},
+		{"an expiry", [][]string{f("pubsub#expire", "2030-01-01T00:00:00Z")}, nil},
+		{"new nodes", [][]string{f("pubsub#subscription_type", "nodes")}, nil},
+		{"a depth", [][]string{f("pubsub#subscription_depth", "2")}, nil},
+		{"an unknown pubsub field", [][]string{f("pubsub#frobnicate", "1")}, nil},
+		{"an unknown field of pingd's", [][]string{f("x-pingd#frobnicate", "1")}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, serr := applySubOptionsForm(before, mustParse(t, subOptionsSubmit(tc.fields...)))
+			if tc.want == nil {
+				if serr == nil || serr.App != "invalid-options" || serr.Condition != "bad-request" {
+					t.Fatalf("accepted (%+v, %v), want bad-request + invalid-options", got, serr)
+				}
+				if !reflect.DeepEqual(got, before) {
+					t.Errorf("refused, yet the options became %+v", got)
+				}
+				return
+			}
+			if serr != nil {
+				t.Fatalf("refused: %v", serr)
+			}
+			if !reflect.DeepEqual(got, *tc.want) {
+				t.Errorf("options %+v, want %+v", got, *tc.want)
+			}
+		})
+	}
+}
