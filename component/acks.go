@@ -3,13 +3,15 @@ package component
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -51,13 +53,27 @@ import (
 // that cursor in the shared database (SetXMPPSeq never moves a cursor
 // back, so markers recorded out of order do no harm).
 
+// Nobody else may acknowledge: a forged marker would record a cursor for
+// notifications the server never read, which are then lost. A marker's
+// id carries the connection's random nonce (pingd-ack-<nonce>-<n>), so
+// only a marker written on this connection acknowledges on it, and a
+// stale one of an earlier connection does nothing. A shared connection's
+// cursor markers, which any process may receive, carry an HMAC of node
+// and cursor under the component secret, which only pingd's processes
+// hold, and count only in shared mode. Error answers count only from the
+// component's own domain or its server's (see isAckMarker). The store
+// never records a cursor past a node's log.
+
 const (
 	// ackIDPrefix starts the id of every marker IQ; cursorIDPrefix that
 	// of a shared connection's markers, which carry node and cursor.
 	ackIDPrefix    = "pingd-ack-"
 	cursorIDPrefix = "pingd-cursor-"
-	// probeID is the id of a connection's first marker.
-	probeID = ackIDPrefix + "probe"
+	// probeSuffix ends the id of a connection's first marker.
+	probeSuffix = "probe"
+	// cursorMACHex is how many hex digits of the HMAC a cursor marker
+	// carries (64 bits).
+	cursorMACHex = 16
 	// maxUnacked bounds the batches written and not yet acknowledged on
 	// one connection; the dispatcher waits when it is reached.
 	maxUnacked = 4096
@@ -92,6 +108,9 @@ type ackWindow struct {
 	// routed is set once a marker or the probe came back; bypass once
 	// the probe timed out without one (cursors recorded at the write).
 	routed, bypass bool
+	// markerPrefix is ackIDPrefix and the connection's nonce: every
+	// marker id of this connection starts with it.
+	markerPrefix string
 }
 
 type pendingBatch struct {
@@ -101,8 +120,14 @@ type pendingBatch struct {
 }
 
 func newAckWindow(timeout time.Duration) *ackWindow {
-	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read does not fail
+	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout,
+		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-"}
 }
+
+// probeID is the id of the connection's probe.
+func (w *ackWindow) probeID() string { return w.markerPrefix + probeSuffix }
 
 func (w *ackWindow) wake() {
 	for _, ch := range []chan struct{}{w.recorderWake, w.roomWake} {
@@ -129,16 +154,44 @@ func (w *ackWindow) markSent(node, cursor int64) {
 	w.sent[node] = cursor
 }
 
+// cursorMarkerID is the id of a shared connection's marker for a node's
+// cursor: node, cursor and their HMAC under the component secret.
+func cursorMarkerID(secret []byte, node, cursor int64) string {
+	body := strconv.FormatInt(node, 10) + "-" + strconv.FormatInt(cursor, 10)
+	return cursorIDPrefix + body + "-" + cursorMAC(secret, body)
+}
+
+func cursorMAC(secret []byte, body string) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(body))
+	return hex.EncodeToString(mac.Sum(nil))[:cursorMACHex]
+}
+
+// parseCursorMarker returns the node and cursor of a cursor marker id
+// written by a process holding secret; ok is false for anything else.
+func parseCursorMarker(secret []byte, id string) (node, cursor int64, ok bool) {
+	rest, found := strings.CutPrefix(id, cursorIDPrefix)
+	if !found {
+		return 0, 0, false
+	}
+	cut := strings.LastIndexByte(rest, '-')
+	if cut < 0 {
+		return 0, 0, false
+	}
+	body, mac := rest[:cut], rest[cut+1:]
+	nodeStr, seqStr, found := strings.Cut(body, "-")
+	node, err1 := strconv.ParseInt(nodeStr, 10, 64)
+	cursor, err2 := strconv.ParseInt(seqStr, 10, 64)
+	if !found || err1 != nil || err2 != nil || node <= 0 || cursor <= 0 ||
+		!hmac.Equal([]byte(mac), []byte(cursorMAC(secret, body))) {
+		return 0, 0, false
+	}
+	return node, cursor, true
+}
+
 // ackCursor takes a shared connection's marker: its node and cursor are
 // acknowledged, whichever process wrote it.
-func (w *ackWindow) ackCursor(id string) {
-	rest := strings.TrimPrefix(id, cursorIDPrefix)
-	nodeStr, seqStr, ok := strings.Cut(rest, "-")
-	node, err1 := strconv.ParseInt(nodeStr, 10, 64)
-	seq, err2 := strconv.ParseInt(seqStr, 10, 64)
-	if !ok || err1 != nil || err2 != nil || node <= 0 || seq <= 0 {
-		return
-	}
+func (w *ackWindow) ackCursor(node, seq int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -212,7 +265,7 @@ func (w *ackWindow) nextMarker(force bool) string {
 		w.inFlightSince = time.Now()
 	}
 	w.inFlight = w.lastMarker
-	return ackIDPrefix + strconv.FormatUint(w.lastMarker, 10)
+	return w.markerPrefix + strconv.FormatUint(w.lastMarker, 10)
 }
 
 // overdue reports whether the marker in flight is older than the timeout.
@@ -226,8 +279,9 @@ func (w *ackWindow) overdue(now time.Time) bool {
 // ack takes a marker that came back: every batch it covers is
 // acknowledged. It reports whether batches wait for the next marker.
 func (w *ackWindow) ack(id string) (more bool) {
-	n, err := strconv.ParseUint(strings.TrimPrefix(id, ackIDPrefix), 10, 64)
-	if err != nil || !strings.HasPrefix(id, ackIDPrefix) {
+	num, ours := strings.CutPrefix(id, w.markerPrefix)
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || !ours {
 		return false
 	}
 	w.mu.Lock()
@@ -296,21 +350,23 @@ func (w *ackWindow) close() (unacked int) {
 //
 // A server that refuses to route it answers with an error from its own
 // address instead; that answer, too, comes after everything written
-// before the marker was handled, so it acknowledges as well. Only a
-// domain's address counts there, never a user's, who could otherwise
-// acknowledge what the server has not read.
+// before the marker was handled, so it acknowledges as well. Only the
+// component's own domain and its server's count there: never a user, nor
+// another component or server, which could otherwise acknowledge what
+// the server has not read.
 func (c *Component) isAckMarker(iq *element) bool {
 	id := iq.attr("id")
 	if !strings.HasPrefix(id, ackIDPrefix) && !strings.HasPrefix(id, cursorIDPrefix) || iq.attr("to") != c.domainStr {
 		return false
 	}
+	from := iq.attr("from")
 	switch iq.attr("type") {
 	case "get":
-		from := iq.attr("from")
 		return from == "" || from == c.domainStr
 	case "error":
-		from, err := jid.Parse(iq.attr("from"))
-		return iq.attr("from") == "" || (err == nil && from.Localpart() == "" && from.Resourcepart() == "")
+		// multicastDomain is the server's domain (pubsub.example.org is
+		// on example.org unless Config.MulticastDomain says otherwise).
+		return from == "" || from == c.domainStr || (from == c.multicastDomain && from != "")
 	}
 	return false
 }
@@ -343,12 +399,14 @@ func (c *Component) writeToSelf(conn *connection, id string) error {
 // acknowledge takes a marker that came back (on the stream's reader).
 func (c *Component) acknowledge(cn *connection, iq *element) {
 	id := iq.attr("id")
-	if id == probeID {
+	if id == cn.acks.probeID() {
 		cn.acks.probed()
 		return
 	}
 	if strings.HasPrefix(id, cursorIDPrefix) {
-		cn.acks.ackCursor(id)
+		if node, cursor, ok := parseCursorMarker(c.secret, id); ok && c.shared {
+			cn.acks.ackCursor(node, cursor)
+		}
 		return
 	}
 	if more := cn.acks.ack(id); more {
@@ -359,14 +417,14 @@ func (c *Component) acknowledge(cn *connection, iq *element) {
 // writeCursorMarker writes the marker of one batch on a shared
 // connection: it names the node and the cursor to record.
 func (c *Component) writeCursorMarker(conn *connection, node, cursor int64) error {
-	return c.writeToSelf(conn, cursorIDPrefix+strconv.FormatInt(node, 10)+"-"+strconv.FormatInt(cursor, 10))
+	return c.writeToSelf(conn, cursorMarkerID(c.secret, node, cursor))
 }
 
 // probeRouting sends a new connection's probe and, when neither it nor a
 // marker has come back within the timeout, makes the connection record
 // cursors at the write (see the top of this file).
 func (c *Component) probeRouting(ctx context.Context, conn *connection) {
-	if err := c.writeToSelf(conn, probeID); err != nil {
+	if err := c.writeToSelf(conn, conn.acks.probeID()); err != nil {
 		return
 	}
 	t := time.NewTimer(c.ackTimeout)
@@ -421,7 +479,7 @@ func (c *Component) dropIfOverdue(conn *connection) bool {
 // connection is gone and nothing acknowledged is left; it also drops the
 // connection when a marker does not come back.
 func (c *Component) recordAcks(ctx context.Context, conn *connection) {
-	check := time.NewTicker(c.ackTimeout / 4)
+	check := time.NewTicker(max(c.ackTimeout/4, time.Millisecond))
 	defer check.Stop()
 	for {
 		cursors, closed := conn.acks.take()

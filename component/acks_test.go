@@ -2,7 +2,13 @@ package component
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +22,13 @@ import (
 // the test controls, with alice subscribed to node "demo"; configure, if
 // not nil, changes the component's Config.
 func newProxiedEnv(t *testing.T, configure ...func(*Config)) (*env, *testenv.Proxy, *testenv.Client) {
+	return newProxiedEnvOn(t, testenv.ProsodyOptions{}, configure...)
+}
+
+func newProxiedEnvOn(t *testing.T, opts testenv.ProsodyOptions, configure ...func(*Config)) (*env, *testenv.Proxy, *testenv.Client) {
 	t.Helper()
 	testenv.RequireProsody(t)
-	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	p := testenv.StartProsody(t, opts)
 	proxy := testenv.StartProxy(t, p.ComponentAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -181,8 +191,14 @@ func TestAckWindow(t *testing.T) {
 	if got := w.sentFor(1); got != 7 {
 		t.Errorf("sentFor(1) = %d, want 7", got)
 	}
-	if more := w.ack("pingd-ack-99"); more {
-		t.Error("an unknown marker acknowledged something")
+	// Neither a marker number never written, nor one of another
+	// connection (a stale one, or a forgery without the nonce).
+	other := newAckWindow(time.Minute)
+	other.written(1, 9)
+	for _, id := range []string{w.markerPrefix + "99", "pingd-ack-1", other.nextMarker(false), w.probeID()} {
+		if more := w.ack(id); more {
+			t.Errorf("%q acknowledged something", id)
+		}
 	}
 	if cursors, _ := w.take(); cursors != nil {
 		t.Fatalf("unknown marker acknowledged %v", cursors)
@@ -214,10 +230,11 @@ func TestAckWindow(t *testing.T) {
 	}
 }
 
-// TestIsAckMarker: only the component's own marker, or a server's error
-// answer to it, acknowledges; nothing a user sends does.
+// TestIsAckMarker: only the component's own marker, or an error answer
+// to it from the component's domain or its server's, acknowledges;
+// nothing a user, another component or another server sends does.
 func TestIsAckMarker(t *testing.T) {
-	c := &Component{domainStr: "pubsub.localhost"}
+	c := &Component{domainStr: "pubsub.localhost", multicastDomain: "localhost"}
 	for _, tc := range []struct {
 		iq   string
 		want bool
@@ -232,6 +249,10 @@ func TestIsAckMarker(t *testing.T) {
 		{`<iq type="get" id="pingd-ack-3" from="pubsub.localhost" to="other.localhost"/>`, false},
 		{`<iq type="get" id="pingd-cursor-4-17" to="pubsub.localhost"/>`, true},
 		{`<iq type="get" id="pingd-cursor-4-17" from="bob@localhost/x" to="pubsub.localhost"/>`, false},
+		{`<iq type="error" id="pingd-ack-3" from="pubsub.localhost" to="pubsub.localhost"/>`, true},
+		{`<iq type="error" id="pingd-ack-3" from="evil.localhost" to="pubsub.localhost"/>`, false},
+		{`<iq type="error" id="pingd-cursor-4-17" from="example.net" to="pubsub.localhost"/>`, false},
+		{`<iq type="get" id="pingd-ack-3" from="evil.localhost" to="pubsub.localhost"/>`, false},
 	} {
 		if got := c.isAckMarker(mustParse(t, tc.iq)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.iq, got, tc.want)
@@ -239,20 +260,32 @@ func TestIsAckMarker(t *testing.T) {
 	}
 }
 
+// TestCursorMarkers: a shared connection's marker names node and cursor
+// under an HMAC of the component secret; only such ids parse, malformed
+// or forged ones (another secret, an edited cursor) do not.
+func TestCursorMarkers(t *testing.T) {
+	secret := []byte("s3cret")
+	id := cursorMarkerID(secret, 4, 17)
+	if node, cursor, ok := parseCursorMarker(secret, id); !ok || node != 4 || cursor != 17 {
+		t.Fatalf("parse %q = %d, %d, %v", id, node, cursor, ok)
+	}
+	edited := strings.Replace(id, "-17-", "-1000000-", 1)
+	for _, bad := range []string{"pingd-cursor-4", "pingd-cursor-x-3", "pingd-cursor-4-0", "pingd-cursor--4-3", "pingd-cursor-4-3-9",
+		"pingd-cursor-4-17", cursorMarkerID([]byte("other"), 4, 17), edited, id + "0", cursorMarkerID(secret, 4, 0)} {
+		if node, cursor, ok := parseCursorMarker(secret, bad); ok {
+			t.Errorf("%q parsed as node %d cursor %d", bad, node, cursor)
+		}
+	}
+}
+
 // TestAckCursor: a shared connection's marker acknowledges the node and
-// cursor it names, whoever wrote it; malformed ones nothing.
+// cursor it names, whoever wrote it.
 func TestAckCursor(t *testing.T) {
 	w := newAckWindow(time.Minute)
-	for _, id := range []string{"pingd-cursor-4", "pingd-cursor-x-3", "pingd-cursor-4-0", "pingd-cursor--4-3", "pingd-cursor-4-3-9"} {
-		w.ackCursor(id)
-	}
-	if cursors, _ := w.take(); cursors != nil {
-		t.Fatalf("malformed markers acknowledged %v", cursors)
-	}
 	w.markSent(4, 17)
-	w.ackCursor("pingd-cursor-4-12")
-	w.ackCursor("pingd-cursor-4-17")
-	w.ackCursor("pingd-cursor-9-2") // written by another process
+	w.ackCursor(4, 12)
+	w.ackCursor(4, 17)
+	w.ackCursor(9, 2) // written by another process
 	cursors, _ := w.take()
 	if len(cursors) != 2 || cursors[4] != 17 || cursors[9] != 2 {
 		t.Fatalf("acknowledged %v, want node 4 at 17 and node 9 at 2", cursors)
@@ -303,5 +336,139 @@ func TestAckWindowUnrouted(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	if !r.overdue(time.Now()) {
 		t.Error("a late marker is not overdue once markers are known to come back")
+	}
+}
+
+// dialOtherComponent connects as another external component of the same
+// server (a gateway, a bridge; with s2s, any server can address pingd
+// from a bare domain too) and returns the stream after the XEP-0114
+// handshake; what the server sends it is read and dropped.
+func dialOtherComponent(t *testing.T, addr, name, secret string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, `<?xml version="1.0"?><stream:stream xmlns="jabber:component:accept" xmlns:stream="http://etherx.jabber.org/streams" to="%s">`, name)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []byte
+	streamID := regexp.MustCompile(`<stream:stream[^>]*\sid=['"]([^'"]+)['"]`)
+	for !streamID.Match(got) {
+		b := make([]byte, 1024)
+		n, err := conn.Read(b)
+		if err != nil {
+			t.Fatalf("%s: stream header: %v (%q)", name, err, got)
+		}
+		got = append(got, b[:n]...)
+	}
+	sum := sha1.Sum([]byte(string(streamID.FindSubmatch(got)[1]) + secret))
+	fmt.Fprintf(conn, `<handshake>%s</handshake>`, hex.EncodeToString(sum[:]))
+	got = got[:0]
+	for !regexp.MustCompile(`<handshake\s*/>|<handshake></handshake>`).Match(got) {
+		b := make([]byte, 1024)
+		n, err := conn.Read(b)
+		if err != nil {
+			t.Fatalf("%s: handshake: %v (%q)", name, err, got)
+		}
+		got = append(got, b[:n]...)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	go func() { _, _ = io.Copy(io.Discard, conn) }()
+	return conn
+}
+
+// TestForgedCursorMarkerIsIgnored: while the server reads nothing (it is
+// dying with a notification unread), another component of the server
+// sends markers naming the node and the cursor of that notification, in
+// the form shared connections use, as errors and as IQs. They must not
+// be recorded (before cursor markers carried an HMAC under the component
+// secret and counted only in shared mode, they were, and the notification
+// was lost); nor may one naming a cursor far past the log move it there.
+func TestForgedCursorMarkerIsIgnored(t *testing.T) {
+	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
+	e.publish("demo", "first")
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
+		t.Fatalf("got %v", got)
+	}
+	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
+	acked, _ := e.cursor("demo")
+	n, err := e.store.Node(e.ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)
+
+	proxy.Swallow()
+	written := e.comp.sentUnicast.Load()
+	e.publish("demo", "in-flight")
+	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
+		return e.comp.sentUnicast.Load() > written
+	})
+	_, last := e.cursor("demo")
+	for _, cursor := range []int64{last, 1_000_000} {
+		for _, id := range []string{
+			fmt.Sprintf("pingd-cursor-%d-%d", n.ID, cursor),
+			cursorMarkerID([]byte("a guessed secret"), n.ID, cursor),
+		} {
+			for _, typ := range []string{"error", "get"} {
+				fmt.Fprintf(evil, `<iq type="%s" from="evil.localhost" to="pubsub.localhost" id="%s"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></iq>`, typ, id)
+			}
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // time for a wrongly taken marker to be recorded
+	if x, _ := e.cursor("demo"); x != acked {
+		t.Fatalf("cursor moved from %d to %d on forged cursor markers of a notification the server never read", acked, x)
+	}
+	proxy.Block()
+	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	proxy.Allow()
+	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
+		t.Fatalf("after reconnecting: %v", got)
+	}
+}
+
+// TestForgedAckMarkersAreIgnored: while the server reads nothing (it is
+// dying with a notification unread), another component sends error
+// answers with every marker id a connection counting from 1 would use.
+// They must not acknowledge: the notification is written again after the
+// reconnection. Before marker ids carried the connection's nonce, they
+// did, and it was lost.
+func TestForgedAckMarkersAreIgnored(t *testing.T) {
+	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
+	e.publish("demo", "first")
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
+		t.Fatalf("got %v", got)
+	}
+	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
+	acked, _ := e.cursor("demo")
+	evil := dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)
+
+	proxy.Swallow()
+	written := e.comp.sentUnicast.Load()
+	e.publish("demo", "in-flight")
+	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
+		return e.comp.sentUnicast.Load() > written
+	})
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(evil, `<iq type="error" from="evil.localhost" to="pubsub.localhost" id="pingd-ack-%d"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></iq>`, i)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if x, _ := e.cursor("demo"); x != acked {
+		t.Fatalf("cursor advanced from %d to %d on forged acknowledgements of a notification the server never read", acked, x)
+	}
+	proxy.Block()
+	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	proxy.Allow()
+	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
+		t.Fatalf("after reconnecting: %v", got)
 	}
 }

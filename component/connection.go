@@ -52,6 +52,9 @@ func (cn *connection) write(fn func(w *bufio.Writer) error) error {
 		return err
 	}
 	if err := fn(cn.bw); err != nil {
+		// Every fn only writes: its error is the socket's, which the
+		// buffered writer keeps returning, so the connection is done.
+		cn.fail()
 		return err
 	}
 	if err := cn.bw.Flush(); err != nil {
