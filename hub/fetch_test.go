@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,87 @@ func TestFirstFetchIsABaseline(t *testing.T) {
 	}
 	if !src.NextFetchAt.After(e.clock.Now()) {
 		t.Errorf("next fetch %v is not after the baseline", src.NextFetchAt)
+	}
+}
+
+// TestAChangeRightAfterLearningOfASourceIsNew: creating a node and
+// subscribing return once the source's baseline is stored, so a change
+// made right after they return is new and the next ping publishes it.
+// They used to return as soon as the baseline fetch was due; an origin that
+// answered a moment later gave the changed feed as the baseline, and the
+// ping was accepted and published nothing.
+func TestAChangeRightAfterLearningOfASourceIsNew(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	var broken atomic.Bool
+	// slow serves a changeable feed read a moment after each request came,
+	// as a busy origin does; while broken is set it answers 500.
+	slow := func(path string) *feedDoc {
+		doc := &feedDoc{body: rss{title: "Feed", items: items("old")}.String()}
+		e.origin.handle(path, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(200 * time.Millisecond)
+			if broken.Load() {
+				http.Error(w, "down", http.StatusInternalServerError)
+				return
+			}
+			doc.ServeHTTP(w, r)
+		})
+		return doc
+	}
+	e.run()
+
+	doc := slow("/created")
+	n := e.createNode("created", "/created")
+	doc.set(rss{title: "Feed", items: items("new", "old")}.String())
+	e.ping(n.SourceID, e.origin.url("/created"), nil)
+	if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("a change made once CreateNode returned, then a ping: items %v, want [new]", got)
+	}
+
+	// A node whose source could not be fetched when it was created: a
+	// subscription waits for the baseline the same way.
+	doc = slow("/subscribed")
+	broken.Store(true)
+	n = e.createNode("subscribed", "/subscribed")
+	if src := e.waitFetched(n.SourceID); src.Baselined || src.LastStatus != http.StatusInternalServerError {
+		t.Fatalf("after a failed first fetch: %+v", src.SourceState)
+	}
+	broken.Store(false)
+	if _, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP,
+		Address: "a@example.org/x", BareJID: "a@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	doc.set(rss{title: "Feed", items: items("new", "old")}.String())
+	e.ping(n.SourceID, e.origin.url("/subscribed"), nil)
+	if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("a change made once Subscribe returned, then a ping: items %v, want [new]", got)
+	}
+}
+
+// TestLearningOfASourceWaitsForItsBaselineOnlySoLong: an origin that does
+// not answer holds node creation up to Config.BaselineWait, no longer, and
+// its fetch goes on.
+func TestLearningOfASourceWaitsForItsBaselineOnlySoLong(t *testing.T) {
+	e := newEnv(t, envOptions{baselineWait: 300 * time.Millisecond})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the origin closes: Cleanup runs last in, first out
+	doc := &feedDoc{body: rss{title: "Feed", items: items("a")}.String()}
+	e.origin.handle("/hangs", func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		doc.ServeHTTP(w, r)
+	})
+	e.run()
+	began := time.Now()
+	n := e.createNode("n", "/hangs")
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("CreateNode took %v with a 300ms baseline wait", took)
+	}
+	if src := e.source(n.SourceID); src.Baselined || src.LeaseOwner == "" {
+		t.Errorf("CreateNode returned with the fetch not in flight: %+v", src.SourceState)
+	}
+	release <- struct{}{}
+	if src := e.waitFetched(n.SourceID); !src.Baselined {
+		t.Errorf("the fetch that outlived the wait stored no baseline: %+v", src.SourceState)
 	}
 }
 

@@ -121,6 +121,8 @@ type envOptions struct {
 	adminToken string
 	admins     []string
 	scheduler  hub.Scheduler
+	// baselineWait is Config.BaselineWait; zero keeps the default.
+	baselineWait time.Duration
 }
 
 // newEnv builds the hub without starting its background work; run starts it.
@@ -138,7 +140,7 @@ func newEnv(t *testing.T, opt envOptions) *env {
 	h, err := hub.New(hub.Config{
 		Store: e.store, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
-		FetchTimeout: 10 * time.Second, Logger: testLogger(t),
+		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),
 	})
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)
@@ -149,7 +151,7 @@ func newEnv(t *testing.T, opt envOptions) *env {
 }
 
 // run starts the hub's background work until the test ends, and checks
-// that Run returns once its context is cancelled.
+// that Run returns once its context is cancelled. It returns once Run runs.
 func (e *env) run() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,6 +168,8 @@ func (e *env) run() {
 			e.t.Errorf("Run did not return after its context ended")
 		}
 	})
+	// Learning of a source waits for its baseline only once Run runs.
+	waitFor(e.t, "Run to start", e.hub.FetchLoopOn)
 }
 
 // createNode creates a node following the origin's path, failing the test

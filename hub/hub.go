@@ -42,6 +42,10 @@ type Config struct {
 	FetchTimeout time.Duration
 	// PingRetention is how long received pings are kept; default 7 days.
 	PingRetention time.Duration
+	// BaselineWait bounds how long learning of a source (node creation,
+	// a subscription) waits for the source's baseline fetch before it
+	// returns; default 10s.
+	BaselineWait time.Duration
 	// Observe, if set, is told what the hub did (metrics).
 	Observe Observer
 	// Exclusive says this process is the only one using the store (an
@@ -70,6 +74,13 @@ type Hub struct {
 	listeners  []NodeDeletedListener
 
 	fetchWake chan struct{}
+
+	// fetchedMu guards fetchLoopOn and fetched: per source, a channel
+	// closed when this process next stores a fetch outcome for it, which
+	// awaitBaseline waits on.
+	fetchedMu   sync.Mutex
+	fetchLoopOn bool
+	fetched     map[int64]chan struct{}
 }
 
 // New returns a hub; Run starts its background work.
@@ -104,6 +115,9 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.PingRetention <= 0 {
 		cfg.PingRetention = 7 * 24 * time.Hour
 	}
+	if cfg.BaselineWait <= 0 {
+		cfg.BaselineWait = 10 * time.Second
+	}
 	h := &Hub{
 		store:      cfg.Store,
 		fetcher:    cfg.Fetcher,
@@ -115,6 +129,7 @@ func New(cfg Config) (*Hub, error) {
 		cfg:        cfg,
 		transports: map[Kind][]Transport{},
 		fetchWake:  make(chan struct{}, 1),
+		fetched:    map[int64]chan struct{}{},
 	}
 	if cfg.AdminToken != "" {
 		h.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
@@ -203,7 +218,8 @@ type NodeSpec struct {
 
 // CreateNode creates a node and returns it with its bearer token, which
 // is shown only now (the store keeps its hash). If the node follows a
-// source, the source is scheduled for its baseline fetch.
+// source without a baseline, CreateNode returns once the baseline fetch
+// is over (awaitBaseline).
 func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
 	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
@@ -434,7 +450,8 @@ func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]E
 // and otherwise updated in place, keeping its cursor. XMPP subscriptions to
 // a whitelist node need an affiliation that allows reading (ErrNotMember).
 // A new subscription starts at the node's newest event: it gets what comes
-// after, not what came before.
+// after, not what came before. A subscription to a node whose source has
+// no baseline yet returns once the baseline fetch is over.
 func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
 	if !s.Kind.Valid() {
 		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
@@ -509,18 +526,103 @@ const (
 	ReasonRevived   = "gone before; followed by a new node"
 )
 
-// scheduleBaseline makes a source that has no baseline yet due now.
-// Learning of a source is not a ping: the scheduler polls sources that
-// ping only at a safety-net interval, so this must not record one.
+// scheduleBaseline makes a source that has no baseline yet due now and
+// waits for that fetch (awaitBaseline). Learning of a source is not a
+// ping: the scheduler polls sources that ping only at a safety-net
+// interval, so this must not record one.
 func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 	if src.Baselined || src.Gone {
 		return nil
 	}
-	if err := h.store.ScheduleSource(ctx, src.ID, h.now(), ReasonNewSource); err != nil {
+	at := h.now()
+	if err := h.store.ScheduleSource(ctx, src.ID, at, ReasonNewSource); err != nil {
 		return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
 	}
 	h.WakeFetcher()
+	h.awaitBaseline(ctx, src, at)
 	return nil
+}
+
+// awaitBaseline waits, up to Config.BaselineWait, until the fetch of src
+// made due at `at` is over: the baseline is stored, or the fetch failed or
+// was put off. Whoever learnt of the source answers only then: a change
+// made between an earlier answer and the fetch went into the baseline, and
+// the ping that announced it notified nothing. It returns at once when no
+// fetch loop runs in this process (Run not started).
+func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
+	ctx, cancel := context.WithTimeout(parent, h.cfg.BaselineWait)
+	defer cancel()
+	// Another process sharing the store may claim the fetch, and this one
+	// then hears nothing of it: look at the store now and then.
+	var poll <-chan time.Time
+	if !h.cfg.Exclusive {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		fetched, ok := h.fetchedSignal(src.ID)
+		if !ok {
+			return
+		}
+		s, err := h.store.Source(ctx, src.ID)
+		if err != nil || s.Baselined || s.Gone || s.NextFetchAt.IsZero() || s.NextFetchAt.After(at) {
+			// Not due any more without a baseline: the fetch failed or
+			// was put off, and the status shows why.
+			return
+		}
+		select {
+		case <-fetched:
+		case <-poll:
+		case <-ctx.Done():
+			if parent.Err() == nil {
+				h.log.InfoContext(parent, "answering before the baseline fetch of a source is over",
+					"source", src.URL, "waited", h.cfg.BaselineWait)
+			}
+			return
+		}
+	}
+}
+
+// fetchedSignal returns the channel closed when this process next stores
+// a fetch outcome of the source; false when no fetch loop runs here.
+func (h *Hub) fetchedSignal(sourceID int64) (<-chan struct{}, bool) {
+	h.fetchedMu.Lock()
+	defer h.fetchedMu.Unlock()
+	if !h.fetchLoopOn {
+		return nil, false
+	}
+	ch, ok := h.fetched[sourceID]
+	if !ok {
+		ch = make(chan struct{})
+		h.fetched[sourceID] = ch
+	}
+	return ch, true
+}
+
+// signalFetched tells the waiters of the source that an outcome of its
+// fetch is stored.
+func (h *Hub) signalFetched(sourceID int64) {
+	h.fetchedMu.Lock()
+	defer h.fetchedMu.Unlock()
+	if ch, ok := h.fetched[sourceID]; ok {
+		close(ch)
+		delete(h.fetched, sourceID)
+	}
+}
+
+// setFetchLoopOn records whether the fetch loop runs; when it stops,
+// every waiter is let go.
+func (h *Hub) setFetchLoopOn(on bool) {
+	h.fetchedMu.Lock()
+	defer h.fetchedMu.Unlock()
+	h.fetchLoopOn = on
+	if !on {
+		for id, ch := range h.fetched {
+			close(ch)
+			delete(h.fetched, id)
+		}
+	}
 }
 
 // Unsubscribe removes the subscriptions of the node matching kind and
@@ -636,7 +738,8 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 
 // NodeForURL returns the node that follows url, preferring one an owner
 // created; when none does and create is set, it creates an implicit open
-// node named after the URL and schedules its source's baseline fetch.
+// node named after the URL and returns once its source's baseline fetch
+// is over.
 func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
 	if err := ValidURL(rawURL); err != nil {
 		return nil, err

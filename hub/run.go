@@ -13,11 +13,19 @@ import (
 // (pinged, new, or scheduled polls), removing expired subscriptions and
 // pruning old log entries. It returns after its goroutines have stopped.
 func (h *Hub) Run(ctx context.Context) error {
+	if h.fetcher != nil {
+		// From now until the fetch loop ends, learning of a source waits
+		// for its baseline fetch (awaitBaseline).
+		h.setFetchLoopOn(true)
+	}
 	if h.cfg.Exclusive {
 		h.reclaimSourceLeases(ctx)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { h.fetchLoop(ctx) })
+	wg.Go(func() {
+		defer h.setFetchLoopOn(false)
+		h.fetchLoop(ctx)
+	})
 	wg.Go(func() { h.maintenanceLoop(ctx) })
 	wg.Wait()
 	return nil
@@ -104,6 +112,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 	}
 	out := h.outcome(src, res, ferr)
 	applied, err := h.store.ApplyFetch(ctx, out)
+	h.signalFetched(src.ID)
 	if err != nil {
 		h.log.ErrorContext(ctx, "store fetch outcome", "source", src.URL, "err", err)
 		return
@@ -172,7 +181,9 @@ func (h *Hub) release(ctx context.Context, src *Source, at time.Time, reason str
 	defer cancel()
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	if _, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st}); err != nil {
+	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st})
+	h.signalFetched(src.ID)
+	if err != nil {
 		h.log.WarnContext(wctx, "release an unfetched source; it is fetched when its lease runs out",
 			"source", src.URL, "reason", reason, "err", err)
 		return false

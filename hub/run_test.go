@@ -62,10 +62,12 @@ func TestRunStopsWithItsContextAndLeavesNoGoroutine(t *testing.T) {
 			}
 		})
 	}
+	// The nodes come first: while Run runs, creating one waits for its
+	// baseline fetch, which hangs here.
+	nodes := []*hub.Node{e.createNode("n1", "/slow1"), e.createNode("n2", "/slow2"), e.createNode("n3", "/slow3")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.hub.Run(ctx) }()
-	nodes := []*hub.Node{e.createNode("n1", "/slow1"), e.createNode("n2", "/slow2"), e.createNode("n3", "/slow3")}
 	for range 2 {
 		select {
 		case <-started:
@@ -106,8 +108,10 @@ func TestRunStopsWithItsContextAndLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.hub = h2
-	e.run()
+	// The clock moves first: run returns once Run runs, and its first claim
+	// must already tell these fetches from the interrupted ones.
 	e.clock.Advance(time.Minute) // past the leases (twice the fetch timeout)
+	e.run()
 	h2.WakeFetcher()
 	for _, n := range nodes {
 		if src := e.waitFetched(n.SourceID); !src.Baselined {

@@ -104,7 +104,7 @@ func TestPlainClientSubscribesByChat(t *testing.T) {
 		t.Fatalf("subscribe answered %q", m.Body)
 	}
 	// The node was created for the feed and its baseline fetched.
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d.waitBaselined(feedURL)
 	if m := say("list"); !strings.Contains(m.Body, feedURL) {
 		t.Errorf("list answered %q", m.Body)
 	}

@@ -127,7 +127,7 @@ func startClientsEnv(t *testing.T, users ...string) *clientsEnv {
 		t.Fatalf("create private: HTTP %d %+v", code, created)
 	}
 	e.privateToken = created.Token
-	waitFor(t, 10*time.Second, "baseline fetches", func() bool { return e.feed.Hits() >= 2 })
+	e.d.waitBaselined("news", "private")
 	return e
 }
 

@@ -88,7 +88,7 @@ func TestPagesStandForTheirFeeds(t *testing.T) {
 	if code := d.api("POST", "/api/nodes", map[string]string{"node": "news", "source": feedURL}, nil); code != 201 {
 		t.Fatalf("create news: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d.waitBaselined("news")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reader := testenv.Dial(ctx, t, p, "reader", "pw", "phone")

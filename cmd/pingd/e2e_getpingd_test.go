@@ -102,7 +102,7 @@ func TestGetPingdWhitelistEndToEnd(t *testing.T) {
 	if code := d.api("POST", "/api/nodes", map[string]string{"node": "private", "source": feed.URL, "access_model": "whitelist"}, &created); code != 201 {
 		t.Fatalf("create: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d.waitBaselined("private")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -283,7 +283,7 @@ func TestGetPingdWebhooksEndToEnd(t *testing.T) {
 	if code := d.api("POST", "/api/nodes", map[string]string{"node": "news", "source": feed.URL}, nil); code != 201 {
 		t.Fatalf("create: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d.waitBaselined("news")
 
 	hook := newHookServer(t)
 	code, body := d.getPingdRequest("news", "application/getpingd+http+subscribe+xml; charset=utf-8", "",

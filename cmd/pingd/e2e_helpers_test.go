@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +217,39 @@ func (d *daemon) api(method, path string, body any, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// sourceStatus is the part of a node's status (GET /api/nodes/{node}/status)
+// the tests look at.
+type sourceStatus struct {
+	LastSeq int64 `json:"last_seq"`
+	Source  *struct {
+		Baselined bool `json:"baselined"`
+	} `json:"source"`
+}
+
+// status reads a node's status from the admin API.
+func (d *daemon) status(node string) sourceStatus {
+	d.t.Helper()
+	var st sourceStatus
+	if code := d.api("GET", "/api/nodes/"+url.PathEscape(node)+"/status", nil, &st); code != 200 {
+		d.t.Fatalf("status of %q: HTTP %d", node, code)
+	}
+	return st
+}
+
+// waitBaselined waits until the status of each node shows its source's
+// baseline stored. A feed server's request count does not tell: creating
+// a node through the admin API looks at the source once (discovery)
+// before the baseline fetch.
+func (d *daemon) waitBaselined(nodes ...string) {
+	d.t.Helper()
+	for _, node := range nodes {
+		waitFor(d.t, 10*time.Second, "the baseline of "+node, func() bool {
+			st := d.status(node)
+			return st.Source != nil && st.Source.Baselined
+		})
+	}
 }
 
 // xmlrpc posts an XML-RPC call with string parameters and returns the body.

@@ -41,7 +41,7 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 	if code := d.api("POST", "/api/nodes", map[string]string{"node": "news", "source": feedURL, "title": "News"}, nil); code != 201 {
 		t.Fatalf("create node: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d.waitBaselined("news")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -334,7 +334,7 @@ func newRelSetupOn(t *testing.T, p *testenv.Prosody, xmppReaders int, mkHooks fu
 	if code := s.d.api("POST", "/api/nodes", map[string]any{"node": relNode, "source": s.feed.URL, "max_items": 1000}, nil); code != 201 {
 		t.Fatalf("create node: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return s.feed.Hits() >= 1 })
+	s.d.waitBaselined(relNode)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for i := range xmppReaders {
@@ -1282,18 +1282,26 @@ func TestGracefulShutdown(t *testing.T) {
 		})
 		return []*relHook{hook}
 	}, "PINGD_XMPP_ADDR="+rec.Addr)
-	// A second node whose source answers only when released.
+	// A second node whose source's fetches answer only when released. The
+	// look at the source when its node is created (discovery: a GET that
+	// prefers HTML) is answered at once and is not the fetch this waits
+	// for.
+	const slowBody = `<?xml version="1.0"?><rss version="2.0"><channel><title>Slow</title><link>http://127.0.0.1/</link><description>d</description>` +
+		`<item><title>Slow one</title><guid isPermaLink="false">slow-1</guid></item></channel></rss>`
 	fetching := make(chan struct{}, 16)
 	slowFeed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		if strings.HasPrefix(r.Header.Get("Accept"), "text/html") {
+			fmt.Fprint(w, slowBody)
+			return
+		}
 		select {
 		case fetching <- struct{}{}:
 		default:
 		}
 		select {
 		case <-release:
-			w.Header().Set("Content-Type", "application/rss+xml")
-			fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>Slow</title><link>http://127.0.0.1/</link><description>d</description>`+
-				`<item><title>Slow one</title><guid isPermaLink="false">slow-1</guid></item></channel></rss>`)
+			fmt.Fprint(w, slowBody)
 		case <-r.Context().Done():
 		}
 	}))
@@ -1304,7 +1312,7 @@ func TestGracefulShutdown(t *testing.T) {
 	select {
 	case <-fetching:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the slow source's first fetch did not start")
+		t.Fatal("the slow source's baseline fetch did not start")
 	}
 
 	item := relItems("term", 0, 1)

@@ -271,7 +271,7 @@ func TestScalingEjabberdShared(t *testing.T) {
 	if code := d1.api("POST", "/api/nodes", map[string]string{"node": "shared", "source": feed.URL}, nil); code != 201 {
 		t.Fatalf("create node: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d1.waitBaselined("shared")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -367,7 +367,7 @@ func TestScalingProsodyFailover(t *testing.T) {
 	if code := d2.api("POST", "/api/nodes", map[string]string{"node": "news", "source": feed.URL}, nil); code != 201 {
 		t.Fatalf("create node through the standby: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d2.waitBaselined("news")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	got := newTally()
@@ -518,7 +518,7 @@ func TestScalingWebhooksAndPollsOnce(t *testing.T) {
 	if code := ds[0].api("POST", "/api/nodes", map[string]string{"node": "hooks", "source": feed.URL}, nil); code != 201 {
 		t.Fatalf("create node: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	ds[0].waitBaselined("hooks")
 	const receivers = 30
 	var subs []string
 	for i := range receivers {
@@ -636,7 +636,7 @@ func TestMigrateDBToPostgres(t *testing.T) {
 	if code := d1.api("PUT", "/api/nodes/news/whitelist/reader@"+p.Domain, nil, nil); code/100 != 2 {
 		t.Fatalf("whitelist: HTTP %d", code)
 	}
-	waitFor(t, 10*time.Second, "baseline fetch", func() bool { return feed.Hits() >= 1 })
+	d1.waitBaselined("news")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	reader := testenv.Dial(ctx, t, p, "reader", "pw", "r")
@@ -942,9 +942,9 @@ func benchScaling(b *testing.B, instances int) {
 		return s.verified >= sources*perNode
 	})
 	time.Sleep(2 * time.Second)
-	for _, f := range feeds {
-		if f.Hits() == 0 {
-			b.Fatal("a source was not baselined")
+	for i := range feeds {
+		if st := ds[0].status(fmt.Sprintf("n%d", i)); st.Source == nil || !st.Source.Baselined {
+			b.Fatalf("the source of n%d was not baselined", i)
 		}
 	}
 

@@ -108,7 +108,7 @@ func TestPushFromUpstream(t *testing.T) {
 			t.Fatalf("create %s: HTTP %d", node, code)
 		}
 	}
-	waitFor(t, 10*time.Second, "baseline fetches", func() bool { return atomGets.Load() >= 1 && rssGets.Load() >= 1 })
+	d.waitBaselined("atom", "rss")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	reader := testenv.Dial(ctx, t, p, "reader", "pw", "e2e")
