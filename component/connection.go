@@ -85,10 +85,16 @@ func (cn *connection) shutdown() {
 type traceConn struct {
 	net.Conn
 	log *slog.Logger // nil: no trace
+	// quickAck, when set, asks the kernel to acknowledge what was read at
+	// once (quickack_linux.go).
+	quickAck func()
 }
 
 func (t *traceConn) Read(p []byte) (int, error) {
 	n, err := t.Conn.Read(p)
+	if n > 0 && t.quickAck != nil {
+		t.quickAck()
+	}
 	if n > 0 && t.log != nil {
 		t.log.Debug("XMPP in", "xml", string(p[:n]))
 	}
@@ -125,7 +131,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	if err != nil {
 		return stageDial, err
 	}
-	tc := &traceConn{Conn: raw}
+	tc := &traceConn{Conn: raw, quickAck: quickAcker(raw)}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		tc.log = c.log
 	}
