@@ -378,6 +378,68 @@ func dialOtherComponent(t *testing.T, addr, name, secret string) net.Conn {
 	return conn
 }
 
+// forgeryEnv is a proxied env with another component, evil.localhost, on
+// the same Prosody: "first" was delivered and acknowledged, then the
+// server stopped reading what pingd writes (it is dying) and "in-flight"
+// was written to it, unread.
+type forgeryEnv struct {
+	*env
+	proxy  *testenv.Proxy
+	alice  *testenv.Client
+	evil   net.Conn
+	acked  int64 // the cursor recorded before "in-flight"
+	nodeID int64
+}
+
+func newForgeryEnv(t *testing.T) *forgeryEnv {
+	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
+	e.publish("demo", "first")
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
+		t.Fatalf("got %v", got)
+	}
+	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
+		x, last := e.cursor("demo")
+		return x == last
+	})
+	f := &forgeryEnv{env: e, proxy: proxy, alice: alice, evil: dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)}
+	f.acked, _ = e.cursor("demo")
+	n, err := e.store.Node(e.ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.nodeID = n.ID
+
+	proxy.Swallow()
+	written := e.comp.sentUnicast.Load()
+	e.publish("demo", "in-flight")
+	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
+		return e.comp.sentUnicast.Load() > written
+	})
+	return f
+}
+
+// forgeIQ sends, as evil.localhost, an IQ of type typ with the id.
+func (f *forgeryEnv) forgeIQ(typ, id string) {
+	fmt.Fprintf(f.evil, `<iq type="%s" from="evil.localhost" to="pubsub.localhost" id="%s"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></iq>`, typ, id)
+}
+
+// checkNothingAcknowledged: the forged markers recorded nothing, and
+// "in-flight" arrives after the server goes away and pingd reconnects.
+func (f *forgeryEnv) checkNothingAcknowledged(t *testing.T) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond) // time for a wrongly taken marker to be recorded
+	if x, _ := f.cursor("demo"); x != f.acked {
+		t.Fatalf("cursor moved from %d to %d on forged markers of a notification the server never read", f.acked, x)
+	}
+	f.proxy.Block()
+	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !f.comp.Connected() })
+	f.proxy.Allow()
+	waitFor(t, 20*time.Second, "the component to reconnect", f.comp.Connected)
+	if got := collectItems(t, f.alice, "demo", 1); got[0].id != "in-flight" {
+		t.Fatalf("after reconnecting: %v", got)
+	}
+}
+
 // TestForgedCursorMarkerIsIgnored: while the server reads nothing (it is
 // dying with a notification unread), another component of the server
 // sends markers naming the node and the cursor of that notification, in
@@ -386,89 +448,29 @@ func dialOtherComponent(t *testing.T, addr, name, secret string) net.Conn {
 // secret and counted only in shared mode, they were, and the notification
 // was lost); nor may one naming a cursor far past the log move it there.
 func TestForgedCursorMarkerIsIgnored(t *testing.T) {
-	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
-	e.publish("demo", "first")
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
-		t.Fatalf("got %v", got)
-	}
-	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
-		x, last := e.cursor("demo")
-		return x == last
-	})
-	acked, _ := e.cursor("demo")
-	n, err := e.store.Node(e.ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	evil := dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)
-
-	proxy.Swallow()
-	written := e.comp.sentUnicast.Load()
-	e.publish("demo", "in-flight")
-	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
-		return e.comp.sentUnicast.Load() > written
-	})
-	_, last := e.cursor("demo")
+	f := newForgeryEnv(t)
+	_, last := f.cursor("demo")
 	for _, cursor := range []int64{last, 1_000_000} {
 		for _, id := range []string{
-			fmt.Sprintf("pingd-cursor-%d-%d", n.ID, cursor),
-			cursorMarkerID([]byte("a guessed secret"), n.ID, cursor),
+			fmt.Sprintf("pingd-cursor-%d-%d", f.nodeID, cursor),
+			cursorMarkerID([]byte("a guessed secret"), f.nodeID, cursor),
 		} {
-			for _, typ := range []string{"error", "get"} {
-				fmt.Fprintf(evil, `<iq type="%s" from="evil.localhost" to="pubsub.localhost" id="%s"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></iq>`, typ, id)
-			}
+			f.forgeIQ("error", id)
+			f.forgeIQ("get", id)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // time for a wrongly taken marker to be recorded
-	if x, _ := e.cursor("demo"); x != acked {
-		t.Fatalf("cursor moved from %d to %d on forged cursor markers of a notification the server never read", acked, x)
-	}
-	proxy.Block()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
-	proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
-		t.Fatalf("after reconnecting: %v", got)
-	}
+	f.checkNothingAcknowledged(t)
 }
 
-// TestForgedAckMarkersAreIgnored: while the server reads nothing (it is
-// dying with a notification unread), another component sends error
-// answers with every marker id a connection counting from 1 would use.
-// They must not acknowledge: the notification is written again after the
-// reconnection. Before marker ids carried the connection's nonce, they
-// did, and it was lost.
+// TestForgedAckMarkersAreIgnored: while the server reads nothing, another
+// component sends error answers with every marker id a connection
+// counting from 1 would use. They must not acknowledge (before marker ids
+// carried the connection's nonce, they did, and the notification was
+// lost).
 func TestForgedAckMarkersAreIgnored(t *testing.T) {
-	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
-	e.publish("demo", "first")
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
-		t.Fatalf("got %v", got)
-	}
-	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
-		x, last := e.cursor("demo")
-		return x == last
-	})
-	acked, _ := e.cursor("demo")
-	evil := dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)
-
-	proxy.Swallow()
-	written := e.comp.sentUnicast.Load()
-	e.publish("demo", "in-flight")
-	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
-		return e.comp.sentUnicast.Load() > written
-	})
+	f := newForgeryEnv(t)
 	for i := 1; i <= 10; i++ {
-		fmt.Fprintf(evil, `<iq type="error" from="evil.localhost" to="pubsub.localhost" id="pingd-ack-%d"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></iq>`, i)
+		f.forgeIQ("error", fmt.Sprintf("pingd-ack-%d", i))
 	}
-	time.Sleep(300 * time.Millisecond)
-	if x, _ := e.cursor("demo"); x != acked {
-		t.Fatalf("cursor advanced from %d to %d on forged acknowledgements of a notification the server never read", acked, x)
-	}
-	proxy.Block()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
-	proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
-		t.Fatalf("after reconnecting: %v", got)
-	}
+	f.checkNothingAcknowledged(t)
 }
