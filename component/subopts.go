@@ -120,58 +120,44 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 			continue // no value asks for nothing
 		}
 		single := len(values) == 1
+		// ok: the value asks for what pingd does anyway; why: what it
+		// does instead, for the refusal.
 		var ok bool
+		var why string
 		switch name {
 		case "FORM_TYPE", fieldIncludeBody, fieldMessageType:
 			continue // checked and applied by applySubOptionsForm
 		case "pubsub#deliver":
 			b, valid := parseXSDBool(values[0])
-			ok = single && valid && b // notifications are always delivered
+			ok, why = single && valid && b, "it always delivers notifications (unsubscribe to stop them)"
 		case "pubsub#digest":
 			b, valid := parseXSDBool(values[0])
-			ok = single && valid && !b // one message per notification, never digests
+			ok, why = single && valid && !b, "it sends each notification on its own, never digests"
 		case "pubsub#digest_frequency":
 			_, err := strconv.ParseUint(values[0], 10, 64)
-			ok = single && err == nil // moot without digests
+			ok, why = single && err == nil, "it sends each notification on its own, never digests" // moot without digests
 		case "pubsub#subscription_type":
-			ok = single && values[0] == "items" // items are notified, not new nodes
+			ok, why = single && values[0] == "items", "it notifies items" // not new nodes
 		case "pubsub#subscription_depth":
-			ok = single && (values[0] == "1" || values[0] == "all") // leaf nodes: the same
+			ok, why = single && (values[0] == "1" || values[0] == "all"), "its nodes are leaf nodes (1 or all)"
 		case "pubsub#show-values":
 			// Presence does not hold notifications back: only every state is true.
 			slices.Sort(values)
 			ok = slices.Equal(slices.Compact(values), allShowValues)
+			why = "it notifies whatever the subscriber's presence (all of away, chat, dnd, online, xa)"
+		case "pubsub#expire":
+			why = "its subscriptions do not expire"
 		default:
 			if !strings.HasPrefix(name, "pubsub#") && !strings.HasPrefix(name, "x-pingd#") {
 				continue // not this form type's field
 			}
-			// pubsub#expire (subscriptions do not expire) and any field
-			// pingd does not know.
+			why = "it offers " + fieldIncludeBody + " and " + fieldMessageType + " only" // a field pingd does not know
 		}
 		if !ok {
-			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), unofferedWhy(name))
+			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), why)
 		}
 	}
 	return nil
-}
-
-// unofferedWhy says what pingd does instead of what a field asked.
-func unofferedWhy(name string) string {
-	switch name {
-	case "pubsub#deliver":
-		return "it always delivers notifications (unsubscribe to stop them)"
-	case "pubsub#digest", "pubsub#digest_frequency":
-		return "it sends each notification on its own, never digests"
-	case "pubsub#subscription_type":
-		return "it notifies items"
-	case "pubsub#subscription_depth":
-		return "its nodes are leaf nodes (1 or all)"
-	case "pubsub#show-values":
-		return "it notifies whatever the subscriber's presence (all of away, chat, dnd, online, xa)"
-	case "pubsub#expire":
-		return "its subscriptions do not expire"
-	}
-	return "it offers " + fieldIncludeBody + " and " + fieldMessageType + " only"
 }
 
 // subscriptionFor finds the subscription an options request is about.
