@@ -287,8 +287,7 @@ func (a *API) listNodes(w http.ResponseWriter, r *http.Request) {
 	// Streamed node by node, in the form writeJSON gives: each node's
 	// JSON carries its links and snippets (a few KB), so building the
 	// whole answer first cost 85 MB at 10,000 nodes.
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setJSONHeaders(w)
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 32<<10)
 	bw.WriteString("{\n  \"nodes\": [")
@@ -686,14 +685,12 @@ func checkSurrogateEscapes(body []byte) error {
 			i++ // a one-character escape, such as \\ or \"
 			continue
 		}
-		switch {
-		case utf16.IsSurrogate(r) && r < 0xdc00:
-			if low, ok := hex4(i + 6); ok && low >= 0xdc00 && low <= 0xdfff {
+		if utf16.IsSurrogate(r) {
+			// Only a high half followed by a low one makes a character.
+			if low, ok := hex4(i + 6); ok && utf16.DecodeRune(r, low) != utf8.RuneError {
 				i += 11
 				continue
 			}
-			return fmt.Errorf("%s at byte %d is half of a UTF-16 surrogate pair", body[i:i+6], i)
-		case utf16.IsSurrogate(r):
 			return fmt.Errorf("%s at byte %d is half of a UTF-16 surrogate pair", body[i:i+6], i)
 		}
 		i += 5
@@ -726,10 +723,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		writeText(w, http.StatusInternalServerError, "internal error: cannot encode the answer")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setJSONHeaders(w)
 	w.WriteHeader(code)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// setJSONHeaders marks an answer as the admin API's JSON.
+func setJSONHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 }
 
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
