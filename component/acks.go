@@ -366,7 +366,7 @@ func (c *Component) isAckMarker(iq *element) bool {
 	case "error":
 		// multicastDomain is the server's domain (pubsub.example.org is
 		// on example.org unless Config.MulticastDomain says otherwise).
-		return from == "" || from == c.domainStr || (from == c.multicastDomain && from != "")
+		return from == "" || from == c.domainStr || from == c.multicastDomain
 	}
 	return false
 }

@@ -13,7 +13,9 @@
 //   - Open picks the backend from the DSN, connects and migrates
 //     (migrations/<backend>/NNNN_name.sql, one transaction each, recorded
 //     in schema_migrations; a newer recorded version is refused with
-//     hub.ErrSchemaTooNew).
+//     hub.ErrSchemaTooNew). An SQLite migration that rebuilds a table
+//     others reference starts with "-- pingd: foreign keys off" and runs
+//     so, its references checked before it commits (migrate.go).
 //   - A node's log is the events table (node_id, seq); the items table
 //     names the current item of each item id, so replacing, retracting,
 //     purging and max_items touch only that table. Publishing writes the
