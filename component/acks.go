@@ -371,29 +371,49 @@ func (c *Component) isAckMarker(iq *element) bool {
 	return false
 }
 
-// writeMarker writes the next marker if one is due (force: even while one
-// is in flight, before the stream is closed). Markers are written by the
-// dispatcher and at shutdown, never by the stream's reader, which must
-// not block on a write.
-func (c *Component) writeMarker(conn *connection, force bool) error {
-	id := conn.acks.nextMarker(force)
+// writeMarker writes the next marker if one is due. Markers are written
+// by the dispatcher, never by the stream's reader, which must not block
+// on a write.
+func (c *Component) writeMarker(conn *connection) error {
+	id := conn.acks.nextMarker(false)
 	if id == "" {
 		return nil
 	}
 	return c.writeToSelf(conn, id)
 }
 
-// writeToSelf writes a marker: an IQ with id from the component's domain
-// to itself.
+// writeLastMarker writes, before the stream is closed, a marker covering
+// what was written since the one in flight (the server answers it before
+// it closes the stream), and in the same hold of the output lock closes
+// the stream to further writes: a notification written after it would go
+// unacknowledged and be sent again by the next process.
+func (c *Component) writeLastMarker(conn *connection) error {
+	return conn.writeThen(func(w *bufio.Writer) error {
+		if id := conn.acks.nextMarker(true); id != "" {
+			_, err := w.Write(c.markerStanza(id))
+			return err
+		}
+		return nil
+	}, func() { conn.closing.Store(true) })
+}
+
+// writeToSelf writes a marker.
 func (c *Component) writeToSelf(conn *connection, id string) error {
+	stanza := c.markerStanza(id)
+	return conn.write(func(w *bufio.Writer) error {
+		_, err := w.Write(stanza)
+		return err
+	})
+}
+
+// markerStanza is a marker: an IQ with id from the component's domain to
+// itself.
+func (c *Component) markerStanza(id string) []byte {
 	var b xmlBuf
 	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", c.domainStr)
 	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
 	b.close("iq")
-	return conn.write(func(w *bufio.Writer) error {
-		_, err := w.Write(b.Bytes())
-		return err
-	})
+	return b.Bytes()
 }
 
 // acknowledge takes a marker that came back (on the stream's reader).
@@ -443,7 +463,7 @@ func (c *Component) probeRouting(ctx context.Context, conn *connection) {
 // waitForRoom blocks while the connection's window is full.
 func (c *Component) waitForRoom(ctx context.Context, conn *connection) error {
 	for conn.acks.full() {
-		if err := c.writeMarker(conn, false); err != nil {
+		if err := c.writeMarker(conn); err != nil {
 			return err
 		}
 		if c.dropIfOverdue(conn) {

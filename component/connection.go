@@ -25,6 +25,9 @@ type connection struct {
 	// broken is set once a write failed or the stream ended; nothing more
 	// is written then.
 	broken atomic.Bool
+	// closing is set with the shutdown's last marker (writeLastMarker):
+	// nothing is written after it, so that marker covers every write.
+	closing atomic.Bool
 	// queries are pingd's own IQs waiting for their answers.
 	queries *pendingQueries
 	// acks are the notifications written and not yet acknowledged by the
@@ -41,11 +44,22 @@ var errConnectionLost = errors.New("the XMPP stream is closed")
 // session's output lock, so nothing else writes in between, and flushes.
 // fn writes whole stanzas as bytes; it must not fail half-way through one.
 func (cn *connection) write(fn func(w *bufio.Writer) error) error {
+	return cn.writeThen(fn, nil)
+}
+
+// writeThen is write, and then, once the bytes are flushed and still under
+// the output lock, runs flushed (if set): what it records about the write
+// is in place before anything else is written, such as the last marker
+// of a shutdown, which must cover this write.
+func (cn *connection) writeThen(fn func(w *bufio.Writer) error, flushed func()) error {
 	if cn.broken.Load() {
 		return errConnectionLost
 	}
 	tw := cn.sess.TokenWriter() // takes the output lock
 	defer tw.Close()
+	if cn.closing.Load() {
+		return errConnectionLost
+	}
 	// Whatever mellium buffered goes first.
 	if err := tw.Flush(); err != nil {
 		cn.fail()
@@ -60,6 +74,9 @@ func (cn *connection) write(fn func(w *bufio.Writer) error) error {
 	if err := cn.bw.Flush(); err != nil {
 		cn.fail()
 		return err
+	}
+	if flushed != nil {
+		flushed()
 	}
 	return nil
 }
@@ -175,9 +192,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	}()
 
 	stop := context.AfterFunc(ctx, func() {
-		// A last marker covers what was written since the one in flight;
-		// the server answers it before it closes the stream.
-		_ = c.writeMarker(cn, true)
+		_ = c.writeLastMarker(cn)
 		cn.shutdown()
 	})
 	err = sess.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {

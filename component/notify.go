@@ -118,7 +118,7 @@ func (c *Component) dispatch(ctx context.Context) {
 			// every node anyway.
 			return
 		}
-		if err := c.writeMarker(conn, false); err != nil {
+		if err := c.writeMarker(conn); err != nil {
 			return // the reader notices the lost stream and reconnects
 		}
 		all, ids := c.work.take()
@@ -231,23 +231,25 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		if !c.leading.Load() {
 			return errNotLeading
 		}
-		if err := c.writeEvents(conn, n, events, subs); err != nil {
+		last := events[len(events)-1].Seq
+		// The batch is recorded as written under the write's own lock, so
+		// a shutdown's last marker, written next, covers it.
+		written := func() { conn.acks.written(n.ID, last) }
+		if c.shared {
+			written = func() { conn.acks.markSent(n.ID, last) }
+		}
+		if err := c.writeEvents(conn, n, events, subs, written); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
-		last := events[len(events)-1].Seq
 		if c.shared {
 			// ejabberd spreads what reaches the component's name over all
 			// its connections: this batch's marker names its cursor, for
 			// whichever process it reaches to record (acks.go).
-			conn.acks.markSent(n.ID, last)
 			if err := c.writeCursorMarker(conn, n.ID, last); err != nil {
 				return fmt.Errorf("%w: %w", errStream, err)
 			}
-		} else {
-			conn.acks.written(n.ID, last)
-			if err := c.writeMarker(conn, false); err != nil {
-				return fmt.Errorf("%w: %w", errStream, err)
-			}
+		} else if err := c.writeMarker(conn); err != nil {
+			return fmt.Errorf("%w: %w", errStream, err)
 		}
 		after = last
 		if !more {
@@ -300,7 +302,7 @@ func variantOf(n *hub.Node, s *hub.Subscription) variant {
 // stanza per subscriber, or, for the subscribers a multicast service
 // reaches, one stanza per batch of them addressed to the service
 // (XEP-0033).
-func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription) error {
+func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func()) error {
 	mc := conn.multicast.Load()
 	if mc != nil && mc.disabled.Load() {
 		mc = nil
@@ -366,17 +368,18 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		out = append(out, r)
 	}
 	if len(out) == 0 {
+		written() // nothing for XMPP subscribers: the batch is done
 		return nil
 	}
-	written, multicast := 0, 0
-	err := conn.write(func(w *bufio.Writer) error {
+	unicast, multicast := 0, 0
+	err := conn.writeThen(func(w *bufio.Writer) error {
 		var batch [][]byte
 		for _, r := range out {
 			if r.only != nil {
 				w.Write(prefix)
 				w.Write(r.only)
 				w.Write(r.suffix)
-				written++
+				unicast++
 				continue
 			}
 			for _, a := range auds {
@@ -391,7 +394,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 					w.Write(a.prefix)
 					w.Write(rc.to)
 					w.Write(suffix)
-					written++
+					unicast++
 				}
 				batch = batch[:0]
 				for _, rc := range a.grouped {
@@ -405,7 +408,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 						w.Write(a.prefix)
 						w.Write(batch[0])
 						w.Write(suffix)
-						written++
+						unicast++
 					} else {
 						w.Write(a.mcHead)
 						w.Write(suffix[:r.head])
@@ -424,11 +427,11 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			}
 		}
 		return nil
-	})
-	if err == nil && written+multicast > 0 {
-		c.sentUnicast.Add(int64(written))
+	}, written)
+	if err == nil && unicast+multicast > 0 {
+		c.sentUnicast.Add(int64(unicast))
 		c.sentMulticast.Add(int64(multicast))
-		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", written, "multicast_messages", multicast)
+		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", unicast, "multicast_messages", multicast)
 	}
 	return err
 }
