@@ -409,6 +409,7 @@ func (h *fanoutHarness) run(ctx context.Context) []roundResult {
 			k := r % len(order)
 			order = append(order[k:], order[:k]...)
 			for _, tg := range order {
+				h.waitServerIdle(ctx)
 				stop := h.maybeProfile(tg, size.N, r)
 				res := h.round(ctx, tg, node, size.N, size.M, r)
 				stop()
@@ -418,6 +419,38 @@ func (h *fanoutHarness) run(ctx context.Context) []roundResult {
 		}
 	}
 	return results
+}
+
+// Quiet machine: a round starts once the XMPP server and this process
+// (the clients, pingd, the raw components) have each used at most idleCPU
+// of CPU over idleWindow, or after idleMaxWait. ejabberd keeps
+// working for a while after a heavy round (garbage collection, mod_pubsub's
+// tables), and a round started into that measured the previous target's
+// after-work as much as its own target.
+const (
+	idleWindow  = 100 * time.Millisecond
+	idleCPU     = 10 * time.Millisecond // one clock tick of /proc: 10 % of a core
+	idleMaxWait = 5 * time.Second
+)
+
+// waitServerIdle waits until the server and this process are quiet (see
+// idleWindow).
+func (h *fanoutHarness) waitServerIdle(ctx context.Context) {
+	deadline := time.Now().Add(idleMaxWait)
+	lastServer, lastSelf := processCPU(h.srv.Pids()), selfCPU()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(idleWindow):
+		}
+		server, self := processCPU(h.srv.Pids()), selfCPU()
+		if server-lastServer <= idleCPU && self-lastSelf <= idleCPU {
+			return
+		}
+		lastServer, lastSelf = server, self
+	}
+	h.t.Logf("%s still busy after %s; starting the round anyway", h.srv.Name, idleMaxWait)
 }
 
 // maybeProfile starts a CPU profile of a pingd round.
