@@ -88,6 +88,7 @@ func BenchmarkXMPPFanoutEjabberd(b *testing.B) {
 		{Name: "raw component + XEP-0033", Service: srv.RawMulticastDomain},
 		{Name: "pingd", Service: srv.PingdDomain},
 		{Name: "pingd + XEP-0033", Service: srv.PingdMulticastDomain},
+		{Name: "pingd + XEP-0033, all through it", Service: srv.PingdMulticastAllDomain},
 	}
 	benchFanout(b, srv, targets)
 }
@@ -136,11 +137,14 @@ func startFanoutServices(b testing.TB, ctx context.Context, srv *xmppServer) []*
 	// and a second pingd has it on (the default); elsewhere the default
 	// finds no service and sends one stanza per subscriber.
 	multicast := ""
-	if srv.PingdMulticastDomain != "" {
+	for domain, share := range map[string]int{srv.PingdMulticastDomain: 0, srv.PingdMulticastAllDomain: 100} {
+		if domain == "" {
+			continue
+		}
 		multicast = component.MulticastOff
 		mc := startPingd(b, pingdOptions{
-			XMPPAddr: srv.ComponentAddr, Domain: srv.PingdMulticastDomain, Secret: srv.Secret,
-			Admins: []string{ownerUser + "@" + srv.Domain},
+			XMPPAddr: srv.ComponentAddr, Domain: domain, Secret: srv.Secret,
+			Admins: []string{ownerUser + "@" + srv.Domain}, MulticastShare: share,
 		})
 		waitUntil(b, 30*time.Second, "pingd to find the XEP-0033 service", func() bool {
 			svc, _ := mc.Comp.MulticastService()
@@ -156,7 +160,7 @@ func startFanoutServices(b testing.TB, ctx context.Context, srv *xmppServer) []*
 		if domain == "" {
 			continue
 		}
-		rc, err := dialRawComponent(ctx, srv.ComponentAddr, domain, srv.Secret, mc)
+		rc, err := dialRawComponent(ctx, srv.ComponentAddr, domain, srv.Secret, mc, component.DefaultMulticastShare)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -28,12 +28,14 @@ type xmppServer struct {
 	// where the server offers it, so this is pingd sending one stanza per
 	// subscriber); PingdMulticastDomain that of a second pingd with
 	// XEP-0033 on (its default), empty where the server has no multicast
-	// service. RawDomain and RawMulticastDomain are those of the no-logic
-	// component.
-	PingdDomain          string
-	PingdMulticastDomain string
-	RawDomain            string
-	RawMulticastDomain   string
+	// service; PingdMulticastAllDomain that of a third, which sends every
+	// subscriber's notification through the service (share 100). RawDomain
+	// and RawMulticastDomain are those of the no-logic component.
+	PingdDomain             string
+	PingdMulticastDomain    string
+	PingdMulticastAllDomain string
+	RawDomain               string
+	RawMulticastDomain      string
 	// Native is the server's own pubsub service.
 	Native string
 	// Multicast is the server's XEP-0033 service, empty if none.
@@ -49,6 +51,7 @@ const (
 	rawDomain     = "raw.localhost"
 	rawMCDomain   = "rawmc.localhost"
 	pingdMCDomain = "pingdmc.localhost"
+	pingdMCAll    = "pingdmcall.localhost"
 )
 
 func startProsodyServer(t testing.TB) *xmppServer {
@@ -67,13 +70,13 @@ func startProsodyServer(t testing.TB) *xmppServer {
 func startEjabberdServer(t testing.TB) *xmppServer {
 	e := testenv.StartEjabberd(t, testenv.EjabberdOptions{
 		Admins:          []string{ownerUser + "@localhost"},
-		ExtraComponents: []string{rawDomain, rawMCDomain, pingdMCDomain},
+		ExtraComponents: []string{rawDomain, rawMCDomain, pingdMCDomain, pingdMCAll},
 		LogLevel:        "warning",
 	})
 	return &xmppServer{
 		Name: "ejabberd", Domain: e.Domain, C2SAddr: e.C2SAddr, ComponentAddr: e.ComponentAddr,
 		Secret: e.Secret, PingdDomain: e.ComponentDomain, RawDomain: rawDomain,
-		RawMulticastDomain: rawMCDomain, PingdMulticastDomain: pingdMCDomain, Native: e.RefPubsub, Multicast: e.Multicast,
+		RawMulticastDomain: rawMCDomain, PingdMulticastDomain: pingdMCDomain, PingdMulticastAllDomain: pingdMCAll, Native: e.RefPubsub, Multicast: e.Multicast,
 		Register: e.Register, Pids: e.Pids,
 	}
 }
@@ -459,7 +462,10 @@ func (h *fanoutHarness) maybeProfile(tg fanoutTarget, n, r int) func() {
 		return func() {}
 	}
 	name := "pingd"
-	if tg.Name != "pingd" {
+	switch {
+	case strings.HasSuffix(tg.Name, "all through it"):
+		name = "pingdmcall" // pingd with XEP-0033, share 100
+	case tg.Name != "pingd":
 		name = "pingdmc" // pingd with XEP-0033
 	}
 	return startProfile(h.t, h.plan.ProfileDir, fmt.Sprintf("fanout-%s-%s-N%d-round%d", strings.ToLower(h.srv.Name), name, n, r))

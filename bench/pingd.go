@@ -47,8 +47,10 @@ type pingdOptions struct {
 	PingBurst     int
 	PingHostRate  float64
 	PingHostBurst int
-	// Multicast is component.Config.Multicast ("": the default, auto).
-	Multicast string
+	// Multicast is component.Config.Multicast ("": the default, auto),
+	// MulticastShare component.Config.MulticastShare (0: its default).
+	Multicast      string
+	MulticastShare int
 }
 
 // pingdSide is a pingd assembled in this process. Its goroutines carry
@@ -127,7 +129,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	if opts.XMPPAddr != "" {
 		comp, err := component.New(component.Config{
 			Hub: h, Domain: opts.Domain, Addr: opts.XMPPAddr, Secret: opts.Secret,
-			PublicURL: "http://localhost", Logger: log, Multicast: opts.Multicast,
+			PublicURL: "http://localhost", Logger: log, Multicast: opts.Multicast, MulticastShare: opts.MulticastShare,
 		})
 		if err != nil {
 			return err

@@ -25,11 +25,14 @@ const (
 // create, subscribe and publish requests and, for each publish, writes the
 // same notification stanza pingd writes (rendered once, only "to" changes)
 // to every subscriber, in one buffered write. With multicast set it sends
-// one XEP-0033 message per publish to that service instead, with every
-// subscriber as a bcc address, so the server does the fan-out.
+// one XEP-0033 message per publish to that service instead, with share
+// percent of the subscribers as bcc addresses, so the server does the
+// fan-out, and writes the others one stanza each, as pingd does
+// (component.Config.MulticastShare).
 type rawComponent struct {
 	domain    string
 	multicast string
+	share     int
 
 	conn net.Conn
 	sp   *splitter
@@ -47,7 +50,7 @@ type rawComponent struct {
 }
 
 // dialRawComponent connects and authenticates as domain (XEP-0114).
-func dialRawComponent(ctx context.Context, addr, domain, secret, multicast string) (*rawComponent, error) {
+func dialRawComponent(ctx context.Context, addr, domain, secret, multicast string, share int) (*rawComponent, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -56,6 +59,7 @@ func dialRawComponent(ctx context.Context, addr, domain, secret, multicast strin
 	rc := &rawComponent{
 		domain:    domain,
 		multicast: multicast,
+		share:     share,
 		conn:      conn,
 		bw:        bufio.NewWriterSize(conn, 256<<10),
 		subs:      map[string][]string{},
@@ -193,20 +197,28 @@ func (rc *rawComponent) notify(node string, item []byte, subs []string) {
 	body = append(body, "</items></event></message>"...)
 	rc.wmu.Lock()
 	defer rc.wmu.Unlock()
+	one := subs
+	var grouped []string
 	if rc.multicast != "" {
+		k := len(subs) * (100 - rc.share) / 100
+		one, grouped = subs[:k], subs[k:]
+		if len(grouped) < 2 {
+			one, grouped = subs, nil
+		}
+	}
+	prefix := `<message type='headline' from='` + xmlEscape(rc.domain) + `' to='`
+	for _, s := range one {
+		rc.bw.WriteString(prefix)
+		rc.bw.WriteString(s)
+		rc.bw.Write(body)
+	}
+	if len(grouped) > 0 {
 		rc.bw.WriteString(`<message type='headline' from='` + xmlEscape(rc.domain) + `' to='` + xmlEscape(rc.multicast) + `'><addresses xmlns='` + nsAddress + `'>`)
-		for _, s := range subs {
+		for _, s := range grouped {
 			rc.bw.WriteString(`<address type='bcc' jid='` + s + `'/>`)
 		}
 		rc.bw.WriteString(`</addresses`)
 		rc.bw.Write(body[1:]) // drops the "'" that closes a "to" value
-	} else {
-		prefix := `<message type='headline' from='` + xmlEscape(rc.domain) + `' to='`
-		for _, s := range subs {
-			rc.bw.WriteString(prefix)
-			rc.bw.WriteString(s)
-			rc.bw.Write(body)
-		}
 	}
 	_ = rc.bw.Flush()
 }

@@ -2,6 +2,7 @@ package component
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,13 @@ type Config struct {
 	// never above a limit the service announces. 0: the service's limit
 	// (500 when it announces "infinite"), or 20 when it announces none.
 	MulticastMaxAddresses int
+	// MulticastShare is the percentage (1–100) of the subscribers the
+	// multicast service reaches that are addressed through it; the others
+	// get one stanza each from pingd. Both of the server's paths then fan
+	// out at once: its multicast service and its side of the component
+	// connection are one process each in ejabberd (docs/benchmarks.md).
+	// 0: DefaultMulticastShare.
+	MulticastShare int
 
 	// OpenSources lets any user have a node created for a feed no node
 	// follows yet, by subscribing to its URL (chat or ad-hoc command).
@@ -127,6 +135,7 @@ type Component struct {
 	multicastService string
 	multicastDomain  string
 	multicastMax     int
+	multicastShare   int
 	// multicastChecked counts the connections whose look for a multicast
 	// service ended (tests wait for it).
 	multicastChecked atomic.Int64
@@ -227,6 +236,7 @@ func New(cfg Config) (*Component, error) {
 		multicastService: mcService,
 		multicastDomain:  mcDomain,
 		multicastMax:     cfg.MulticastMaxAddresses,
+		multicastShare:   cmp.Or(cfg.MulticastShare, DefaultMulticastShare),
 	}, nil
 }
 

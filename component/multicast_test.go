@@ -39,6 +39,9 @@ func TestMulticastConfig(t *testing.T) {
 		{component: "pubsub.example.org", cfg: Config{Multicast: "user@multicast.example.org"}, wantErr: true},
 		{component: "pubsub.example.org", cfg: Config{MulticastDomain: "a@b"}, wantErr: true},
 		{component: "pubsub.example.org", cfg: Config{MulticastMaxAddresses: -1}, wantErr: true},
+		{component: "pubsub.example.org", cfg: Config{MulticastShare: -1}, wantErr: true},
+		{component: "pubsub.example.org", cfg: Config{MulticastShare: 101}, wantErr: true},
+		{component: "pubsub.example.org", cfg: Config{MulticastShare: 100}, mode: MulticastAuto, domain: "example.org"},
 	}
 	for _, tc := range cases {
 		mode, service, domain, err := multicastConfig(tc.cfg, jid.MustParse(tc.component))
@@ -266,7 +269,7 @@ func expectEachOnce(t *testing.T, clients []*testenv.Client, node, msgType strin
 func TestMulticastEjabberd(t *testing.T) {
 	testenv.RequireEjabberd(t)
 	const batch = 4
-	e := newEjabberdEnv(t, Config{MulticastMaxAddresses: batch})
+	e := newEjabberdEnv(t, Config{MulticastMaxAddresses: batch, MulticastShare: 100})
 	if svc, n := e.comp.MulticastService(); svc != e.ej.Multicast || n != batch {
 		t.Fatalf("multicast service %q with %d addresses, want %s with %d\n%s", svc, n, e.ej.Multicast, batch, e.logs.String())
 	}
@@ -304,6 +307,33 @@ func TestMulticastEjabberd(t *testing.T) {
 	})
 	if strings.Contains(e.logs.String(), "did not route the component's own IQ back") {
 		t.Error("ejabberd's routing of the component's own IQs was not recognised")
+	}
+}
+
+// TestMulticastShare sends a share of the local subscribers through the
+// multicast service and writes the rest one stanza each: every subscriber
+// still gets every item exactly once.
+func TestMulticastShare(t *testing.T) {
+	testenv.RequireEjabberd(t)
+	e := newEjabberdEnv(t, Config{MulticastMaxAddresses: 10, MulticastShare: 60})
+	if svc, _ := e.comp.MulticastService(); svc != e.ej.Multicast {
+		t.Fatalf("multicast service %q, want %s\n%s", svc, e.ej.Multicast, e.logs.String())
+	}
+	if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: "news", Config: hub.DefaultNodeConfig()}); err != nil {
+		t.Fatal(err)
+	}
+	clients := e.subscribers("news", 10)
+	uni, multi := e.comp.sentUnicast.Load(), e.comp.sentMulticast.Load()
+	ids := []string{"s1", "s2"}
+	e.publish("news", ids...)
+	expectEachOnce(t, clients, "news", hub.NotifyHeadline, ids)
+	// 60 % of 10: 6 addresses in one multicast stanza per item, 4
+	// stanzas one by one.
+	if got := e.comp.sentMulticast.Load() - multi; got != int64(len(ids)) {
+		t.Errorf("%d multicast stanzas, want %d", got, len(ids))
+	}
+	if got := e.comp.sentUnicast.Load() - uni; got != int64(4*len(ids)) {
+		t.Errorf("%d stanzas one by one, want %d", got, 4*len(ids))
 	}
 }
 

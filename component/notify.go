@@ -329,6 +329,10 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	}
 	needBody := false
 	for _, a := range auds {
+		// The share of the service's subscribers written one by one
+		// (Config.MulticastShare).
+		k := len(a.grouped) * (100 - c.multicastShare) / 100
+		a.rcpts, a.grouped = append(a.rcpts, a.grouped[:k]...), a.grouped[k:]
 		if len(a.grouped) < 2 {
 			a.rcpts, a.grouped = append(a.rcpts, a.grouped...), nil // one stanza each is as cheap
 		}

@@ -28,6 +28,7 @@ type Config struct {
 	XMPPShared         bool          `opt:"xmpp-shared" env:"PINGD_XMPP_SHARED" default:"false" help:"1: the XMPP server takes several connections under the component's name (ejabberd): every pingd process on one PostgreSQL connects, the leader alone sends notifications"`
 	XMPPMulticast      string        `opt:"xmpp-multicast" env:"PINGD_XMPP_MULTICAST" default:"auto" help:"XEP-0033 multicast of notifications: auto (use the XMPP server's multicast service when it has one), off, or the service's JID"`
 	XMPPMulticastMax   int           `opt:"xmpp-multicast-max" env:"PINGD_XMPP_MULTICAST_MAX" default:"0" help:"addresses per multicast stanza, never above the service's announced limit (0: the service's limit, 20 when it announces none)"`
+	XMPPMulticastShare int           `opt:"xmpp-multicast-share" env:"PINGD_XMPP_MULTICAST_SHARE" default:"50" help:"percent (1-100) of the subscribers on the server's domain addressed through its multicast service; the others get one stanza each, so the server's two paths fan out in parallel (100: all through the service)"`
 	HTTPAddr           string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
 	PublicURL          string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
 	DB                 string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
@@ -270,6 +271,9 @@ func (c *Config) Validate() error {
 	}
 	if c.XMPPMulticastMax < 0 {
 		errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST_MAX (--xmpp-multicast-max) %d: want 0 or more", c.XMPPMulticastMax))
+	}
+	if c.XMPPMulticastShare < 1 || c.XMPPMulticastShare > 100 {
+		errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST_SHARE (--xmpp-multicast-share) %d: want a percentage from 1 to 100", c.XMPPMulticastShare))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("PINGD_HTTP_ADDR (--http-addr) %q: want host:port", c.HTTPAddr))

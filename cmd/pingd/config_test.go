@@ -48,7 +48,7 @@ func TestConfigPrecedence(t *testing.T) {
 func TestConfigValidateListsEveryProblem(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
 		[]string{"--public-url", "ftp://x", "--xmpp-addr", "nohostport", "--admins", "not a jid/res", "--log-format", "xml",
-			"--xmpp-multicast", "user@multicast.example.org", "--xmpp-multicast-max", "-1"}, env(nil))
+			"--xmpp-multicast", "user@multicast.example.org", "--xmpp-multicast-max", "-1", "--xmpp-multicast-share", "0"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +56,13 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"PINGD_XMPP_SECRET", "PINGD_PUBLIC_URL", "PINGD_XMPP_ADDR", "PINGD_ADMINS", "PINGD_LOG_FORMAT", "PINGD_XMPP_MULTICAST ", "PINGD_XMPP_MULTICAST_MAX"} {
+	for _, want := range []string{"PINGD_XMPP_SECRET", "PINGD_PUBLIC_URL", "PINGD_XMPP_ADDR", "PINGD_ADMINS", "PINGD_LOG_FORMAT", "PINGD_XMPP_MULTICAST ", "PINGD_XMPP_MULTICAST_MAX", "PINGD_XMPP_MULTICAST_SHARE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
 	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 7 {
-		t.Errorf("want 7 problems, one per line; got %d:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 8 {
+		t.Errorf("want 8 problems, one per line; got %d:\n%v", n, err)
 	}
 }
 

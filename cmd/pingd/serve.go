@@ -121,6 +121,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 
 		Multicast:             cfg.XMPPMulticast,
 		MulticastMaxAddresses: cfg.XMPPMulticastMax,
+		MulticastShare:        cfg.XMPPMulticastShare,
 
 		OpenSources: cfg.OpenSources,
 		Resolver:    resolver,
