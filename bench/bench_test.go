@@ -105,7 +105,7 @@ func benchFanout(b *testing.B, srv *xmppServer, targets []fanoutTarget) {
 	sums := summarizeFanout(results, targets, plan.Sizes)
 	r := benchReporter(b)
 	r.section(fmt.Sprintf("XMPP fan-out on %s (%s)", srv.Name, sizeName()), commandFor(b.Name()))
-	r.note("%d rounds per size after one warm-up round per target; targets alternate, the order rotating each round. "+
+	r.note("%d rounds per size after one warm-up round per target; targets alternate, the order rotating each round; each round starts once the server and the bench process are quiet. "+
 		"Rate: notifications read by all subscribers ÷ (last read − first publish sent). Latency: publish sent → notification read, pooled over rounds.", plan.Rounds)
 	fanoutTable(sums, "raw component", targets[0].Name).write(r.w)
 	median := func(target string, n int) float64 {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,8 @@ type rawComponent struct {
 
 	mu   sync.Mutex
 	subs map[string][]string // node → subscriber JIDs, escaped for an attribute
+
+	ids atomic.Uint64
 
 	// stanzaErrors counts error stanzas the server sent back (a refused
 	// notification, a multicast the server would not relay).
@@ -192,7 +195,10 @@ func (rc *rawComponent) notify(node string, item []byte, subs []string) {
 	if len(subs) == 0 {
 		return
 	}
-	body := []byte(`'><event xmlns='` + nsPubsubEvent + `'><items node='` + xmlEscape(node) + `'>`)
+	// One id per item, shared by its copies, as pingd gives them.
+	id := strconv.FormatUint(rc.ids.Add(1), 10)
+	head := `' id='raw-` + id + `'>` // closes the "to" value and the start tag
+	body := []byte(head + `<event xmlns='` + nsPubsubEvent + `'><items node='` + xmlEscape(node) + `'>`)
 	body = append(body, item...)
 	body = append(body, "</items></event></message>"...)
 	rc.wmu.Lock()
@@ -213,12 +219,12 @@ func (rc *rawComponent) notify(node string, item []byte, subs []string) {
 		rc.bw.Write(body)
 	}
 	if len(grouped) > 0 {
-		rc.bw.WriteString(`<message type='headline' from='` + xmlEscape(rc.domain) + `' to='` + xmlEscape(rc.multicast) + `'><addresses xmlns='` + nsAddress + `'>`)
+		rc.bw.WriteString(`<message type='headline' from='` + xmlEscape(rc.domain) + `' to='` + xmlEscape(rc.multicast) + head + `<addresses xmlns='` + nsAddress + `'>`)
 		for _, s := range grouped {
 			rc.bw.WriteString(`<address type='bcc' jid='` + s + `'/>`)
 		}
-		rc.bw.WriteString(`</addresses`)
-		rc.bw.Write(body[1:]) // drops the "'" that closes a "to" value
+		rc.bw.WriteString(`</addresses>`)
+		rc.bw.Write(body[len(head):])
 	}
 	_ = rc.bw.Flush()
 }
