@@ -212,19 +212,21 @@ func (rc *rawComponent) notify(node string, item []byte, subs []string) {
 			one, grouped = subs, nil
 		}
 	}
-	prefix := `<message type='headline' from='` + xmlEscape(rc.domain) + `' to='`
-	for _, s := range one {
-		rc.bw.WriteString(prefix)
-		rc.bw.WriteString(s)
-		rc.bw.Write(body)
-	}
 	if len(grouped) > 0 {
+		// First, as pingd writes it: the server's multicast service fans
+		// it out while the single stanzas are parsed.
 		rc.bw.WriteString(`<message type='headline' from='` + xmlEscape(rc.domain) + `' to='` + xmlEscape(rc.multicast) + head + `<addresses xmlns='` + nsAddress + `'>`)
 		for _, s := range grouped {
 			rc.bw.WriteString(`<address type='bcc' jid='` + s + `'/>`)
 		}
 		rc.bw.WriteString(`</addresses>`)
 		rc.bw.Write(body[len(head):])
+	}
+	prefix := `<message type='headline' from='` + xmlEscape(rc.domain) + `' to='`
+	for _, s := range one {
+		rc.bw.WriteString(prefix)
+		rc.bw.WriteString(s)
+		rc.bw.Write(body)
 	}
 	_ = rc.bw.Flush()
 }

@@ -391,15 +391,9 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				if a.body {
 					suffix = r.withBody
 				}
-				for _, rc := range a.rcpts {
-					if r.seq <= rc.cursor {
-						continue // subscribed after this event
-					}
-					w.Write(a.prefix)
-					w.Write(rc.to)
-					w.Write(suffix)
-					unicast++
-				}
+				// The multicast stanzas first: the server's multicast
+				// service fans them out while its end of the connection
+				// parses the single stanzas after them.
 				batch = batch[:0]
 				for _, rc := range a.grouped {
 					if r.seq > rc.cursor {
@@ -427,6 +421,15 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 						multicast++
 					}
 					batch = batch[k:]
+				}
+				for _, rc := range a.rcpts {
+					if r.seq <= rc.cursor {
+						continue // subscribed after this event
+					}
+					w.Write(a.prefix)
+					w.Write(rc.to)
+					w.Write(suffix)
+					unicast++
 				}
 			}
 		}
