@@ -424,7 +424,10 @@ func (c *Component) acknowledge(cn *connection, iq *element) {
 		return
 	}
 	if strings.HasPrefix(id, cursorIDPrefix) {
-		if node, cursor, ok := parseCursorMarker(c.secret, id); ok && c.shared {
+		if !c.shared {
+			return // only shared connections write cursor markers
+		}
+		if node, cursor, ok := parseCursorMarker(c.secret, id); ok {
 			cn.acks.ackCursor(node, cursor)
 		}
 		return
