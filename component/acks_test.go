@@ -66,6 +66,31 @@ func (e *env) cursor(node string) (xmppSeq, lastSeq int64) {
 	return n.XMPPSeq, n.LastSeq
 }
 
+// publishAcknowledged publishes an item, waits until alice has it and the
+// server has acknowledged it: the node's cursor is at its last event.
+func (e *env) publishAcknowledged(alice *testenv.Client, node, id string) {
+	e.t.Helper()
+	e.publish(node, id)
+	if got := collectItems(e.t, alice, node, 1); got[0].id != id {
+		e.t.Fatalf("got %v", got)
+	}
+	waitFor(e.t, 10*time.Second, "item "+id+" to be acknowledged", func() bool {
+		x, last := e.cursor(node)
+		return x == last
+	})
+}
+
+// publishWritten publishes an item and waits until the component has
+// written its notification.
+func (e *env) publishWritten(node, id string) {
+	e.t.Helper()
+	written := e.comp.sentUnicast.Load()
+	e.publish(node, id)
+	waitFor(e.t, 10*time.Second, "the component to write the notification", func() bool {
+		return e.comp.sentUnicast.Load() > written
+	})
+}
+
 // TestNotificationsSurviveTheServerDying: notifications the component
 // wrote but the XMPP server never processed (it died with them unread)
 // are written again after the next connection, because the cursor
@@ -73,23 +98,12 @@ func (e *env) cursor(node string) (xmppSeq, lastSeq int64) {
 func TestNotificationsSurviveTheServerDying(t *testing.T) {
 	e, proxy, alice := newProxiedEnv(t)
 
-	e.publish("demo", "first")
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
-		t.Fatalf("got %v", got)
-	}
-	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
-		x, last := e.cursor("demo")
-		return x == last
-	})
+	e.publishAcknowledged(alice, "demo", "first")
 	acked, _ := e.cursor("demo")
 
 	// From now on the server reads nothing the component writes.
 	proxy.Swallow()
-	written := e.comp.sentUnicast.Load()
-	e.publish("demo", "in-flight")
-	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
-		return e.comp.sentUnicast.Load() > written
-	})
+	e.publishWritten("demo", "in-flight")
 	time.Sleep(300 * time.Millisecond) // time for a wrongly advanced cursor to be recorded
 	if x, _ := e.cursor("demo"); x != acked {
 		t.Fatalf("cursor advanced to %d for a notification the server never read (acknowledged: %d)", x, acked)
@@ -120,16 +134,9 @@ func TestNotificationsSurviveTheServerDying(t *testing.T) {
 // wrote reaches the subscriber over the next one.
 func TestUnacknowledgedConnectionIsDropped(t *testing.T) {
 	e, proxy, alice := newProxiedEnv(t, func(c *Config) { c.AckTimeout = time.Second })
-	e.publish("demo", "first")
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
-		t.Fatalf("got %v", got)
-	}
 	// Received is not yet acknowledged: swallowing before the marker is
 	// back would rightly send "first" again after the reconnection.
-	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
-		x, last := e.cursor("demo")
-		return x == last
-	})
+	e.publishAcknowledged(alice, "demo", "first")
 
 	proxy.Swallow()
 	e.publish("demo", "unheard")
@@ -152,11 +159,7 @@ func TestStopRightAfterWritingSendsNothingTwice(t *testing.T) {
 	e, proxy, alice := newProxiedEnv(t)
 	for round := range 3 {
 		id := "item-" + string(rune('a'+round))
-		written := e.comp.sentUnicast.Load()
-		e.publish("demo", id)
-		waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
-			return e.comp.sentUnicast.Load() > written
-		})
+		e.publishWritten("demo", id)
 		e.stop()
 		if x, last := e.cursor("demo"); x != last {
 			t.Fatalf("round %d: stopped with cursor %d of %d: the last write was not acknowledged", round, x, last)
@@ -393,14 +396,7 @@ type forgeryEnv struct {
 
 func newForgeryEnv(t *testing.T) *forgeryEnv {
 	e, proxy, alice := newProxiedEnvOn(t, testenv.ProsodyOptions{ExtraComponents: []string{"evil.localhost"}})
-	e.publish("demo", "first")
-	if got := collectItems(t, alice, "demo", 1); got[0].id != "first" {
-		t.Fatalf("got %v", got)
-	}
-	waitFor(t, 10*time.Second, "the first item to be acknowledged", func() bool {
-		x, last := e.cursor("demo")
-		return x == last
-	})
+	e.publishAcknowledged(alice, "demo", "first")
 	f := &forgeryEnv{env: e, proxy: proxy, alice: alice, evil: dialOtherComponent(t, e.p.ComponentAddr, "evil.localhost", e.p.Secret)}
 	f.acked, _ = e.cursor("demo")
 	n, err := e.store.Node(e.ctx, "demo")
@@ -410,11 +406,7 @@ func newForgeryEnv(t *testing.T) *forgeryEnv {
 	f.nodeID = n.ID
 
 	proxy.Swallow()
-	written := e.comp.sentUnicast.Load()
-	e.publish("demo", "in-flight")
-	waitFor(t, 10*time.Second, "the component to write the notification", func() bool {
-		return e.comp.sentUnicast.Load() > written
-	})
+	e.publishWritten("demo", "in-flight")
 	return f
 }
 
