@@ -263,7 +263,7 @@ func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
 // next process redoes it at once; if even that fails, the lease runs out
 // and it is redone then. Nothing is lost either way.
 func (e *Engine) Run(ctx context.Context) error {
-	e.states = newStateWriter(e.cfg.Store, e.log, e.poke)
+	e.states = newStateWriter(e.cfg.Store, e.log, e.poke, func() bool { return e.held.Load() > 0 }, 0)
 	// A fixed pool of workers, each serving one host's slot at a time:
 	// goroutines that live as long as Run keep the stacks they grew for
 	// HTTP and TLS instead of growing new ones for every host.
@@ -400,7 +400,9 @@ func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
 
 // done records that a claimed subscription has been dealt with.
 func (e *Engine) done() {
-	e.held.Add(-1)
+	if e.held.Add(-1) == 0 {
+		e.states.settled()
+	}
 	select {
 	case e.freed <- struct{}{}:
 	default:
@@ -837,7 +839,10 @@ func (e *Engine) postpone(ctx context.Context, sub *hub.Subscription, at time.Ti
 	}
 	e.log.DebugContext(ctx, "receiver host busy; postponed", "subscription", sub.ID,
 		"subscriber", redactURL(sub.Address), "until", ds.NextAttemptAt)
-	e.save(ctx, sub, ds)
+	// Run wakes the node when it is due, but the state writer may write
+	// this after that (it waits for running deliveries), and a look at the
+	// node before the write finds it leased: so look again once written.
+	e.saveThen(ctx, sub, ds, true)
 }
 
 func hostOf(raw string) string {

@@ -15,6 +15,14 @@ import (
 // next one, in one transaction. A cursor write per delivery, each its own
 // transaction, was the limit of webhook fan-out (docs/benchmarks.md).
 //
+// After the first state of a write it waits for more only while
+// deliveries are still running (busy), as PostgreSQL's commit_delay waits
+// only when other transactions are active: their states join the same
+// transaction instead of a commit each. A fan-out of a hundred is then
+// written once, after its last delivery, not in two or three transactions
+// competing with the deliveries for the CPU; a lone delivery is written
+// at once. The wait is bounded by maxStateLinger.
+//
 // A subscription stays leased until its state is written, so nobody else
 // takes it meanwhile; if the process dies first, the lease runs out and
 // the delivery is repeated (at least once, as before, over a window of
@@ -24,6 +32,12 @@ type stateWriter struct {
 	log   *slog.Logger
 	// wake is called after a write for the nodes whose saves asked for it.
 	wake func(nodeID int64)
+	// busy reports whether deliveries are running whose states will come;
+	// quiet is signalled when it may have turned false.
+	busy  func() bool
+	quiet chan struct{}
+	// linger bounds the wait for more (maxStateLinger; tests change it).
+	linger time.Duration
 
 	in      chan pendingState
 	stopped chan struct{}
@@ -38,18 +52,29 @@ type pendingState struct {
 	wake bool
 }
 
-// maxStatesPerWrite bounds one transaction of saves; stateLinger is how
-// long the writer waits for more after the first.
+// maxStatesPerWrite bounds one transaction of saves; maxStateLinger is how
+// long the writer waits for more after the first, while deliveries run.
 const (
 	maxStatesPerWrite = 256
-	stateLinger       = 2 * time.Millisecond
+	maxStateLinger    = 10 * time.Millisecond
 )
 
-func newStateWriter(store hub.Store, log *slog.Logger, wake func(int64)) *stateWriter {
+// newStateWriter starts a writer; busy may be nil (never wait for more),
+// linger 0 (maxStateLinger).
+func newStateWriter(store hub.Store, log *slog.Logger, wake func(int64), busy func() bool, linger time.Duration) *stateWriter {
+	if busy == nil {
+		busy = func() bool { return false }
+	}
+	if linger <= 0 {
+		linger = maxStateLinger
+	}
 	w := &stateWriter{
 		store:   store,
 		log:     log,
 		wake:    wake,
+		busy:    busy,
+		quiet:   make(chan struct{}, 1),
+		linger:  linger,
 		in:      make(chan pendingState, 16*maxStatesPerWrite),
 		stopped: make(chan struct{}),
 	}
@@ -59,6 +84,14 @@ func newStateWriter(store hub.Store, log *slog.Logger, wake func(int64)) *stateW
 
 // save queues a state; it blocks while the writer is a full write behind.
 func (w *stateWriter) save(p pendingState) { w.in <- p }
+
+// settled tells the writer that busy may have turned false. Never blocks.
+func (w *stateWriter) settled() {
+	select {
+	case w.quiet <- struct{}{}:
+	default:
+	}
+}
 
 // close writes what is queued and stops. No save may follow.
 func (w *stateWriter) close() {
@@ -73,24 +106,53 @@ func (w *stateWriter) loop() {
 	<-linger.C
 	for p := range w.in {
 		batch = append(batch[:0], p)
-		// Wait a moment for more: a write of many costs hardly more than
-		// a write of one.
-		linger.Reset(stateLinger)
-	collect:
-		for len(batch) < maxStatesPerWrite {
-			select {
-			case p, ok := <-w.in:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, p)
-			case <-linger.C:
-				break collect
-			}
-		}
+		linger.Reset(w.linger)
+		batch = w.collect(batch, linger.C)
 		linger.Stop()
 		w.write(batch)
 	}
+}
+
+// collect adds to batch what is queued and, while deliveries run, what
+// comes until the batch is full or the linger ends.
+func (w *stateWriter) collect(batch []pendingState, linger <-chan time.Time) []pendingState {
+	for len(batch) < maxStatesPerWrite {
+		select {
+		case p, ok := <-w.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, p)
+			continue
+		default:
+		}
+		// Nothing queued. A delivery queues its state before it stops
+		// counting as busy, so once busy is false one more look at the
+		// queue finds every state there is to wait for.
+		if !w.busy() {
+			select {
+			case p, ok := <-w.in:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, p)
+				continue
+			default:
+				return batch
+			}
+		}
+		select {
+		case p, ok := <-w.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, p)
+		case <-w.quiet:
+		case <-linger:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (w *stateWriter) write(batch []pendingState) {
