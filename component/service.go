@@ -599,7 +599,7 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		return payloads, errs
 	}
 	publisher := sender.Bare().String()
-	events, err := c.hub.Publish(ctx, n.Name, publisher, entries)
+	events, err := c.hub.PublishTo(ctx, n, publisher, entries)
 	if err != nil {
 		return failAll(err)
 	}

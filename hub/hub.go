@@ -364,6 +364,13 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 	if err != nil {
 		return nil, err
 	}
+	return h.PublishTo(ctx, n, publisher, entries)
+}
+
+// PublishTo is Publish to a node the caller has just read (to check the
+// publisher's rights), without reading it again. A node deleted meanwhile
+// gives ErrNotFound.
+func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
 	events := make([]Event, 0, len(entries))
 	for _, e := range entries {
 		if e.ID == "" {
@@ -377,7 +384,7 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 	}
 	out, err := h.store.Append(ctx, n.ID, events)
 	if err != nil {
-		return nil, fmt.Errorf("publish to %q: %w", nodeName, err)
+		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
 	}
 	h.cfg.Observe.Published(len(out), 0)
 	h.wake(n.ID)

@@ -679,6 +679,26 @@ func TestPublishRetractPurge(t *testing.T) {
 	_, err = e.hub.Publish(ctx, "missing", "", []hub.Entry{{ID: "x"}})
 	mustErrIs(t, "publish to a missing node", err, hub.ErrNotFound)
 
+	// PublishTo publishes to a node the caller has read, and fails once
+	// that node is deleted.
+	gone := e.createNode("gone", "")
+	wakes := e.rec.wakesOf(gone.ID)
+	to, err := e.hub.PublishTo(ctx, gone, "owner@example.org", []hub.Entry{{ID: "g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(to) != 1 || to[0].Seq != 1 || to[0].ItemID != "g" || to[0].NodeID != gone.ID {
+		t.Fatalf("PublishTo published %+v, want g at 1 on node %d", to, gone.ID)
+	}
+	if e.rec.wakesOf(gone.ID) == wakes {
+		t.Errorf("PublishTo woke no transport")
+	}
+	if err := e.hub.DeleteNode(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.hub.PublishTo(ctx, gone, "owner@example.org", []hub.Entry{{ID: "h"}})
+	mustErrIs(t, "publish to a node deleted since it was read", err, hub.ErrNotFound)
+
 	// Retracting a missing item fails and removes nothing.
 	_, err = e.hub.Retract(ctx, "n", "owner@example.org", []string{"a", "missing"})
 	mustErrIs(t, "retract with a missing id", err, hub.ErrNotFound)
