@@ -93,6 +93,10 @@ type Config struct {
 	// at once instead of blocking their subscriptions until they run out.
 	// Never set it on a store that several processes share.
 	Exclusive bool
+
+	// stateLinger and stateGap replace maxStateLinger and stateGap
+	// (tests).
+	stateLinger, stateGap time.Duration
 }
 
 // Outcomes passed to Config.Observe.
@@ -263,7 +267,11 @@ func (e *Engine) wakeAt(nodeID int64, d time.Duration) {
 // next process redoes it at once; if even that fails, the lease runs out
 // and it is redone then. Nothing is lost either way.
 func (e *Engine) Run(ctx context.Context) error {
-	e.states = newStateWriter(e.cfg.Store, e.log, e.poke, func() bool { return e.held.Load() > 0 }, 0)
+	e.states = newStateWriter(stateWriterConfig{
+		store: e.cfg.Store, log: e.log, wake: e.poke, now: e.now,
+		busy:   func() bool { return e.held.Load() > 0 },
+		linger: e.cfg.stateLinger, gap: e.cfg.stateGap,
+	})
 	// A fixed pool of workers, each serving one host's slot at a time:
 	// goroutines that live as long as Run keep the stacks they grew for
 	// HTTP and TLS instead of growing new ones for every host.
@@ -517,8 +525,16 @@ func (e *Engine) save(ctx context.Context, sub *hub.Subscription, ds hub.Deliver
 // Saves happen only within Run, whose state writer writes them even after
 // ctx ended (persistContext).
 func (e *Engine) saveThen(_ context.Context, sub *hub.Subscription, ds hub.DeliveryState, wake bool) {
+	e.queueState(sub, ds, wake, time.Time{})
+}
+
+// queueState hands a state to the state writer, its lease released; with
+// wake, the writer looks at the node once the state is written, if that is
+// not before due.
+func (e *Engine) queueState(sub *hub.Subscription, ds hub.DeliveryState, wake bool, due time.Time) {
 	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
-	e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds}, nodeID: sub.NodeID, wake: wake})
+	e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds},
+		nodeID: sub.NodeID, wake: wake, due: due})
 }
 
 // persistTimeout bounds the writes of delivery bookkeeping, which outlive
@@ -841,8 +857,9 @@ func (e *Engine) postpone(ctx context.Context, sub *hub.Subscription, at time.Ti
 		"subscriber", redactURL(sub.Address), "until", ds.NextAttemptAt)
 	// Run wakes the node when it is due, but the state writer may write
 	// this after that (it waits for running deliveries), and a look at the
-	// node before the write finds it leased: so look again once written.
-	e.saveThen(ctx, sub, ds, true)
+	// node before the write finds it leased: so look again once written,
+	// if that is after it was due.
+	e.queueState(sub, ds, true, ds.NextAttemptAt)
 }
 
 func hostOf(raw string) string {

@@ -16,65 +16,79 @@ import (
 // transaction, was the limit of webhook fan-out (docs/benchmarks.md).
 //
 // After the first state of a write it waits for more only while
-// deliveries are still running (busy), as PostgreSQL's commit_delay waits
-// only when other transactions are active: their states join the same
-// transaction instead of a commit each. A fan-out of a hundred is then
-// written once, after its last delivery, not in two or three transactions
-// competing with the deliveries for the CPU; a lone delivery is written
-// at once. The wait is bounded by maxStateLinger.
+// deliveries are still running (busy) and states keep coming, each within
+// stateGap of the one before, as PostgreSQL's commit_delay waits only when
+// other transactions are active: the states of a fan-out then join one
+// transaction, written after its last delivery, instead of two or three
+// competing with the deliveries for the CPU. A lone delivery is written at
+// once, and one that waits for nothing but a slow receiver elsewhere (a
+// subscriber catching up on a backlog, batch by batch) waits stateGap at
+// most. The whole wait is bounded by maxStateLinger.
 //
 // A subscription stays leased until its state is written, so nobody else
 // takes it meanwhile; if the process dies first, the lease runs out and
 // the delivery is repeated (at least once, as before, over a window of
 // one write more).
 type stateWriter struct {
+	cfg     stateWriterConfig
+	quiet   chan struct{}
+	in      chan pendingState
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// stateWriterConfig is what a stateWriter works with.
+type stateWriterConfig struct {
 	store hub.Store
 	log   *slog.Logger
 	// wake is called after a write for the nodes whose saves asked for it.
 	wake func(nodeID int64)
-	// busy reports whether deliveries are running whose states will come;
-	// quiet is signalled when it may have turned false.
-	busy  func() bool
-	quiet chan struct{}
-	// linger bounds the wait for more (maxStateLinger; tests change it).
-	linger time.Duration
-
-	in      chan pendingState
-	stopped chan struct{}
-	once    sync.Once
+	// busy reports whether deliveries are running whose states will come
+	// (nil: never); the writer's settled is called when it may have
+	// turned false.
+	busy func() bool
+	// now is the clock the states' due times are read with.
+	now func() time.Time
+	// linger and gap are maxStateLinger and stateGap unless set (tests).
+	linger, gap time.Duration
 }
 
 // pendingState is one subscription's state waiting to be written.
 type pendingState struct {
 	hub.SavedDeliveryState
 	nodeID int64
-	// wake: look at the node again once written (more events may wait).
+	// wake: look at the node again once written (more events may wait),
+	// unless due is set and the write lands before it (a subscription put
+	// off until due is looked for then anyway).
 	wake bool
+	due  time.Time
 }
 
 // maxStatesPerWrite bounds one transaction of saves; maxStateLinger is how
-// long the writer waits for more after the first, while deliveries run.
+// long the writer waits for more after the first, while deliveries run;
+// stateGap how long it waits for the next one.
 const (
 	maxStatesPerWrite = 256
 	maxStateLinger    = 10 * time.Millisecond
+	stateGap          = 2 * time.Millisecond
 )
 
-// newStateWriter starts a writer; busy may be nil (never wait for more),
-// linger 0 (maxStateLinger).
-func newStateWriter(store hub.Store, log *slog.Logger, wake func(int64), busy func() bool, linger time.Duration) *stateWriter {
-	if busy == nil {
-		busy = func() bool { return false }
+func newStateWriter(cfg stateWriterConfig) *stateWriter {
+	if cfg.busy == nil {
+		cfg.busy = func() bool { return false }
 	}
-	if linger <= 0 {
-		linger = maxStateLinger
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.linger <= 0 {
+		cfg.linger = maxStateLinger
+	}
+	if cfg.gap <= 0 {
+		cfg.gap = stateGap
 	}
 	w := &stateWriter{
-		store:   store,
-		log:     log,
-		wake:    wake,
-		busy:    busy,
+		cfg:     cfg,
 		quiet:   make(chan struct{}, 1),
-		linger:  linger,
 		in:      make(chan pendingState, 16*maxStatesPerWrite),
 		stopped: make(chan struct{}),
 	}
@@ -102,20 +116,19 @@ func (w *stateWriter) close() {
 func (w *stateWriter) loop() {
 	defer close(w.stopped)
 	batch := make([]pendingState, 0, maxStatesPerWrite)
-	linger := time.NewTimer(0)
-	<-linger.C
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for p := range w.in {
-		batch = append(batch[:0], p)
-		linger.Reset(w.linger)
-		batch = w.collect(batch, linger.C)
-		linger.Stop()
+		batch = w.collect(append(batch[:0], p), timer)
 		w.write(batch)
 	}
 }
 
-// collect adds to batch what is queued and, while deliveries run, what
-// comes until the batch is full or the linger ends.
-func (w *stateWriter) collect(batch []pendingState, linger <-chan time.Time) []pendingState {
+// collect adds to batch what is queued and, while deliveries run and
+// their states keep coming, what comes until the batch is full or the
+// linger ends.
+func (w *stateWriter) collect(batch []pendingState, timer *time.Timer) []pendingState {
+	deadline := time.Now().Add(w.cfg.linger)
 	for len(batch) < maxStatesPerWrite {
 		select {
 		case p, ok := <-w.in:
@@ -129,7 +142,7 @@ func (w *stateWriter) collect(batch []pendingState, linger <-chan time.Time) []p
 		// Nothing queued. A delivery queues its state before it stops
 		// counting as busy, so once busy is false one more look at the
 		// queue finds every state there is to wait for.
-		if !w.busy() {
+		if !w.cfg.busy() {
 			select {
 			case p, ok := <-w.in:
 				if !ok {
@@ -141,15 +154,22 @@ func (w *stateWriter) collect(batch []pendingState, linger <-chan time.Time) []p
 				return batch
 			}
 		}
+		wait := min(w.cfg.gap, time.Until(deadline))
+		if wait <= 0 {
+			return batch
+		}
+		timer.Reset(wait)
 		select {
 		case p, ok := <-w.in:
+			timer.Stop()
 			if !ok {
 				return batch
 			}
 			batch = append(batch, p)
 		case <-w.quiet:
-		case <-linger:
-			return batch
+			timer.Stop()
+		case <-timer.C:
+			return batch // none came within the gap, or the linger is over
 		}
 	}
 	return batch
@@ -163,28 +183,29 @@ func (w *stateWriter) write(batch []pendingState) {
 	// These record what receivers already answered: written even when
 	// shutdown has begun (persistContext).
 	ctx, cancel := persistContext(context.Background())
-	err := w.store.SaveDeliveryStates(ctx, states)
+	err := w.cfg.store.SaveDeliveryStates(ctx, states)
 	cancel()
 	if err != nil {
 		// All or nothing failed: try them one by one, so that one write's
 		// trouble does not make every delivery of the batch be repeated.
-		w.log.Warn("save delivery states together; saving them one by one", "subscriptions", len(states), "err", err)
+		w.cfg.log.Warn("save delivery states together; saving them one by one", "subscriptions", len(states), "err", err)
 		for _, st := range states {
 			ctx, cancel := persistContext(context.Background())
-			err := w.store.SaveDeliveryState(ctx, st.ID, st.State)
+			err := w.cfg.store.SaveDeliveryState(ctx, st.ID, st.State)
 			cancel()
 			if err != nil && !errors.Is(err, hub.ErrNotFound) {
 				// Its lease runs out and the delivery is repeated: at
 				// least once.
-				w.log.Error("save delivery state", "subscription", st.ID, "err", err)
+				w.cfg.log.Error("save delivery state", "subscription", st.ID, "err", err)
 			}
 		}
 	}
 	woken := map[int64]bool{}
+	now := w.cfg.now()
 	for _, p := range batch {
-		if p.wake && !woken[p.nodeID] {
+		if p.wake && !woken[p.nodeID] && !now.Before(p.due) {
 			woken[p.nodeID] = true
-			w.wake(p.nodeID)
+			w.cfg.wake(p.nodeID)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -38,13 +39,15 @@ func (r *writeRecorder) written() []int {
 // stateWriterFixture is a state writer on a store with n webhook
 // subscriptions, whose deliveries count as running while busy is set.
 type stateWriterFixture struct {
-	rec  *writeRecorder
-	w    *stateWriter
-	busy atomic.Bool
-	subs []hub.Subscription
+	rec   *writeRecorder
+	w     *stateWriter
+	busy  atomic.Bool
+	subs  []hub.Subscription
+	mu    sync.Mutex
+	woken []int64
 }
 
-func newStateWriterFixture(t *testing.T, n int, linger time.Duration) *stateWriterFixture {
+func newStateWriterFixture(t *testing.T, n int, linger, gap time.Duration) *stateWriterFixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: quietLogger()})
@@ -64,7 +67,12 @@ func newStateWriterFixture(t *testing.T, n int, linger time.Duration) *stateWrit
 		}
 		f.subs = append(f.subs, sub)
 	}
-	f.w = newStateWriter(f.rec, quietLogger(), func(int64) {}, f.busy.Load, linger)
+	f.w = newStateWriter(stateWriterConfig{store: f.rec, log: quietLogger(), busy: f.busy.Load, linger: linger, gap: gap,
+		wake: func(node int64) {
+			f.mu.Lock()
+			f.woken = append(f.woken, node)
+			f.mu.Unlock()
+		}})
 	t.Cleanup(f.w.close)
 	return f
 }
@@ -72,6 +80,12 @@ func newStateWriterFixture(t *testing.T, n int, linger time.Duration) *stateWrit
 // save queues subscription i's state with its cursor at seq.
 func (f *stateWriterFixture) save(i int, seq int64) {
 	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: f.subs[i].ID, State: hub.DeliveryState{Cursor: seq}}, nodeID: f.subs[i].NodeID})
+}
+
+func (f *stateWriterFixture) wakes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.woken)
 }
 
 func (f *stateWriterFixture) cursor(t *testing.T, i int) int64 {
@@ -92,7 +106,7 @@ func (f *stateWriterFixture) cursor(t *testing.T, i int) int64 {
 // While deliveries run, their states wait for each other and go into one
 // transaction when the last one is done, not one transaction each.
 func TestStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
-	f := newStateWriterFixture(t, 3, time.Hour)
+	f := newStateWriterFixture(t, 3, time.Hour, time.Hour)
 	f.busy.Store(true)
 	for i := range 3 {
 		f.save(i, 7)
@@ -118,7 +132,7 @@ func TestStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
 // With nothing else running, a state is written at once, not after a
 // linger.
 func TestLoneStateIsWrittenAtOnce(t *testing.T) {
-	f := newStateWriterFixture(t, 1, time.Hour)
+	f := newStateWriterFixture(t, 1, time.Hour, time.Hour)
 	f.save(0, 3)
 	eventually(t, "the state written", func() bool { return len(f.rec.written()) == 1 })
 	if c := f.cursor(t, 0); c != 3 {
@@ -129,7 +143,7 @@ func TestLoneStateIsWrittenAtOnce(t *testing.T) {
 // Deliveries that keep running do not hold finished ones' states longer
 // than the linger.
 func TestLingerBoundsTheWait(t *testing.T) {
-	f := newStateWriterFixture(t, 1, 50*time.Millisecond)
+	f := newStateWriterFixture(t, 1, 50*time.Millisecond, time.Hour)
 	f.busy.Store(true) // and never settles
 	f.save(0, 5)
 	eventually(t, "the state written", func() bool { return len(f.rec.written()) == 1 })
@@ -140,7 +154,7 @@ func TestLingerBoundsTheWait(t *testing.T) {
 
 // A full write does not wait for the deliveries still running.
 func TestFullWriteGoesAtOnce(t *testing.T) {
-	f := newStateWriterFixture(t, maxStatesPerWrite+1, time.Hour)
+	f := newStateWriterFixture(t, maxStatesPerWrite+1, time.Hour, time.Hour)
 	f.busy.Store(true)
 	for i := range maxStatesPerWrite + 1 {
 		f.save(i, 2)
@@ -161,7 +175,7 @@ func TestFullWriteGoesAtOnce(t *testing.T) {
 // Closing the writer writes what waits, even while deliveries count as
 // running.
 func TestCloseWritesWhatWaits(t *testing.T) {
-	f := newStateWriterFixture(t, 2, time.Hour)
+	f := newStateWriterFixture(t, 2, time.Hour, time.Hour)
 	f.busy.Store(true)
 	f.save(0, 4)
 	f.save(1, 4)
@@ -169,4 +183,130 @@ func TestCloseWritesWhatWaits(t *testing.T) {
 	if got := f.rec.written(); len(got) != 1 || got[0] != 2 {
 		t.Fatalf("writes %v, want one of 2", got)
 	}
+}
+
+// While deliveries run, the writer waits for the next state only as long
+// as the gap: a subscriber catching up batch by batch beside a slow
+// receiver elsewhere waits the gap for its next batch, not the linger.
+func TestGapBoundsTheWait(t *testing.T) {
+	f := newStateWriterFixture(t, 1, time.Hour, 50*time.Millisecond)
+	f.busy.Store(true) // and never settles
+	f.save(0, 6)
+	eventually(t, "the state written", func() bool { return len(f.rec.written()) == 1 })
+	if c := f.cursor(t, 0); c != 6 {
+		t.Errorf("cursor %d, want 6", c)
+	}
+}
+
+// States that keep coming, each within the gap of the one before, go
+// into one write.
+func TestStatesWithinTheGapAreWrittenTogether(t *testing.T) {
+	f := newStateWriterFixture(t, 3, time.Hour, time.Second)
+	f.busy.Store(true)
+	for i := range 3 {
+		f.save(i, 8)
+		time.Sleep(20 * time.Millisecond)
+	}
+	eventually(t, "the states written", func() bool { return len(f.rec.written()) > 0 })
+	if got := f.rec.written(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("writes %v, want one of 3", got)
+	}
+}
+
+// A state that asks for a look at its node once written, but not before
+// a due time, gets it only if the write lands at or after that time.
+func TestWakeAfterWriteWaitsForDue(t *testing.T) {
+	f := newStateWriterFixture(t, 2, time.Hour, time.Hour)
+	sub := f.subs[0]
+	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: hub.DeliveryState{Cursor: 1}},
+		nodeID: sub.NodeID, wake: true, due: time.Now().Add(time.Hour)})
+	eventually(t, "the first state written", func() bool { return len(f.rec.written()) == 1 })
+	if n := f.wakes(); n != 0 {
+		t.Fatalf("a write before the due time woke the node (%d wakes)", n)
+	}
+	sub = f.subs[1]
+	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: hub.DeliveryState{Cursor: 1}},
+		nodeID: sub.NodeID, wake: true, due: time.Now().Add(-time.Second)})
+	eventually(t, "the node woken after the second write", func() bool { return f.wakes() == 1 })
+}
+
+// A delivery's state is written, and its lease released, as soon as the
+// last delivery running beside it ends, not after the linger or the gap
+// (here an hour each), even when that last one leaves no state to write
+// (its receiver asked to be removed): the engine tells the writer when
+// nothing runs any more.
+func TestStateIsWrittenWhenTheLastDeliveryEnds(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Now, c.PollInterval = time.Now, time.Hour
+		c.stateLinger, c.stateGap = time.Hour, time.Hour
+	})
+	fast, slow := newReceiver(t, h.clock), newReceiver(t, h.clock)
+	slow.set(func(r *receiver) {
+		r.answer = func(*received) (int, string) {
+			time.Sleep(300 * time.Millisecond) // the fast one's state waits meanwhile
+			return http.StatusGone, ""
+		}
+	})
+	kept := h.subscribe(fast.URL("/kept"), hub.SubActive, hub.Options{})
+	gone := h.subscribe(slow.URL("/gone"), hub.SubActive, hub.Options{})
+	h.publish("a")
+	eventually(t, "the slow receiver's subscription removed", func() bool { return h.sub(gone) == nil })
+	if s := h.settled(kept); s.Cursor != h.lastSeq() {
+		t.Fatalf("cursor %d after the delivery, want %d", s.Cursor, h.lastSeq())
+	}
+}
+
+// A subscriber catching up on a backlog batch by batch keeps moving while
+// another delivery hangs on a slow receiver: each batch's state waits for
+// company no longer than the gap, not the linger (here an hour).
+func TestBacklogBesideAHangingDeliveryKeepsMoving(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Now, c.PollInterval = time.Now, time.Hour
+		c.Batch = 2
+		c.stateLinger = time.Hour
+	})
+	fast, hanging := newReceiver(t, h.clock), newReceiver(t, h.clock)
+	release := make(chan struct{})
+	hanging.set(func(r *receiver) {
+		r.answer = func(*received) (int, string) {
+			<-release
+			return http.StatusNoContent, ""
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	h.subscribe(hanging.URL("/hangs"), hub.SubActive, hub.Options{})
+	h.subscribe(fast.URL("/backlog"), hub.SubActive, hub.Options{})
+	h.publish("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+	eventually(t, "the whole backlog delivered", func() bool { return len(fast.deliveries("/backlog")) == 5 })
+}
+
+// slowSaves is the real store whose delivery-state writes take a while,
+// so they land after whatever is scheduled meanwhile.
+type slowSaves struct {
+	store.Store
+	delay time.Duration
+}
+
+func (s *slowSaves) SaveDeliveryStates(ctx context.Context, states []hub.SavedDeliveryState) error {
+	time.Sleep(s.delay)
+	return s.Store.SaveDeliveryStates(ctx, states)
+}
+
+// A subscription put off because its host's queue was full is looked for
+// again when due; when its state is written only after that look (which
+// then found it still leased), the write itself brings the look, so it is
+// served without waiting for the next poll (here an hour away).
+func TestPostponedSubscriptionWrittenLateIsServed(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Now, c.PollInterval = time.Now, time.Hour
+		c.Workers, c.PerHost = 1, 1 // one request at a time, a queue of 16, the rest put off
+		c.Store = &slowSaves{Store: c.Store.(store.Store), delay: 200 * time.Millisecond}
+	})
+	rc := newReceiver(t, h.clock)
+	const n = 20
+	for i := range n {
+		h.subscribe(rc.URL(fmt.Sprintf("/p%d", i)), hub.SubActive, hub.Options{})
+	}
+	h.publish("a")
+	eventually(t, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
 }

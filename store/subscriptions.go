@@ -255,9 +255,11 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 		args = append(args, nodeID)
 	}
 	waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
-	// One slice for both queries, sized for the usual claim: growing it
-	// row by row copied every subscription read several times.
-	out := make([]hub.Subscription, 0, min(limit, maxClaimCapacity))
+	// One slice for both queries, grown from a size that serves small
+	// claims without copying and costs little to claims that find nothing
+	// (each poll's): growing two slices from nothing and joining them
+	// copied every subscription read several times.
+	out := make([]hub.Subscription, 0, min(limit, claimCapacity))
 	err := s.inTx(ctx, func(tx *txn) error {
 		out = out[:0]
 		// The queries that find the subscriptions read them too: they visit
@@ -301,8 +303,8 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 	return out, nil
 }
 
-// maxClaimCapacity bounds the room a claim reserves before reading.
-const maxClaimCapacity = 1024
+// claimCapacity is the room a claim reserves before reading.
+const claimCapacity = 64
 
 // subsOf runs a query of whole subscription rows.
 func (s *sqlStore) subsOf(ctx context.Context, q querier, query string, args ...any) ([]hub.Subscription, error) {
