@@ -32,10 +32,10 @@
 // What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
 // subscriptions in one query, at most 32 per worker held in memory), the
 // body for a batch of subscribers is rendered once, workers are a fixed
-// pool, and the states of deliveries that finish while others still run
-// are saved together in one transaction (states.go,
-// hub.Store.SaveDeliveryStates) rather than one commit each; a delivery
-// with nothing else running is saved at once. A subscription
+// pool, and the states of deliveries that finish one shortly after
+// another while others still run are saved together in one transaction
+// (states.go, hub.Store.SaveDeliveryStates) rather than one commit each; a
+// delivery with nothing else running is saved at once. A subscription
 // stays leased until its state is saved; a crash in between repeats that
 // delivery, as any crash between sending and saving does.
 //
