@@ -71,11 +71,7 @@ type harness struct {
 func newHarness(t *testing.T, tune ...func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTestStore(t)
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	h, err := hub.New(hub.Config{Store: st, Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
@@ -112,6 +108,17 @@ func newHarness(t *testing.T, tune ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	return &harness{t: t, store: st, hub: h, engine: e, clock: clock, node: n}
+}
+
+// openTestStore opens a store on a fresh SQLite file, closed after the test.
+func openTestStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 func quietLogger() *slog.Logger {

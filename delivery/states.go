@@ -130,29 +130,22 @@ func (w *stateWriter) loop() {
 func (w *stateWriter) collect(batch []pendingState, timer *time.Timer) []pendingState {
 	deadline := time.Now().Add(w.cfg.linger)
 	for len(batch) < maxStatesPerWrite {
-		select {
-		case p, ok := <-w.in:
-			if !ok {
+		p, open, got := w.queued()
+		if !got && !w.cfg.busy() {
+			// A delivery queues its state before it stops counting as
+			// busy, so once busy is false one more look at the queue
+			// finds every state there is to wait for.
+			p, open, got = w.queued()
+			if !got {
+				return batch
+			}
+		}
+		if got {
+			if !open {
 				return batch
 			}
 			batch = append(batch, p)
 			continue
-		default:
-		}
-		// Nothing queued. A delivery queues its state before it stops
-		// counting as busy, so once busy is false one more look at the
-		// queue finds every state there is to wait for.
-		if !w.cfg.busy() {
-			select {
-			case p, ok := <-w.in:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, p)
-				continue
-			default:
-				return batch
-			}
 		}
 		wait := min(w.cfg.gap, time.Until(deadline))
 		if wait <= 0 {
@@ -160,9 +153,9 @@ func (w *stateWriter) collect(batch []pendingState, timer *time.Timer) []pending
 		}
 		timer.Reset(wait)
 		select {
-		case p, ok := <-w.in:
+		case p, open := <-w.in:
 			timer.Stop()
-			if !ok {
+			if !open {
 				return batch
 			}
 			batch = append(batch, p)
@@ -173,6 +166,17 @@ func (w *stateWriter) collect(batch []pendingState, timer *time.Timer) []pending
 		}
 	}
 	return batch
+}
+
+// queued takes a state from the queue without waiting: got is false when
+// none is there, open false when the queue is closed.
+func (w *stateWriter) queued() (p pendingState, open, got bool) {
+	select {
+	case p, open = <-w.in:
+		return p, open, true
+	default:
+		return p, true, false
+	}
 }
 
 func (w *stateWriter) write(batch []pendingState) {

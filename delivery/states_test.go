@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,11 +49,7 @@ type stateWriterFixture struct {
 func newStateWriterFixture(t *testing.T, n int, linger, gap time.Duration) *stateWriterFixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTestStore(t)
 	node := &hub.Node{Name: "news", NodeConfig: hub.DefaultNodeConfig()}
 	if err := st.CreateNode(ctx, node); err != nil {
 		t.Fatal(err)
