@@ -41,7 +41,8 @@ type stateWriter struct {
 type stateWriterConfig struct {
 	store hub.Store
 	log   *slog.Logger
-	// wake is called after a write for the nodes whose saves asked for it.
+	// wake is called after a write for the nodes whose saves asked for it
+	// (nil: nothing is).
 	wake func(nodeID int64)
 	// busy reports whether deliveries are running whose states will come
 	// (nil: never); the writer's settled is called when it may have
@@ -74,6 +75,12 @@ const (
 )
 
 func newStateWriter(cfg stateWriterConfig) *stateWriter {
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	if cfg.wake == nil {
+		cfg.wake = func(int64) {}
+	}
 	if cfg.busy == nil {
 		cfg.busy = func() bool { return false }
 	}
