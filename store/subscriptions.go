@@ -265,21 +265,13 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 		// The queries that find the subscriptions read them too: they visit
 		// each row anyway, and reading the rows again by id was most of a
 		// claim's time.
-		each := func(r *sql.Rows) error {
-			sub, err := scanSubscription(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, sub)
-			return nil
-		}
 		args[1] = limit
-		if err := s.query(ctx, tx, waitingSQL, args, each); err != nil {
+		if err := s.appendSubs(ctx, tx, &out, waitingSQL, args...); err != nil {
 			return err
 		}
 		if len(out) < limit {
 			args[1] = limit - len(out)
-			if err := s.query(ctx, tx, behindSQL, args, each); err != nil {
+			if err := s.appendSubs(ctx, tx, &out, behindSQL, args...); err != nil {
 				return err
 			}
 		}
@@ -309,15 +301,21 @@ const claimCapacity = 64
 // subsOf runs a query of whole subscription rows.
 func (s *sqlStore) subsOf(ctx context.Context, q querier, query string, args ...any) ([]hub.Subscription, error) {
 	var out []hub.Subscription
-	err := s.query(ctx, q, query, args, func(r *sql.Rows) error {
+	err := s.appendSubs(ctx, q, &out, query, args...)
+	return out, err
+}
+
+// appendSubs runs a query of whole subscription rows and appends them to
+// *out.
+func (s *sqlStore) appendSubs(ctx context.Context, q querier, out *[]hub.Subscription, query string, args ...any) error {
+	return s.query(ctx, q, query, args, func(r *sql.Rows) error {
 		sub, err := scanSubscription(r)
 		if err != nil {
 			return err
 		}
-		out = append(out, sub)
+		*out = append(*out, sub)
 		return nil
 	})
-	return out, err
 }
 
 // claimDeliveriesSQL returns the two queries of ClaimDeliveries, with
