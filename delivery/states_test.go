@@ -73,8 +73,13 @@ func newStateWriterFixture(t *testing.T, n int, linger, gap time.Duration) *stat
 }
 
 // save queues subscription i's state with its cursor at seq.
-func (f *stateWriterFixture) save(i int, seq int64) {
-	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: f.subs[i].ID, State: hub.DeliveryState{Cursor: seq}}, nodeID: f.subs[i].NodeID})
+func (f *stateWriterFixture) save(i int, seq int64) { f.saveWaking(i, seq, false, time.Time{}) }
+
+// saveWaking is save asking for a look at the node once written, if not
+// before due.
+func (f *stateWriterFixture) saveWaking(i int, seq int64, wake bool, due time.Time) {
+	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: f.subs[i].ID, State: hub.DeliveryState{Cursor: seq}},
+		nodeID: f.subs[i].NodeID, wake: wake, due: due})
 }
 
 func (f *stateWriterFixture) wakes() int {
@@ -211,16 +216,12 @@ func TestStatesWithinTheGapAreWrittenTogether(t *testing.T) {
 // a due time, gets it only if the write lands at or after that time.
 func TestWakeAfterWriteWaitsForDue(t *testing.T) {
 	f := newStateWriterFixture(t, 2, time.Hour, time.Hour)
-	sub := f.subs[0]
-	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: hub.DeliveryState{Cursor: 1}},
-		nodeID: sub.NodeID, wake: true, due: time.Now().Add(time.Hour)})
+	f.saveWaking(0, 1, true, time.Now().Add(time.Hour))
 	eventually(t, "the first state written", func() bool { return len(f.rec.written()) == 1 })
 	if n := f.wakes(); n != 0 {
 		t.Fatalf("a write before the due time woke the node (%d wakes)", n)
 	}
-	sub = f.subs[1]
-	f.w.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: hub.DeliveryState{Cursor: 1}},
-		nodeID: sub.NodeID, wake: true, due: time.Now().Add(-time.Second)})
+	f.saveWaking(1, 1, true, time.Now().Add(-time.Second))
 	eventually(t, "the node woken after the second write", func() bool { return f.wakes() == 1 })
 }
 
