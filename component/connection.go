@@ -173,7 +173,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.
 	c.work.add(0)
-	pool := newRequestPool(func(j *job) { c.runJob(ctx, cn, j) })
+	pool := newRequestPool(ctx, func(ctx context.Context, j *job) { c.runJob(ctx, cn, j) })
 	// Notifications go one by one until a multicast service is found.
 	discovered := make(chan struct{})
 	go func() {

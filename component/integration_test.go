@@ -64,6 +64,9 @@ type envOptions struct {
 	// addr overrides the component address (a proxy in front of Prosody).
 	addr  string
 	level slog.Level
+	// hub, when set, changes the hub's Config before hub.New; the hub's
+	// loops run when it sets a Fetcher.
+	hub func(*hub.Config)
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -96,7 +99,11 @@ func newEnv(t *testing.T, opts envOptions) *env {
 func (e *env) startComponent(opts envOptions) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: opts.level}))
-	h, err := hub.New(hub.Config{Store: e.store, Admins: []string{e.admin}, Logger: log})
+	hcfg := hub.Config{Store: e.store, Admins: []string{e.admin}, Logger: log}
+	if opts.hub != nil {
+		opts.hub(&hcfg)
+	}
+	h, err := hub.New(hcfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -119,15 +126,17 @@ func (e *env) startComponent(opts envOptions) {
 	}
 	h.Register(comp, hub.KindXMPP)
 	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var running sync.WaitGroup
+	running.Go(func() {
 		if err := comp.Run(ctx); err != nil {
 			e.t.Errorf("Run: %v", err)
 		}
-	}()
+	})
+	if hcfg.Fetcher != nil {
+		running.Go(func() { _ = h.Run(ctx) })
+	}
 	var once sync.Once
-	e.stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.stop = func() { once.Do(func() { cancel(); running.Wait() }) }
 	e.t.Cleanup(e.stop)
 	e.hub, e.comp = h, comp
 	waitFor(e.t, 20*time.Second, "the component to connect", comp.Connected)

@@ -3,8 +3,11 @@ package component
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"mellium.im/xmpp/jid"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // Requests are carried out by a bounded pool of workers, not by the
@@ -24,6 +27,15 @@ import (
 // each still answered on its own. Every IQ get and set is answered
 // exactly once, by the worker that carries it out (or by the reader when
 // it refuses it outright).
+//
+// Slow waits: a request that names a source not fetched yet (a
+// subscription, a node for a new feed) waits for that source's first fetch,
+// as long as its server takes, up to the hub's baseline wait. The hub tells
+// the worker (hub.WaitObserver), and another worker is started in its
+// place: eight such requests would otherwise stop every other request of
+// the connection for that long. The waiting job still holds its key, so
+// the requests about its node still come after it; its worker ends once
+// the job is done.
 
 // Pool sizes.
 const (
@@ -61,7 +73,8 @@ func (j *job) batchable(next *job) bool {
 
 // requestPool runs the jobs of one connection.
 type requestPool struct {
-	run func(*job)
+	ctx context.Context
+	run func(context.Context, *job)
 
 	slots    chan struct{} // one per job received and not finished
 	runnable chan *job
@@ -72,8 +85,11 @@ type requestPool struct {
 	waiting map[string][]*job
 }
 
-func newRequestPool(run func(*job)) *requestPool {
+// newRequestPool starts the workers; run carries out a job, with ctx or a
+// context derived from it.
+func newRequestPool(ctx context.Context, run func(context.Context, *job)) *requestPool {
 	p := &requestPool{
+		ctx:      ctx,
 		run:      run,
 		slots:    make(chan struct{}, maxPendingRequests),
 		runnable: make(chan *job, maxPendingRequests),
@@ -107,9 +123,20 @@ func (p *requestPool) submit(ctx context.Context, j *job) bool {
 }
 
 func (p *requestPool) work() {
+	var replaced atomic.Bool
+	ctx := hub.WithWaitObserver(p.ctx, func() func() {
+		// The first slow wait of a job starts its worker's successor.
+		if replaced.CompareAndSwap(false, true) {
+			p.workers.Go(p.work)
+		}
+		return nil
+	})
 	for j := range p.runnable {
-		p.run(j)
+		p.run(ctx, j)
 		p.finish(j)
+		if replaced.Load() {
+			return
+		}
 	}
 }
 

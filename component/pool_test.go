@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"mellium.im/xmpp/jid"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // poolRecorder runs jobs for the pool tests and records what ran.
@@ -33,7 +36,7 @@ func jobNumber(j *job) int {
 	return n
 }
 
-func (r *poolRecorder) run(j *job) {
+func (r *poolRecorder) run(_ context.Context, j *job) {
 	now := r.running.Add(1)
 	for {
 		m := r.most.Load()
@@ -74,7 +77,7 @@ func testJob(n int, key string, op op, node, from string) *job {
 
 func TestRequestPoolOrderPerKeyAndConcurrency(t *testing.T) {
 	rec := newPoolRecorder()
-	p := newRequestPool(rec.run)
+	p := newRequestPool(context.Background(), rec.run)
 	ctx := context.Background()
 	const perKey = 40
 	keys := []string{"node\x00a", "node\x00b", "node\x00c", ""}
@@ -113,7 +116,7 @@ func TestRequestPoolOrderPerKeyAndConcurrency(t *testing.T) {
 func TestRequestPoolBatchesWaitingPublishes(t *testing.T) {
 	rec := newPoolRecorder()
 	rec.hold = make(chan struct{})
-	p := newRequestPool(rec.run)
+	p := newRequestPool(context.Background(), rec.run)
 	ctx := context.Background()
 	key := "node\x00news"
 	// The first publish runs (and waits); the rest queue behind it.
@@ -149,7 +152,7 @@ func TestRequestPoolBatchesWaitingPublishes(t *testing.T) {
 func TestRequestPoolBoundsPending(t *testing.T) {
 	rec := newPoolRecorder()
 	rec.hold = make(chan struct{})
-	p := newRequestPool(rec.run)
+	p := newRequestPool(context.Background(), rec.run)
 	for i := range maxPendingRequests {
 		p.submit(context.Background(), testJob(i, "", opRetract, "", "u@localhost"))
 	}
@@ -165,6 +168,79 @@ func TestRequestPoolBoundsPending(t *testing.T) {
 	if len(rec.runs) != maxPendingRequests {
 		t.Fatalf("%d jobs ran, want %d", len(rec.runs), maxPendingRequests)
 	}
+}
+
+// TestRequestPoolRunsOthersWhileJobsWaitSlowly: jobs that report a slow
+// wait (a baseline fetch) do not hold the pool: more of them than there are
+// workers wait at once and other jobs still run; the requests queued behind
+// a waiting job's node still wait for it; once they are done, no more than
+// requestWorkers jobs run at once again.
+func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
+	release := make(chan struct{})
+	var waiting atomic.Int32
+	var mu sync.Mutex
+	var order []int
+	burst := newPoolRecorder()
+	burst.hold = make(chan struct{})
+	run := func(ctx context.Context, j *job) {
+		if jobNumber(j) >= 200 {
+			burst.run(ctx, j)
+			return
+		}
+		if j.req.Node == "slow" {
+			ended := hub.StartSlowWait(ctx)
+			waiting.Add(1)
+			<-release
+			ended()
+		}
+		mu.Lock()
+		order = append(order, jobNumber(j))
+		mu.Unlock()
+	}
+	p := newRequestPool(context.Background(), run)
+	ctx := context.Background()
+	slow := requestWorkers + 4
+	for i := range slow {
+		p.submit(ctx, testJob(i, fmt.Sprintf("node\x00slow%d", i), opSubscribe, "slow", "u@localhost/a"))
+	}
+	waitFor(t, 10*time.Second, "every slow job to be waiting", func() bool { return waiting.Load() == int32(slow) })
+	// Behind the first slow job's node: waits for it.
+	p.submit(ctx, testJob(100, "node\x00slow0", opRetract, "n", "u@localhost/a"))
+	// Unrelated: runs now.
+	p.submit(ctx, testJob(101, "", opRetract, "n", "u@localhost/a"))
+	waitFor(t, 10*time.Second, "a job to run beside the waiting ones", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) > 0
+	})
+	mu.Lock()
+	if fmt.Sprint(order) != "[101]" {
+		t.Errorf("while %d jobs wait, jobs done: %v; want [101]", slow, order)
+	}
+	mu.Unlock()
+	close(release)
+	waitFor(t, 10*time.Second, "the waiting jobs to finish", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == slow+2
+	})
+	mu.Lock()
+	if i100, i0 := slices.Index(order, 100), slices.Index(order, 0); i100 < i0 {
+		t.Errorf("the job behind a waiting job's node ran before it: %v", order)
+	}
+	mu.Unlock()
+
+	// The extra workers are gone: a burst runs requestWorkers at a time.
+	for i := range 4 * requestWorkers {
+		p.submit(ctx, testJob(200+i, "", opRetract, "n", "u@localhost/a"))
+	}
+	waitFor(t, 10*time.Second, "a burst to fill the workers", func() bool { return burst.running.Load() >= requestWorkers })
+	time.Sleep(50 * time.Millisecond) // room for an extra worker to show up
+	if got := burst.running.Load(); got != requestWorkers {
+		t.Errorf("%d jobs run at once after the slow waits ended; want %d", got, requestWorkers)
+	}
+	close(burst.hold)
+	p.close()
 }
 
 func TestPayloadSetKeepsRecentWithinBudget(t *testing.T) {

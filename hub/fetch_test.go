@@ -116,6 +116,52 @@ func TestLearningOfASourceWaitsForItsBaselineOnlySoLong(t *testing.T) {
 	}
 }
 
+// TestSlowWaitIsReported: a WaitObserver in the context hears when learning
+// of a source starts waiting for its baseline fetch and when that wait ends;
+// a call that does not wait (the source has its baseline) tells it nothing.
+func TestSlowWaitIsReported(t *testing.T) {
+	e := newEnv(t, envOptions{baselineWait: time.Minute})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	doc := &feedDoc{body: rss{title: "Feed", items: items("a")}.String()}
+	e.origin.handle("/hangs", func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		doc.ServeHTTP(w, r)
+	})
+	e.run()
+	var started, ended atomic.Int32
+	ctx := hub.WithWaitObserver(t.Context(), func() func() {
+		started.Add(1)
+		return func() { ended.Add(1) }
+	})
+	created := make(chan *hub.Node, 1)
+	go func() {
+		n, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "n", Source: e.origin.url("/hangs"), Config: hub.DefaultNodeConfig()})
+		if err != nil {
+			t.Errorf("CreateNode: %v", err)
+		}
+		created <- n
+	}()
+	waitFor(t, "the observer to hear of the wait", func() bool { return started.Load() == 1 })
+	if ended.Load() != 0 {
+		t.Fatalf("the wait was reported over while the fetch hangs")
+	}
+	release <- struct{}{}
+	n := <-created
+	if started.Load() != 1 || ended.Load() != 1 {
+		t.Errorf("after the baseline: %d waits started, %d ended; want 1 and 1", started.Load(), ended.Load())
+	}
+	if n == nil {
+		return
+	}
+	if _, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: "a@example.org", BareJID: "a@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if started.Load() != 1 {
+		t.Errorf("subscribing to a node whose source has its baseline reported a wait")
+	}
+}
+
 func TestChangePublishesOnlyNewEntriesOldestFirst(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := t.Context()

@@ -555,7 +555,8 @@ func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 // was put off. Whoever learnt of the source answers only then: a change
 // made between an earlier answer and the fetch went into the baseline, and
 // the ping that announced it notified nothing. It returns at once when no
-// fetch loop runs in this process (Run not started).
+// fetch loop runs in this process (Run not started). A WaitObserver in
+// parent's context hears of the wait.
 func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
 	ctx, cancel := context.WithTimeout(parent, h.cfg.BaselineWait)
 	defer cancel()
@@ -567,6 +568,12 @@ func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
 		defer t.Stop()
 		poll = t.C
 	}
+	var ended func()
+	defer func() {
+		if ended != nil {
+			ended()
+		}
+	}()
 	for {
 		fetched, ok := h.fetchedSignal(src.ID)
 		if !ok {
@@ -577,6 +584,9 @@ func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
 			// Not due any more without a baseline: the fetch failed or
 			// was put off, and the status shows why.
 			return
+		}
+		if ended == nil {
+			ended = StartSlowWait(parent)
 		}
 		select {
 		case <-fetched:

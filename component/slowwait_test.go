@@ -1,0 +1,105 @@
+package component
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/feed"
+	"github.com/pingd/pingd/hub"
+)
+
+// TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent: subscribing to
+// a node whose feed was never fetched waits for the feed's first fetch. More
+// such subscriptions than the component has workers, to feeds whose server
+// hangs, must not stop other requests: a disco#info sent after them is
+// answered while they all still wait, and they are answered once the feeds
+// are fetched.
+func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prosody")
+	}
+	var hang atomic.Bool
+	release := make(chan struct{})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hang.Load() {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<rss version="2.0"><channel><title>Feed</title><link>http://example.org/</link><item><guid>a</guid><title>A</title></item></channel></rss>`)
+	}))
+	defer origin.Close()
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // before the server closes: deferred calls run last in, first out
+
+	e := newEnv(t, envOptions{hub: func(c *hub.Config) {
+		c.Fetcher = feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true})
+		c.BaselineWait = 2 * time.Minute // longer than the test: only the fetches end the waits
+	}})
+	const slow = requestWorkers + 2
+	for i := range slow {
+		// The origin fails the first fetch: the node is created without a
+		// baseline.
+		cfg := hub.DefaultNodeConfig()
+		if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: fmt.Sprintf("feed%d", i), Source: fmt.Sprintf("%s/feed%d", origin.URL, i), Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hang.Store(true)
+
+	alice := e.dial("alice", "phone")
+	answers := make(chan string, slow)
+	for i := range slow {
+		go func() {
+			ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+			defer cancel()
+			resp, err := alice.SendRaw(ctx, fmt.Sprintf(`<iq type="set" to=%q id="sub%d">%s</iq>`,
+				e.p.ComponentDomain, i, subscribePayload(fmt.Sprintf("feed%d", i), alice.JID.String())))
+			if err != nil {
+				resp = "error: " + err.Error()
+			}
+			answers <- resp
+		}()
+	}
+	// Every subscription is waiting: the origin has their fetches (two at a
+	// time per host, the rest due) and nothing was answered.
+	waitFor(t, 20*time.Second, "the subscriptions to be received", func() bool {
+		subs, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP})
+		return err == nil && len(subs) == slow
+	})
+	info := result(t, e.request(alice, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
+	if find(info, "query", "identity") == nil {
+		t.Errorf("disco#info answer without an identity: %s", info.standalone())
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("a subscription was answered before its feed was fetched: %s", a)
+	default:
+	}
+	releaseOnce()
+	for range slow {
+		select {
+		case a := <-answers:
+			el, err := parseDocument([]byte(a))
+			if err != nil {
+				t.Fatalf("answer %q: %v", a, err)
+			}
+			if sub := find(result(t, el), "pubsub", "subscription"); sub == nil || sub.attr("subscription") != "subscribed" {
+				t.Errorf("subscription answer: %s", a)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the subscriptions were not answered after their feeds were fetched")
+		}
+	}
+}
