@@ -96,6 +96,17 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 	return nil
 }
 
+// AllowPing takes a token for a ping of rawURL as a ping through the API
+// would (the URL's and its host's limits); when none is left it reports
+// how long to wait. Pushes to pingd's upstream callbacks are pings of a
+// feed by another road and count against the same limits.
+func (a *API) AllowPing(rawURL string) (retryAfter time.Duration, ok bool) {
+	if limited := a.allowPing(rawURL); limited != nil {
+		return limited.RetryAfter, false
+	}
+	return 0, true
+}
+
 // allowSubscribe takes a token for a subscription request from the
 // client's bucket: every such request makes pingd call a URL of the
 // client's choosing (a verification, a test notification), so without a

@@ -45,6 +45,13 @@ type Config struct {
 	CloudRenew time.Duration
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Throttle, when set, is asked before a push becomes a ping of its
+	// source (url is the source's URL); a push it refuses is answered 429
+	// with Retry-After and pings nothing. An rssCloud notification is not
+	// signed and callback ids are counters, so anyone who knows a feed's
+	// URL can push it: cmd/pingd passes the HTTP API's limit on pings of
+	// a URL, so a push counts like a ping of the feed.
+	Throttle func(url string) (retryAfter time.Duration, ok bool)
 }
 
 // Timing defaults and limits.

@@ -207,6 +207,12 @@ func (c *fakeClock) Add(d time.Duration) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the Manager's Config changed by configure.
+func newEnvWith(t *testing.T, configure func(*Config)) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -225,7 +231,11 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(cb.Close)
 	clock := &fakeClock{t: time.Now().UTC()}
 	client := netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: 10 * time.Second})
-	m, err := New(Config{Hub: h, Store: st, HTTP: client, PublicURL: cb.URL, Tracker: tracker, Logger: log, Now: clock.Now, CheckEvery: time.Hour})
+	cfg := Config{Hub: h, Store: st, HTTP: client, PublicURL: cb.URL, Tracker: tracker, Logger: log, Now: clock.Now, CheckEvery: time.Hour}
+	if configure != nil {
+		configure(&cfg)
+	}
+	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,5 +506,65 @@ func TestRSSCloudUpstream(t *testing.T) {
 	e.m.Check(e.ctx)
 	if cloud.regs != 2 {
 		t.Errorf("not re-registered after 25 hours (%d)", cloud.regs)
+	}
+}
+
+// TestPushesOverTheLimitAreRefused: a push to a callback is a ping of its
+// feed and takes a token of the ping limit (Config.Throttle). Anyone who
+// knows the feed's URL can send an rssCloud notification, so a flood of
+// them is refused with 429 and Retry-After, and pings nothing.
+func TestPushesOverTheLimitAreRefused(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	e := newEnvWith(t, func(c *Config) {
+		c.Throttle = func(u string) (time.Duration, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, u)
+			return 7 * time.Second, len(asked) <= 2
+		}
+	})
+	cloud := newRSSCloud(t)
+	site := newFeedSite(t)
+	site.cloud = strings.TrimPrefix(cloud.URL, "http://")
+	n, _ := e.follow(t, "blog", site.URL+"/rss", site.gets.Load)
+	e.m.Check(e.ctx)
+	_, before, err := e.hub.Pings(e.ctx, time.Time{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		cloud.mu.Lock()
+		cb := cloud.callback
+		cloud.mu.Unlock()
+		resp, err := http.PostForm(cb, url.Values{"url": {site.URL + "/rss"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("notification %d: HTTP %d, want %d", i+1, resp.StatusCode, want)
+		}
+		if want == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "7" {
+			t.Errorf("refused notification: Retry-After %q, want 7", resp.Header.Get("Retry-After"))
+		}
+	}
+	_, after, err := e.hub.Pings(e.ctx, time.Time{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 2 {
+		t.Errorf("%d pings recorded for 2 notifications let through and 1 refused", after-before)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	src, err := e.hub.Source(e.ctx, n.SourceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range asked {
+		if u != src.URL {
+			t.Errorf("the limit was asked about %q, not the source %q", u, src.URL)
+		}
 	}
 }

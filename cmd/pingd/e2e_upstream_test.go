@@ -175,4 +175,23 @@ func TestPushFromUpstream(t *testing.T) {
 	if a, r := atomGets.Load()-atomBefore, rssGets.Load()-rssBefore; a != 1 || r != 1 {
 		t.Errorf("fetches after one push each: atom %d, rss %d; want 1 and 1 (no polls)", a, r)
 	}
+
+	// rssCloud notifications are not signed: a flood of them counts
+	// against the feed's ping limit (1 a second in bursts of 10) and is
+	// refused beyond it.
+	codes := map[int]int{}
+	for range 15 {
+		resp, err := http.PostForm(cloudCallback, url.Values{"url": {feeds.URL + "/rss"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("a refused notification without Retry-After")
+		}
+	}
+	if codes[http.StatusTooManyRequests] == 0 || codes[http.StatusOK]+codes[http.StatusTooManyRequests] != 15 {
+		t.Errorf("15 notifications at once: %v; want some 200 and the rest 429", codes)
+	}
 }
