@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,13 +23,8 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prosody")
 	}
-	var hang atomic.Bool
 	release := make(chan struct{})
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hang.Load() {
-			http.Error(w, "not yet", http.StatusServiceUnavailable)
-			return
-		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -48,15 +42,23 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 		c.BaselineWait = 2 * time.Minute // longer than the test: only the fetches end the waits
 	}})
 	const slow = requestWorkers + 2
+	var created sync.WaitGroup
 	for i := range slow {
-		// The origin fails the first fetch: the node is created without a
-		// baseline.
-		cfg := hub.DefaultNodeConfig()
-		if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: fmt.Sprintf("feed%d", i), Source: fmt.Sprintf("%s/feed%d", origin.URL, i), Config: cfg}); err != nil {
-			t.Fatal(err)
-		}
+		// The nodes are created without waiting for their baselines (the
+		// context ends the wait); their fetches hang.
+		created.Go(func() {
+			ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+			defer cancel()
+			spec := hub.NodeSpec{Name: fmt.Sprintf("feed%d", i), Source: fmt.Sprintf("%s/feed%d", origin.URL, i), Config: hub.DefaultNodeConfig()}
+			if _, _, err := e.hub.CreateNode(ctx, spec); err != nil {
+				t.Errorf("create %s: %v", spec.Name, err)
+			}
+		})
 	}
-	hang.Store(true)
+	created.Wait()
+	if t.Failed() {
+		return
+	}
 
 	alice := e.dial("alice", "phone")
 	answers := make(chan string, slow)

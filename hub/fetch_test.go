@@ -70,7 +70,7 @@ func TestAChangeRightAfterLearningOfASourceIsNew(t *testing.T) {
 	}
 
 	// A node whose source could not be fetched when it was created: a
-	// subscription waits for the baseline the same way.
+	// subscription (a while later) waits for the baseline the same way.
 	doc = slow("/subscribed")
 	broken.Store(true)
 	n = e.createNode("subscribed", "/subscribed")
@@ -78,6 +78,7 @@ func TestAChangeRightAfterLearningOfASourceIsNew(t *testing.T) {
 		t.Fatalf("after a failed first fetch: %+v", src.SourceState)
 	}
 	broken.Store(false)
+	e.clock.Advance(2 * time.Minute) // a failed source is hurried again only after a minute
 	if _, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP,
 		Address: "a@example.org/x", BareJID: "a@example.org"}); err != nil {
 		t.Fatal(err)
@@ -159,6 +160,51 @@ func TestSlowWaitIsReported(t *testing.T) {
 	}
 	if started.Load() != 1 {
 		t.Errorf("subscribing to a node whose source has its baseline reported a wait")
+	}
+}
+
+// TestSubscribingDoesNotHurryAFailingSource: a source whose first fetch
+// failed waits for its backoff; within a minute of the failure a
+// subscription (which anyone may make, again and again) does not make it due
+// at once, nor does naming its URL. After that minute one does, once.
+func TestSubscribingDoesNotHurryAFailingSource(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var gets atomic.Int32
+	e.origin.handle("/fails", func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		http.Error(w, "down", http.StatusInternalServerError)
+	})
+	e.run()
+	n := e.createNode("n", "/fails")
+	failed := e.source(n.SourceID)
+	if failed.Baselined || failed.ConsecutiveErrors != 1 || !failed.NextFetchAt.After(e.clock.Now()) {
+		t.Fatalf("after a failed first fetch: %+v", failed.SourceState)
+	}
+	for i := range 3 {
+		addr := fmt.Sprintf("http://127.0.0.1:9/cb%d", i)
+		if _, _, err := e.hub.Subscribe(t.Context(), hub.Subscription{NodeName: "n", Kind: hub.KindWebhook, Address: addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.hub.NodeForURL(t.Context(), e.origin.url("/fails"), true); err != nil {
+		t.Fatal(err)
+	}
+	if src := e.source(n.SourceID); !src.NextFetchAt.Equal(failed.NextFetchAt) || src.NextFetchReason != failed.NextFetchReason {
+		t.Errorf("subscriptions moved the failing source's next fetch from %v (%s) to %v (%s)",
+			failed.NextFetchAt, failed.NextFetchReason, src.NextFetchAt, src.NextFetchReason)
+	}
+	if got := gets.Load(); got != 1 {
+		t.Errorf("the failing origin was fetched %d times, want 1", got)
+	}
+	e.clock.Advance(time.Minute)
+	for i := range 3 {
+		addr := fmt.Sprintf("http://127.0.0.1:9/later%d", i)
+		if _, _, err := e.hub.Subscribe(t.Context(), hub.Subscription{NodeName: "n", Kind: hub.KindWebhook, Address: addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gets.Load(); got != 2 {
+		t.Errorf("a minute after the failure, three subscriptions fetched the failing origin %d times in all, want 2", got)
 	}
 }
 

@@ -516,11 +516,24 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 	return &s, !created, nil
 }
 
-// ensureBaseline schedules the first fetch of a source not fetched yet.
+// retryFailingSourceAfter is how long after a failed fetch a source
+// without a baseline may be fetched again ahead of its backoff because a
+// subscription or a URL names it (ensureBaseline).
+const retryFailingSourceAfter = time.Minute
+
+// ensureBaseline schedules the first fetch of a source not fetched yet,
+// when a subscription or a URL names it again. After a failed fetch it does
+// so only once retryFailingSourceAfter has passed: anyone may subscribe
+// (and unsubscribe, and subscribe again), and hurrying the fetch each time
+// would make pingd hammer an origin that is already failing. Within that
+// minute the answer comes at once, before any baseline.
 func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
 	src, err := h.store.Source(ctx, sourceID)
 	if err != nil {
 		return err
+	}
+	if src.ConsecutiveErrors > 0 && h.now().Sub(src.LastFetchAt) < retryFailingSourceAfter {
+		return nil
 	}
 	return h.scheduleBaseline(ctx, src)
 }
