@@ -7,43 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
-
-func TestKeyedLimiter(t *testing.T) {
-	l := newKeyedLimiter(1, 3)
-	now := time.Unix(1_700_000_000, 0)
-	for i := range 3 {
-		if ok, _ := l.allow("a", now); !ok {
-			t.Fatalf("request %d of the burst refused", i+1)
-		}
-	}
-	ok, wait := l.allow("a", now)
-	if ok || wait <= 0 || wait > time.Second {
-		t.Fatalf("over the burst: ok %v wait %v, want refused with a wait of at most 1s", ok, wait)
-	}
-	if ok, _ := l.allow("b", now); !ok {
-		t.Fatal("another key shares the bucket")
-	}
-	// A refused request takes no token: one second later one is back.
-	if ok, _ := l.allow("a", now.Add(time.Second)); !ok {
-		t.Fatal("no token after one second")
-	}
-	// Idle buckets are dropped once full again.
-	later := now.Add(time.Hour)
-	l.allow("c", later)
-	l.mu.Lock()
-	n := len(l.buckets)
-	l.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d buckets after an hour idle, want only the new one", n)
-	}
-}
 
 // TestSubscribeRateLimit: subscription requests of every protocol share
 // one bucket per client IP; over it each protocol answers 429 with

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // Config configures the HTTP API.
@@ -95,10 +96,10 @@ type API struct {
 	publicURL string
 	router    *mux.Router
 
-	pingLimit     *keyedLimiter
-	pingHostLimit *keyedLimiter
-	adminLimit    *keyedLimiter
-	subLimit      *keyedLimiter
+	pingLimit     *ratelimit.Keyed
+	pingHostLimit *ratelimit.Keyed
+	adminLimit    *ratelimit.Keyed
+	subLimit      *ratelimit.Keyed
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -159,10 +160,10 @@ func New(cfg Config) (*API, error) {
 		hub:           cfg.Hub,
 		log:           cfg.Logger.With("component", "http"),
 		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
-		pingLimit:     newKeyedLimiter(cfg.PingRate, cfg.PingBurst),
-		pingHostLimit: newKeyedLimiter(cfg.PingHostRate, cfg.PingHostBurst),
-		adminLimit:    newKeyedLimiter(cfg.AdminRate, cfg.AdminBurst),
-		subLimit:      newKeyedLimiter(cfg.SubscribeRate, cfg.SubscribeBurst),
+		pingLimit:     ratelimit.New(cfg.PingRate, cfg.PingBurst),
+		pingHostLimit: ratelimit.New(cfg.PingHostRate, cfg.PingHostBurst),
+		adminLimit:    ratelimit.New(cfg.AdminRate, cfg.AdminBurst),
+		subLimit:      ratelimit.New(cfg.SubscribeRate, cfg.SubscribeBurst),
 		rpc:           map[string]RPCMethod{},
 	}
 	a.pages = newPagePings(a, cfg.Resolver)

@@ -81,7 +81,7 @@ func (a *API) statusRoutes(r *mux.Router) {
 func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
 	// Every view runs a few queries: the page shares the admin API's
 	// per-client limit, taken before the admin token is looked at.
-	if ok, wait := a.adminLimit.allow(clientIP(r), time.Now()); !ok {
+	if ok, wait := a.adminLimit.Allow(clientIP(r), time.Now()); !ok {
 		setRetryAfter(w, wait)
 		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
 		return

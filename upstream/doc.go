@@ -27,7 +27,10 @@
 //     distributions signed with its secret (X-Hub-Signature); unsigned or
 //     wrongly signed ones are answered 2xx and ignored, as WebSub §8 says;
 //     /upstream/rsscloud/{id} answers the cloud's challenge and takes its
-//     notifications. A push enters as a ping of the source: pingd fetches it
+//     notifications, which are not signed: beyond Config.NotifyRate per
+//     callback they are answered 429 with Retry-After and ping nothing (a
+//     notification let through fetches the feed, so refusing a flood loses
+//     no change). A push enters as a ping of the source: pingd fetches it
 //     (conditionally) and the one rule of "what is new" decides what
 //     subscribers get.
 //

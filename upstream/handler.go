@@ -206,28 +206,27 @@ func (m *Manager) cloudNotify(w http.ResponseWriter, r *http.Request, u *hub.Ups
 		http.Error(w, "pingd did not register for that url", http.StatusNotFound)
 		return
 	}
+	// Unsigned: anyone who knows the feed's URL can send one, and the
+	// callback ids are counters.
+	if ok, wait := m.notifyLimit.Allow(strconv.FormatInt(u.ID, 10), m.now()); !ok {
+		m.log.WarnContext(r.Context(), "rssCloud notifications over the limit refused", "topic", u.Topic, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		http.Error(w, "too many notifications for "+u.Topic, http.StatusTooManyRequests)
+		return
+	}
 	if m.enter(r.Context(), w, u, DialectRSSCloudUpstream) {
 		w.WriteHeader(http.StatusOK)
 	}
 }
 
 // enter turns a push into a ping of the source. When it cannot, it answers
-// the request (429 over the limit, 503 on a store failure) and returns
-// false.
+// the request (503: a store failure) and returns false.
 func (m *Manager) enter(ctx context.Context, w http.ResponseWriter, u *hub.Upstream, dialect string) bool {
 	src, err := m.cfg.Hub.Source(ctx, u.SourceID)
 	if err != nil {
 		m.log.WarnContext(ctx, "upstream push for a source pingd cannot read", "source", u.SourceID, "err", err)
 		http.Error(w, "try again later", http.StatusServiceUnavailable)
 		return false
-	}
-	if m.cfg.Throttle != nil {
-		if wait, ok := m.cfg.Throttle(src.URL); !ok {
-			m.log.WarnContext(ctx, "upstream push over the ping limit of its source refused", "kind", u.Kind, "source", src.URL)
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-			http.Error(w, "too many pings for "+src.URL, http.StatusTooManyRequests)
-			return false
-		}
 	}
 	if _, err := m.cfg.Hub.Ping(ctx, hub.Ping{Dialect: dialect, URL: src.URL}, []string{src.URL}, nil); err != nil {
 		m.log.WarnContext(ctx, "record an upstream push", "source", src.URL, "err", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // Config configures the Manager.
@@ -45,13 +46,15 @@ type Config struct {
 	CloudRenew time.Duration
 	// UserAgent is sent with every request.
 	UserAgent string
-	// Throttle, when set, is asked before a push becomes a ping of its
-	// source (url is the source's URL); a push it refuses is answered 429
-	// with Retry-After and pings nothing. An rssCloud notification is not
+	// NotifyRate and NotifyBurst limit the rssCloud notifications taken
+	// per callback; zero values take the defaults, 1 a second in bursts of
+	// 10, the API's limit on pings of one URL. A notification is not
 	// signed and callback ids are counters, so anyone who knows a feed's
-	// URL can push it: cmd/pingd passes the HTTP API's limit on pings of
-	// a URL, so a push counts like a ping of the feed.
-	Throttle func(url string) (retryAfter time.Duration, ok bool)
+	// URL can send one: each would record a ping and fetch the feed.
+	// Signed WebSub content is not limited (only the hub knows the
+	// secret).
+	NotifyRate  float64
+	NotifyBurst int
 }
 
 // Timing defaults and limits.
@@ -64,6 +67,10 @@ const (
 	// verification before it is asked for again.
 	pendingTimeout = 10 * time.Minute
 	maxAnswerBytes = 64 << 10
+	// defaultNotifyRate and defaultNotifyBurst are Config.NotifyRate's and
+	// Config.NotifyBurst's defaults.
+	defaultNotifyRate  = 1
+	defaultNotifyBurst = 10
 )
 
 // StateUnsubscribing marks a WebSub subscription pingd asked the hub to
@@ -77,6 +84,8 @@ type Manager struct {
 	base *url.URL
 	wake chan struct{}
 	mu   sync.Mutex // serialises passes
+	// notifyLimit has a bucket per rssCloud callback.
+	notifyLimit *ratelimit.Keyed
 }
 
 // New checks cfg and returns a Manager.
@@ -103,7 +112,14 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.CloudRenew <= 0 {
 		cfg.CloudRenew = defaultCloudRenew
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "upstream"), base: base, wake: make(chan struct{}, 1)}
+	if cfg.NotifyRate <= 0 {
+		cfg.NotifyRate = defaultNotifyRate
+	}
+	if cfg.NotifyBurst <= 0 {
+		cfg.NotifyBurst = defaultNotifyBurst
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "upstream"), base: base, wake: make(chan struct{}, 1),
+		notifyLimit: ratelimit.New(cfg.NotifyRate, cfg.NotifyBurst)}
 	cfg.Tracker.onAdvert = m.poke
 	return m, nil
 }

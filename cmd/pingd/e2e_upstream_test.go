@@ -176,9 +176,8 @@ func TestPushFromUpstream(t *testing.T) {
 		t.Errorf("fetches after one push each: atom %d, rss %d; want 1 and 1 (no polls)", a, r)
 	}
 
-	// rssCloud notifications are not signed: a flood of them counts
-	// against the feed's ping limit (1 a second in bursts of 10) and is
-	// refused beyond it.
+	// rssCloud notifications are not signed: a flood of them is refused
+	// beyond the limit per callback (1 a second in bursts of 10).
 	codes := map[int]int{}
 	for range 15 {
 		resp, err := http.PostForm(cloudCallback, url.Values{"url": {feeds.URL + "/rss"}})

@@ -214,7 +214,6 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 			Leading:    comp.Leading,
 			CheckEvery: cfg.UpstreamCheck,
 			UserAgent:  fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
-			Throttle:   api.AllowPing,
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,36 @@
+package ratelimit
+
+import (
+	"testing"
+	"time"
+)
+
+func TestKeyed(t *testing.T) {
+	l := New(1, 3)
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 3 {
+		if ok, _ := l.Allow("a", now); !ok {
+			t.Fatalf("request %d of the burst refused", i+1)
+		}
+	}
+	ok, wait := l.Allow("a", now)
+	if ok || wait <= 0 || wait > time.Second {
+		t.Fatalf("over the burst: ok %v wait %v, want refused with a wait of at most 1s", ok, wait)
+	}
+	if ok, _ := l.Allow("b", now); !ok {
+		t.Fatal("another key shares the bucket")
+	}
+	// A refused request takes no token: one second later one is back.
+	if ok, _ := l.Allow("a", now.Add(time.Second)); !ok {
+		t.Fatal("no token after one second")
+	}
+	// Idle buckets are dropped once full again.
+	later := now.Add(time.Hour)
+	l.Allow("c", later)
+	l.mu.Lock()
+	n := len(l.buckets)
+	l.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d buckets after an hour idle, want only the new one", n)
+	}
+}
