@@ -18,8 +18,9 @@
 //     small element tree with size limits and parsed into requests; every
 //     IQ get or set gets exactly one answer, and nothing a client sends can
 //     end the stream (the parsers are fuzzed).
-//   - pool.go: requests are carried out by a bounded pool of workers, not
-//     by the stream's reader; requests about one node (and one sender's
+//   - pool.go: requests are carried out by a pool of eight workers, not
+//     by the stream's reader (one more in place of each that waits for a
+//     slow fetch, up to 64); requests about one node (and one sender's
 //     chat commands) keep their order, and publishes of one sender to one
 //     node that wait together become one append. Every IQ get and set is
 //     answered exactly once.

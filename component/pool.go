@@ -30,12 +30,14 @@ import (
 //
 // Slow waits: a request that names a source not fetched yet (a
 // subscription, a node for a new feed) waits for that source's first fetch,
-// as long as its server takes, up to the hub's baseline wait. The hub tells
-// the worker (hub.WaitObserver), and another worker is started in its
-// place: eight such requests would otherwise stop every other request of
-// the connection for that long. The waiting job still holds its key, so
-// the requests about its node still come after it; its worker ends once
-// the job is done.
+// as long as its server takes, up to the hub's baseline wait; a chat or
+// ad-hoc command naming a web page waits for the page to be fetched to
+// find its feed. The job tells its worker (hub.WaitObserver), and another
+// worker is started in its place, up to maxExtraWorkers at a time: eight
+// such requests would otherwise stop every other request of the
+// connection for that long. The waiting job still holds its key, so what
+// is queued behind it (requests about its node, or its sender's chat
+// commands) still comes after it; its worker ends once the job is done.
 
 // Pool sizes.
 const (
@@ -43,6 +45,9 @@ const (
 	maxPendingRequests = 1024
 	// maxPublishBatch bounds the publishes carried out as one append.
 	maxPublishBatch = 256
+	// maxExtraWorkers bounds the workers started in place of jobs in a
+	// slow wait; beyond it a waiting job keeps its worker.
+	maxExtraWorkers = 64
 )
 
 // job is one received stanza waiting for a worker, or a group of waiting
@@ -79,6 +84,8 @@ type requestPool struct {
 	slots    chan struct{} // one per job received and not finished
 	runnable chan *job
 	workers  sync.WaitGroup
+	// extra holds a token per worker started in place of a waiting one.
+	extra chan struct{}
 
 	mu sync.Mutex
 	// waiting holds, per key with a job running, the jobs queued behind it.
@@ -93,6 +100,7 @@ func newRequestPool(ctx context.Context, run func(context.Context, *job)) *reque
 		run:      run,
 		slots:    make(chan struct{}, maxPendingRequests),
 		runnable: make(chan *job, maxPendingRequests),
+		extra:    make(chan struct{}, maxExtraWorkers),
 		waiting:  map[string][]*job{},
 	}
 	for range requestWorkers {
@@ -125,9 +133,16 @@ func (p *requestPool) submit(ctx context.Context, j *job) bool {
 func (p *requestPool) work() {
 	var replaced atomic.Bool
 	ctx := hub.WithWaitObserver(p.ctx, func() func() {
-		// The first slow wait of a job starts its worker's successor.
-		if replaced.CompareAndSwap(false, true) {
+		// The first slow wait of a job starts its worker's successor,
+		// when there is room for one more.
+		if replaced.Load() {
+			return nil
+		}
+		select {
+		case p.extra <- struct{}{}:
+			replaced.Store(true)
 			p.workers.Go(p.work)
+		default:
 		}
 		return nil
 	})
@@ -135,6 +150,7 @@ func (p *requestPool) work() {
 		p.run(ctx, j)
 		p.finish(j)
 		if replaced.Load() {
+			<-p.extra
 			return
 		}
 	}

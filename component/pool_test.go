@@ -243,6 +243,46 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 	p.close()
 }
 
+// TestRequestPoolBoundsExtraWorkers: at most maxExtraWorkers workers are
+// started in place of waiting ones; beyond that a waiting job keeps its
+// worker. close waits for the waits to end.
+func TestRequestPoolBoundsExtraWorkers(t *testing.T) {
+	release := make(chan struct{})
+	var waiting atomic.Int32
+	run := func(ctx context.Context, j *job) {
+		ended := hub.StartSlowWait(ctx)
+		waiting.Add(1)
+		<-release
+		ended()
+	}
+	p := newRequestPool(context.Background(), run)
+	most := requestWorkers + maxExtraWorkers
+	for i := range most + 5 {
+		p.submit(context.Background(), testJob(i, fmt.Sprintf("node\x00n%d", i), opSubscribe, "n", "u@localhost/a"))
+	}
+	waitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() == int32(most) })
+	time.Sleep(50 * time.Millisecond) // room for a worker beyond the bound to show up
+	if got := waiting.Load(); got != int32(most) {
+		t.Errorf("%d jobs wait at once; want at most %d", got, most)
+	}
+	closed := make(chan struct{})
+	go func() { p.close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("close returned while jobs wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not return once the waits ended")
+	}
+	if got := waiting.Load(); got != int32(most+5) {
+		t.Errorf("%d jobs ran, want %d", got, most+5)
+	}
+}
+
 func TestPayloadSetKeepsRecentWithinBudget(t *testing.T) {
 	var s payloadSet
 	big := make([]byte, payloadSetBudget/20)

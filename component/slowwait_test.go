@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent: subscribing to
@@ -102,6 +107,91 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatal("the subscriptions were not answered after their feeds were fetched")
+		}
+	}
+}
+
+// TestChatCommandsFindingFeedsDoNotStallTheComponent: "subscribe <page>"
+// in a chat makes pingd fetch the page to find its feed. More such
+// commands than the component has workers, from as many resources, to
+// pages whose server hangs, must not stop other requests.
+func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prosody")
+	}
+	release := make(chan struct{})
+	var asked atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>Page</title></head><body>no feed here</body></html>`)
+	}))
+	defer site.Close()
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce()
+
+	e := newEnv(t, envOptions{})
+	e.stop()
+	e.startComponentWith(func(c *Config) {
+		c.OpenSources = true
+		c.Resolver = &discovery.Client{HTTP: netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: time.Minute})}
+	})
+	const slow = requestWorkers + 2
+	clients := make([]*testenv.Client, slow)
+	for i := range clients {
+		clients[i] = e.dial("alice", fmt.Sprintf("r%d", i))
+	}
+	for i, c := range clients {
+		body := fmt.Sprintf("subscribe %s/page%d", site.URL, i)
+		if _, err := c.SendRaw(e.ctx, fmt.Sprintf(`<message type="chat" to=%q><body>%s</body></message>`, e.p.ComponentDomain, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every page to be asked for", func() bool { return asked.Load() == slow })
+	bob := e.dial("bob", "x")
+	result(t, e.request(bob, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
+	for i, c := range clients {
+	drain:
+		for {
+			select {
+			case raw := <-c.Stanzas:
+				if el, err := parseDocument(raw); err == nil && el.Name.Local == "message" && el.attr("type") == "chat" {
+					t.Fatalf("resource %d had an answer before its page was fetched: %s", i, raw)
+				}
+			default:
+				break drain
+			}
+		}
+	}
+	releaseOnce()
+	for i, c := range clients {
+		answer := chatAnswer(t, c, 30*time.Second)
+		if !strings.Contains(answer, "could not find a feed") {
+			t.Errorf("resource %d: answer %q, want that no feed was found", i, answer)
+		}
+	}
+}
+
+// chatAnswer waits for the body of the next chat message c receives.
+func chatAnswer(t *testing.T, c *testenv.Client, d time.Duration) string {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case raw := <-c.Stanzas:
+			el, err := parseDocument(raw)
+			if err != nil || el.Name.Local != "message" || el.attr("type") != "chat" {
+				continue
+			}
+			return el.child(el.Name.Space, "body").text()
+		case <-timeout:
+			t.Fatal("no chat answer")
+			return ""
 		}
 	}
 }

@@ -44,7 +44,11 @@ func (c *Component) findTarget(ctx context.Context, target string, create bool) 
 	}
 	feedURL := target
 	if c.resolver != nil {
+		// Fetching the page (and what it points to) takes as long as its
+		// server does: the pool lets another worker run meanwhile.
+		ended := hub.StartSlowWait(ctx)
 		res, rerr := c.resolver.ResolveSource(ctx, target)
+		ended()
 		switch {
 		case rerr != nil && !create:
 			return nil, fmt.Sprintf("No node follows %s.", target), nil

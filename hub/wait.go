@@ -9,7 +9,8 @@ import "context"
 // serving requests from a fixed pool of workers uses it to let another
 // worker run meanwhile, so that requests naming slow sources cannot stall
 // every other request. Like net/http/httptrace, it travels in the context:
-// it concerns how a request is carried out, not what it asks.
+// it concerns how a request is carried out, not what it asks. It is told of
+// every such wait, however short it turns out; ended may be nil.
 type WaitObserver func() (ended func())
 
 type waitObserverKey struct{}
