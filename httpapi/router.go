@@ -354,11 +354,7 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 
 // setRetryAfter sets Retry-After in whole seconds, at least one.
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
-	secs := int((d + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	w.Header().Set("Retry-After", fmt.Sprint(secs))
+	w.Header().Set("Retry-After", ratelimit.RetryAfter(d))
 }
 
 // nodeURL is the public URL of a node's resource under prefix ("feeds",

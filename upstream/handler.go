@@ -10,13 +10,13 @@ import (
 	"errors"
 	"hash"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // maxPushBytes caps a content distribution or notification read.
@@ -210,7 +210,7 @@ func (m *Manager) cloudNotify(w http.ResponseWriter, r *http.Request, u *hub.Ups
 	// callback ids are counters.
 	if ok, wait := m.notifyLimit.Allow(strconv.FormatInt(u.ID, 10), m.now()); !ok {
 		m.log.WarnContext(r.Context(), "rssCloud notifications over the limit refused", "topic", u.Topic, "remote", r.RemoteAddr)
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		w.Header().Set("Retry-After", ratelimit.RetryAfter(wait))
 		http.Error(w, "too many notifications for "+u.Topic, http.StatusTooManyRequests)
 		return
 	}

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,4 +79,10 @@ func (k *Keyed) sweep(now time.Time) {
 	if len(k.buckets) >= maxBuckets {
 		clear(k.buckets)
 	}
+}
+
+// RetryAfter is the value of a Retry-After header for a wait of d: whole
+// seconds, rounded up, at least one.
+func RetryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }

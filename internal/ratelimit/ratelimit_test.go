@@ -34,3 +34,11 @@ func TestKeyed(t *testing.T) {
 		t.Fatalf("%d buckets after an hour idle, want only the new one", n)
 	}
 }
+
+func TestRetryAfter(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "1", time.Millisecond: "1", time.Second: "1", 1500 * time.Millisecond: "2", 10 * time.Second: "10"} {
+		if got := RetryAfter(d); got != want {
+			t.Errorf("RetryAfter(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
