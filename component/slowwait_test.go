@@ -170,28 +170,10 @@ func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
 	}
 	releaseOnce()
 	for i, c := range clients {
-		answer := chatAnswer(t, c, 30*time.Second)
+		msg := nextMessage(t, c, 30*time.Second, func(el *element) bool { return el.attr("type") == "chat" })
+		answer := msg.child(msg.Name.Space, "body").text()
 		if !strings.Contains(answer, "could not find a feed") {
 			t.Errorf("resource %d: answer %q, want that no feed was found", i, answer)
-		}
-	}
-}
-
-// chatAnswer waits for the body of the next chat message c receives.
-func chatAnswer(t *testing.T, c *testenv.Client, d time.Duration) string {
-	t.Helper()
-	timeout := time.After(d)
-	for {
-		select {
-		case raw := <-c.Stanzas:
-			el, err := parseDocument(raw)
-			if err != nil || el.Name.Local != "message" || el.attr("type") != "chat" {
-				continue
-			}
-			return el.child(el.Name.Space, "body").text()
-		case <-timeout:
-			t.Fatal("no chat answer")
-			return ""
 		}
 	}
 }
