@@ -665,7 +665,7 @@ func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) err
 	if err := c.requirePublisher(ctx, n, sender); err != nil {
 		return err
 	}
-	if _, err := c.hub.Retract(ctx, n.Name, sender.Bare().String(), r.ItemIDs); err != nil {
+	if _, err := c.hub.RetractFrom(ctx, n, sender.Bare().String(), r.ItemIDs); err != nil {
 		if errors.Is(err, hub.ErrNotFound) {
 			return itemNotFound("no such item")
 		}

@@ -394,20 +394,26 @@ func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries 
 // Retract removes items; ErrNotFound if one of them does not exist (and
 // then nothing is removed), ErrInvalid if ids is empty.
 func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
-	if len(ids) == 0 {
-		// Items with no ids means every item: the check below would be wrong.
-		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
-	}
 	n, err := h.store.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
+	}
+	return h.RetractFrom(ctx, n, publisher, ids)
+}
+
+// RetractFrom is Retract from a node the caller has just read (to check
+// the publisher's rights), without reading it again.
+func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []string) ([]Event, error) {
+	if len(ids) == 0 {
+		// Items with no ids means every item: the check below would be wrong.
+		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
 	}
 	have, err := h.store.Items(ctx, n.ID, ids, 0)
 	if err != nil {
 		return nil, err
 	}
 	if len(have) != len(uniq(ids)) {
-		return nil, fmt.Errorf("retract from %q: %w: item", nodeName, ErrNotFound)
+		return nil, fmt.Errorf("retract from %q: %w: item", n.Name, ErrNotFound)
 	}
 	events := make([]Event, 0, len(ids))
 	for _, id := range uniq(ids) {

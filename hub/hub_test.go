@@ -722,6 +722,8 @@ func TestPublishRetractPurge(t *testing.T) {
 	}
 	_, err = e.hub.Retract(ctx, "missing", "", []string{"a"})
 	mustErrIs(t, "retract from a missing node", err, hub.ErrNotFound)
+	_, err = e.hub.RetractFrom(ctx, gone, "owner@example.org", []string{"g"})
+	mustErrIs(t, "retract from a node deleted since it was read", err, hub.ErrNotFound)
 
 	if err := e.hub.Purge(ctx, "n", "owner@example.org"); err != nil {
 		t.Fatal(err)
