@@ -18,6 +18,8 @@ func TestReadsAskForQuickAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -29,6 +31,10 @@ func TestReadsAskForQuickAcks(t *testing.T) {
 				return
 			}
 		}
+		// The peer's FIN puts the reader's socket back in delayed
+		// acknowledgement mode (Linux's tcp_fin): close only once the
+		// test has looked.
+		<-done
 	}()
 	raw, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
