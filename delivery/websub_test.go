@@ -78,7 +78,7 @@ func TestWebSubDistributionFailures(t *testing.T) {
 
 // TestWebSubDenialNotice: a request pingd refused, or whose topic could
 // not be fetched, gets hub.mode=denied instead of a verification, and is
-// dropped.
+// dropped; pingd's own feed of a node whose source fails is verified.
 func TestWebSubDenialNotice(t *testing.T) {
 	e := webSubEnv(t)
 	e.node("n")
@@ -105,6 +105,15 @@ func TestWebSubDenialNotice(t *testing.T) {
 	e.waitSub(sub.ID, "dropped", func(s *hub.Subscription) bool { return s == nil })
 	if q := rec.Hits()[1].Query; q["hub.mode"][0] != "denied" || !strings.Contains(q["hub.reason"][0], "gone") {
 		t.Fatalf("denial %v", q)
+	}
+
+	// pingd's own feed of that node is there whatever its source does:
+	// a subscription to it is verified, not denied.
+	sub = e.subscribe(hub.Subscription{NodeName: "gone", Kind: hub.KindWebSub, Address: rec.URL + "/cb3", State: hub.SubPending,
+		Options: hub.Options{Topic: "http://pingd.test/atom/gone"}})
+	e.waitSub(sub.ID, "verified", func(s *hub.Subscription) bool { return s != nil && s.State == hub.SubActive })
+	if q := rec.Hits()[2].Query; q["hub.mode"][0] != "subscribe" || q["hub.topic"][0] != "http://pingd.test/atom/gone" {
+		t.Fatalf("verification %v", q)
 	}
 }
 

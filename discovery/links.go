@@ -71,6 +71,31 @@ func PathSegment(node string) string {
 	return url.PathEscape(node)
 }
 
+// OwnNodeName recognises pingd's own URLs of a node (its Atom and RSS
+// feeds, its descriptor and XRDS document) under the public URL and
+// returns the node's name.
+func OwnNodeName(publicURL, raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, strings.TrimRight(publicURL, "/"))
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	for _, prefix := range []string{PathAtom, PathRSS, PathDescriptor, PathXRDS} {
+		seg, ok := strings.CutPrefix(rest, prefix)
+		if !ok || seg == "" || strings.Contains(seg, "/") {
+			continue
+		}
+		name, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", false
+		}
+		return name, true
+	}
+	return "", false
+}
+
 // parseBase checks the public URL and returns it without a trailing slash,
 // query or fragment.
 func parseBase(publicURL string) (string, error) {

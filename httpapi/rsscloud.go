@@ -481,23 +481,5 @@ func (a *API) resourceNode(ctx context.Context, raw string, create bool) (*hub.N
 
 // ownNodeName recognises pingd's own node URLs under its public URL.
 func (a *API) ownNodeName(raw string) (string, bool) {
-	rest, ok := strings.CutPrefix(raw, a.publicURL)
-	if !ok {
-		return "", false
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	for _, prefix := range []string{discovery.PathAtom, discovery.PathRSS, discovery.PathDescriptor, discovery.PathXRDS} {
-		seg, ok := strings.CutPrefix(rest, prefix)
-		if !ok || seg == "" || strings.Contains(seg, "/") {
-			continue
-		}
-		name, err := url.PathUnescape(seg)
-		if err != nil {
-			return "", false
-		}
-		return name, true
-	}
-	return "", false
+	return discovery.OwnNodeName(a.publicURL, raw)
 }
