@@ -839,6 +839,32 @@ func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
 	if got := collectItems(t, alice, "n1", 1); got[0].id != "s4" {
 		t.Fatalf("alice's subscription did not stay as it was: got %v", got)
 	}
+
+	// On a whitelist node an owner cannot subscribe a JID that is not on
+	// the whitelist: the same not-acceptable with every entry as it
+	// stands (not the subscriber's closed-node, nor a bare forbidden,
+	// which would read as "you are not an owner"), and nothing changes.
+	e.createNode("closed1", "", hub.AccessWhitelist)
+	ans = e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="closed1">`+
+		`<subscription jid="`+aliceBare+`" subscription="none"/>`+
+		`<subscription jid="`+bobBare+`" subscription="subscribed"/></subscriptions></pubsub>`)
+	errEl = stanzaErr(t, ans, "modify", "not-acceptable", "")
+	if text := errEl.child(nsStanzaErrors, "text"); text == nil || !strings.Contains(text.text(), "whitelist") {
+		t.Errorf("the refusal does not say why: %s", ans.standalone())
+	}
+	returned = map[string]string{}
+	if list := find(ans, "pubsub", "subscriptions"); list != nil && list.attr("node") == "closed1" {
+		for _, sub := range list.childrenNamed(nsPubsubOwner, "subscription") {
+			returned[sub.attr("jid")] = sub.attr("subscription")
+		}
+	}
+	if want := map[string]string{bobBare: "none", aliceBare: "none"}; !maps.Equal(returned, want) {
+		t.Errorf("entries returned with the whitelist refusal %v, want %v: %s", returned, want, ans.standalone())
+	}
+	subs = result(t, e.request(admin, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="closed1"/></pubsub>`))
+	if n := len(find(subs, "pubsub", "subscriptions").Children); n != 0 {
+		t.Fatalf("a refused grant left a subscription: %s", subs.standalone())
+	}
 }
 
 func TestEveryIQIsAnswered(t *testing.T) {

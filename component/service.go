@@ -834,7 +834,7 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	if err := c.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	refused, err := c.refuseSubscriptionStates(ctx, n, r.Subscriptions)
+	refused, err := c.refuseSubscriptionChanges(ctx, n, r.Subscriptions)
 	if err != nil {
 		return err
 	}
@@ -861,17 +861,43 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	return nil
 }
 
-// refuseSubscriptionStates refuses a change to a state pingd does not
-// have: a subscription is subscribed or none, never pending or
-// unconfigured (pingd approves every subscription it allows at once and
-// requires no configuration). XEP-0060 §8.8.2.4 answers an invalid entry
-// with not-acceptable and returns the entries that were not changed, each
-// with its current state; pingd then changes none of them, so every entry
-// is returned. nil when every state is one pingd has.
-func (c *Component) refuseSubscriptionStates(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
-	if !slices.ContainsFunc(changes, func(ch subscriptionChange) bool {
-		return ch.Subscription != "none" && ch.Subscription != "subscribed"
-	}) {
+// refuseSubscriptionChanges refuses changes pingd cannot make: to a state
+// it does not have (a subscription is subscribed or none, never pending or
+// unconfigured: pingd approves every subscription it allows at once and
+// requires no configuration), or a subscription for a JID that may not
+// have one (an outcast, or not on a whitelist node's whitelist: the owner
+// changes its affiliation first). XEP-0060 §8.8.2.4 answers an invalid
+// entry with not-acceptable and returns the entries that were not changed,
+// each with its current state; pingd then changes none of them, so every
+// entry is returned. nil when every change can be made.
+func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
+	why := ""
+	for _, ch := range changes {
+		switch ch.Subscription {
+		case "none":
+			continue
+		case "subscribed":
+		default:
+			why = "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none"
+		}
+		if why != "" {
+			break
+		}
+		aff, err := c.hub.AffiliationOf(ctx, n, ch.JID.Bare().String())
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case aff == hub.AffOutcast:
+			why = fmt.Sprintf("%s is banned from %q: make it a member before subscribing it", ch.JID.Bare(), n.Name)
+		case !aff.MayRead(n.AccessModel):
+			why = fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, ch.JID.Bare())
+		}
+		if why != "" {
+			break
+		}
+	}
+	if why == "" {
 		return nil, nil
 	}
 	var b xmlBuf
@@ -888,7 +914,7 @@ func (c *Component) refuseSubscriptionStates(ctx context.Context, n *hub.Node, c
 		}
 	}
 	b.close("subscriptions").close("pubsub")
-	serr := notAcceptable("", "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none; nothing was changed")
+	serr := notAcceptable("", "%s; nothing was changed", why)
 	serr.Payload = b.Bytes()
 	return serr, nil
 }
