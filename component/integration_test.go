@@ -519,9 +519,30 @@ func TestWhitelist(t *testing.T) {
 			`<affiliation jid="`+bobBare+`" affiliation="`+aff+`"/></affiliations></pubsub>`))
 	}
 	setAff("member")
+	// The list names every owner (XEP-0060 §8.9.1.2): the admins own
+	// every node.
 	affs := result(t, e.request(admin, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><affiliations node="closed"/></pubsub>`))
-	if a := find(affs, "pubsub", "affiliations", "affiliation"); a == nil || a.attr("jid") != bobBare || a.attr("affiliation") != "member" {
-		t.Fatalf("affiliations: %s", affs.standalone())
+	listed := map[string]string{}
+	for _, a := range find(affs, "pubsub", "affiliations").childrenNamed(nsPubsubOwner, "affiliation") {
+		listed[a.attr("jid")] = a.attr("affiliation")
+	}
+	if want := map[string]string{bobBare: "member", e.admin: "owner"}; !maps.Equal(listed, want) {
+		t.Fatalf("affiliations %v, want %v: %s", listed, want, affs.standalone())
+	}
+	// An admin's ownership comes from the configuration: a change to it
+	// is refused with the entries as they stand (§8.9.2.4), and the other
+	// entries of the request are not made either.
+	ans := e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><affiliations node="closed">`+
+		`<affiliation jid="`+bobBare+`" affiliation="none"/><affiliation jid="`+e.admin+`" affiliation="member"/></affiliations></pubsub>`)
+	stanzaErr(t, ans, "modify", "not-acceptable", "")
+	returned := map[string]string{}
+	if list := find(ans, "pubsub", "affiliations"); list != nil {
+		for _, a := range list.childrenNamed(nsPubsubOwner, "affiliation") {
+			returned[a.attr("jid")] = a.attr("affiliation")
+		}
+	}
+	if want := map[string]string{bobBare: "member", e.admin: "owner"}; !maps.Equal(returned, want) {
+		t.Errorf("entries returned with the refusal %v, want %v: %s", returned, want, ans.standalone())
 	}
 	result(t, e.request(bob, "set", subscribePayload("closed", bobBare)))
 	e.publish("closed", "w1")
@@ -1138,5 +1159,38 @@ func TestChatCommands(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no answer to list")
+	}
+}
+
+// TestLastOwnerStays: without admins, a node's last owner may not give up
+// ownership; the refusal is XEP-0060 §8.9.2.4's not-acceptable with the
+// entries as they stand, and nothing changes.
+func TestLastOwnerStays(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{hub: func(c *hub.Config) { c.Admins = nil }})
+	n := e.createNode("owned", "", hub.AccessOpen)
+	alice := e.dial("alice", "r")
+	aliceBare := alice.JID.Bare().String()
+	if err := e.hub.SetAffiliation(e.ctx, n, aliceBare, hub.AffOwner); err != nil {
+		t.Fatal(err)
+	}
+	ans := e.request(alice, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><affiliations node="owned">`+
+		`<affiliation jid="bob@localhost" affiliation="member"/><affiliation jid="`+aliceBare+`" affiliation="none"/></affiliations></pubsub>`)
+	stanzaErr(t, ans, "modify", "not-acceptable", "")
+	returned := map[string]string{}
+	if list := find(ans, "pubsub", "affiliations"); list != nil {
+		for _, a := range list.childrenNamed(nsPubsubOwner, "affiliation") {
+			returned[a.attr("jid")] = a.attr("affiliation")
+		}
+	}
+	if want := map[string]string{"bob@localhost": "none", aliceBare: "owner"}; !maps.Equal(returned, want) {
+		t.Errorf("entries returned with the refusal %v, want %v: %s", returned, want, ans.standalone())
+	}
+	affs, err := e.hub.Affiliations(e.ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]hub.Affiliation{aliceBare: hub.AffOwner}; !maps.Equal(affs, want) {
+		t.Errorf("affiliations after the refusal %v, want %v", affs, want)
 	}
 }

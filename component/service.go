@@ -325,7 +325,7 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, r *request) error 
 	if err != nil {
 		return err
 	}
-	affs, err := c.hub.Affiliations(ctx, n)
+	affs, err := c.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -927,7 +927,8 @@ func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid
 	if err := c.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	affs, err := c.hub.Affiliations(ctx, n)
+	// The admins own every node (XEP-0060 §8.9.1.2 lists every owner).
+	affs, err := c.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -953,12 +954,20 @@ func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r 
 		return err
 	}
 	bare := sender.Bare().String()
-	if !c.hub.IsAdmin(bare) {
-		// XEP-0060 §8.9.2.4: the last owner may not give up ownership.
-		affs, err := c.hub.Affiliations(ctx, n)
-		if err != nil {
-			return err
+	affs, err := c.hub.OwnerAffiliations(ctx, n)
+	if err != nil {
+		return err
+	}
+	// XEP-0060 §8.9.2.4: a change that cannot be made is refused with the
+	// entries as they stand, and pingd then makes none of them.
+	for _, ch := range r.Affiliations {
+		if c.hub.IsAdmin(ch.JID) && ch.Affiliation != hub.AffOwner {
+			return refusedAffiliations(n, r.Affiliations, affs,
+				ch.JID+" owns every node by the operator's configuration (PINGD_ADMINS); nothing was changed")
 		}
+	}
+	if !c.hub.IsAdmin(bare) {
+		// The last owner may not give up ownership.
 		owners := 0
 		for _, a := range affs {
 			if a == hub.AffOwner {
@@ -973,7 +982,7 @@ func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r 
 			}
 		}
 		if owners < 1 {
-			return notAcceptable("", "the node would be left without an owner")
+			return refusedAffiliations(n, r.Affiliations, affs, "the node would be left without an owner; nothing was changed")
 		}
 	}
 	for _, ch := range r.Affiliations {
@@ -984,4 +993,22 @@ func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r 
 			"affiliation", string(ch.Affiliation), "by", bare)
 	}
 	return nil
+}
+
+// refusedAffiliations is the not-acceptable of XEP-0060 §8.9.2.4: every
+// entry of the request with its affiliation as it stands.
+func refusedAffiliations(n *hub.Node, changes []affiliationChange, affs map[string]hub.Affiliation, why string) *stanzaError {
+	var b xmlBuf
+	b.open("pubsub", "xmlns", nsPubsubOwner).open("affiliations", "node", n.Name)
+	for _, ch := range changes {
+		a := affs[ch.JID]
+		if a == "" {
+			a = hub.AffNone
+		}
+		b.empty("affiliation", "jid", ch.JID, "affiliation", string(a))
+	}
+	b.close("affiliations").close("pubsub")
+	serr := notAcceptable("", "%s", why)
+	serr.Payload = b.Bytes()
+	return serr
 }
