@@ -186,16 +186,6 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 // IsAdmin reports whether the bare JID is one of the configured admins.
 func (h *Hub) IsAdmin(bareJID string) bool { return h.admins[bareJID] }
 
-// Admins lists the bare JIDs that own every node, sorted.
-func (h *Hub) Admins() []string {
-	out := make([]string, 0, len(h.admins))
-	for j := range h.admins {
-		out = append(out, j)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // OwnerAffiliations is Affiliations with the admins, who own every node,
 // listed as owners: the affiliations as XMPP owners see them.
 func (h *Hub) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affiliation, error) {
