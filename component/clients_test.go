@@ -236,6 +236,17 @@ func TestAdhocCommands(t *testing.T) {
 	if id := find(ci, "query", "identity"); id == nil || id.attr("category") != "automation" || id.attr("type") != "command-node" {
 		t.Errorf("disco#info on a command: %s", ci.standalone())
 	}
+	// XEP-0050 §2.3: an owner command is not shown to a user; §2.2: the
+	// command list has an identity of its own.
+	stanzaErr(t, e.request(alice, "get", fmt.Sprintf(`<query xmlns=%q node="pingd#create-node"/>`, nsDiscoInfo)), "auth", "forbidden", "")
+	oi := result(t, e.request(admin, "get", fmt.Sprintf(`<query xmlns=%q node="pingd#create-node"/>`, nsDiscoInfo)))
+	if id := find(oi, "query", "identity"); id == nil || id.attr("type") != "command-node" {
+		t.Errorf("disco#info on an owner command, by an owner: %s", oi.standalone())
+	}
+	li := result(t, e.request(alice, "get", fmt.Sprintf(`<query xmlns=%q node=%q/>`, nsDiscoInfo, nsCommands)))
+	if id := find(li, "query", "identity"); id == nil || id.attr("category") != "automation" || id.attr("type") != "command-list" {
+		t.Errorf("disco#info on the command list: %s", li.standalone())
+	}
 	root := result(t, e.request(alice, "get", fmt.Sprintf(`<query xmlns=%q/>`, nsDiscoInfo)))
 	if !strings.Contains(string(root.standalone()), `var="`+nsCommands+`"`) {
 		t.Error("disco#info does not advertise ad-hoc commands")

@@ -178,7 +178,7 @@ func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]
 	var err error
 	switch r.Op {
 	case opDiscoInfo:
-		err = c.discoInfo(ctx, &b, r)
+		err = c.discoInfo(ctx, &b, sender, r)
 	case opDiscoItems:
 		err = c.discoItems(ctx, &b, sender, r)
 	case opSubscribe:
@@ -299,8 +299,20 @@ func (c *Component) requireReader(ctx context.Context, n *hub.Node, sender jid.J
 	return nil
 }
 
-func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, r *request) error {
+func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	if r.Node == nsCommands {
+		// XEP-0050 §2.2: the command list's own identity.
+		b.open("query", "xmlns", nsDiscoInfo, "node", nsCommands)
+		b.empty("identity", "category", "automation", "type", "command-list", "name", "pingd commands")
+		b.empty("feature", "var", nsCommands)
+		b.close("query")
+		return nil
+	}
 	if cmd := commandByNode(r.Node); cmd != nil {
+		if cmd.owner && !c.hub.IsAdmin(sender.Bare().String()) {
+			// XEP-0050 §2.3: a command the requester may not run is not shown.
+			return forbidden("only pingd's administrators may run " + cmd.name)
+		}
 		c.commandInfo(b, cmd)
 		return nil
 	}
