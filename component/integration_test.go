@@ -886,6 +886,21 @@ func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
 	if n := len(find(subs, "pubsub", "subscriptions").Children); n != 0 {
 		t.Fatalf("a refused grant left a subscription: %s", subs.standalone())
 	}
+
+	// An outcast cannot be subscribed either, even to an open node.
+	open1, err := e.hub.Node(e.ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hub.SetAffiliation(e.ctx, open1, bobBare, hub.AffOutcast); err != nil {
+		t.Fatal(err)
+	}
+	ans = e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
+		`<subscription jid="`+bobBare+`" subscription="subscribed"/></subscriptions></pubsub>`)
+	errEl = stanzaErr(t, ans, "modify", "not-acceptable", "")
+	if text := errEl.child(nsStanzaErrors, "text"); text == nil || !strings.Contains(text.text(), "banned") {
+		t.Errorf("the refusal of an outcast does not say why: %s", ans.standalone())
+	}
 }
 
 func TestEveryIQIsAnswered(t *testing.T) {

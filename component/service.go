@@ -885,25 +885,9 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
 	why := ""
 	for _, ch := range changes {
-		switch ch.Subscription {
-		case "none":
-			continue
-		case "subscribed":
-		default:
-			why = "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none"
-		}
-		if why != "" {
-			break
-		}
-		aff, err := c.hub.AffiliationOf(ctx, n, ch.JID.Bare().String())
-		if err != nil {
+		var err error
+		if why, err = c.subscriptionRefusal(ctx, n, ch); err != nil {
 			return nil, err
-		}
-		switch {
-		case aff == hub.AffOutcast:
-			why = fmt.Sprintf("%s is banned from %q: make it a member before subscribing it", ch.JID.Bare(), n.Name)
-		case !aff.MayRead(n.AccessModel):
-			why = fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, ch.JID.Bare())
 		}
 		if why != "" {
 			break
@@ -929,6 +913,27 @@ func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, 
 	serr := notAcceptable("", "%s; nothing was changed", why)
 	serr.Payload = b.Bytes()
 	return serr, nil
+}
+
+// subscriptionRefusal says why pingd cannot make one owner's change of a
+// subscription, or "" when it can.
+func (c *Component) subscriptionRefusal(ctx context.Context, n *hub.Node, ch subscriptionChange) (string, error) {
+	switch ch.Subscription {
+	case "none":
+		return "", nil
+	case "subscribed":
+	default:
+		return "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none", nil
+	}
+	bare := ch.JID.Bare()
+	switch err := c.hub.MaySubscribe(ctx, n, bare.String()); {
+	case errors.Is(err, hub.ErrNotMember): // before ErrForbidden, which it wraps
+		return fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, bare), nil
+	case errors.Is(err, hub.ErrForbidden):
+		return fmt.Sprintf("%s is banned from %q: make it a member before subscribing it", bare, n.Name), nil
+	default:
+		return "", err
+	}
 }
 
 func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {

@@ -81,9 +81,10 @@ func (w *WebSub) Policy() Policy { return Policy{RetryWindow: w.window()} }
 
 // Verify handles a pending request. A request pingd refused gets the
 // denial notice (hub.mode=denied with hub.reason), and so does a topic
-// (other than pingd's own feeds of the node) whose first fetch failed; otherwise the callback must echo the
-// challenge of a GET with hub.mode, hub.topic and, for subscribes,
-// hub.lease_seconds. It returns the end of the lease.
+// (other than pingd's own feeds of the node) whose first fetch failed;
+// otherwise the callback must echo the challenge of a GET with hub.mode,
+// hub.topic and, for subscribes, hub.lease_seconds. It returns the end of
+// the lease.
 func (w *WebSub) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
 	topic := w.topic(sub, node)
 	if mode == "subscribe" {

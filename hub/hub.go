@@ -202,6 +202,23 @@ func (h *Hub) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affili
 	return affs, nil
 }
 
+// MaySubscribe reports whether the bare JID may have an XMPP subscription
+// to the node: ErrForbidden for an outcast, ErrNotMember when the node is
+// closed to it.
+func (h *Hub) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
+	aff, err := h.AffiliationOf(ctx, n, bareJID)
+	if err != nil {
+		return err
+	}
+	if aff == AffOutcast {
+		return fmt.Errorf("%w: %s is banned from %q", ErrForbidden, bareJID, n.Name)
+	}
+	if !aff.MayRead(n.AccessModel) {
+		return ErrNotMember
+	}
+	return nil
+}
+
 // IsOwner reports whether the bare JID owns the node: an admin, or a JID
 // with the owner affiliation.
 func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
@@ -496,15 +513,8 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if s.BareJID == "" {
 			return nil, false, fmt.Errorf("%w: XMPP subscription without a bare JID", ErrInvalid)
 		}
-		aff, err := h.AffiliationOf(ctx, n, s.BareJID)
-		if err != nil {
+		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
-		}
-		if aff == AffOutcast {
-			return nil, false, fmt.Errorf("%w: %s is banned from %q", ErrForbidden, s.BareJID, n.Name)
-		}
-		if !aff.MayRead(n.AccessModel) {
-			return nil, false, ErrNotMember
 		}
 		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {

@@ -150,9 +150,11 @@ func (m *Manager) websubContent(w http.ResponseWriter, r *http.Request, u *hub.U
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if m.enter(r.Context(), w, u, DialectWebSubUpstream) {
-		w.WriteHeader(http.StatusAccepted)
+	if !m.enter(r.Context(), u, DialectWebSubUpstream) {
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
 	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // validSignature checks X-Hub-Signature: method=hex HMAC of the body.
@@ -214,23 +216,22 @@ func (m *Manager) cloudNotify(w http.ResponseWriter, r *http.Request, u *hub.Ups
 		http.Error(w, "too many notifications for "+u.Topic, http.StatusTooManyRequests)
 		return
 	}
-	if m.enter(r.Context(), w, u, DialectRSSCloudUpstream) {
-		w.WriteHeader(http.StatusOK)
+	if !m.enter(r.Context(), u, DialectRSSCloudUpstream) {
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
 	}
+	w.WriteHeader(http.StatusOK)
 }
 
-// enter turns a push into a ping of the source. When it cannot, it answers
-// the request (503: a store failure) and returns false.
-func (m *Manager) enter(ctx context.Context, w http.ResponseWriter, u *hub.Upstream, dialect string) bool {
+// enter turns a push into a ping of the source.
+func (m *Manager) enter(ctx context.Context, u *hub.Upstream, dialect string) bool {
 	src, err := m.cfg.Hub.Source(ctx, u.SourceID)
 	if err != nil {
 		m.log.WarnContext(ctx, "upstream push for a source pingd cannot read", "source", u.SourceID, "err", err)
-		http.Error(w, "try again later", http.StatusServiceUnavailable)
 		return false
 	}
 	if _, err := m.cfg.Hub.Ping(ctx, hub.Ping{Dialect: dialect, URL: src.URL}, []string{src.URL}, nil); err != nil {
 		m.log.WarnContext(ctx, "record an upstream push", "source", src.URL, "err", err)
-		http.Error(w, "try again later", http.StatusServiceUnavailable)
 		return false
 	}
 	if err := m.cfg.Store.MarkUpstreamPush(ctx, u.ID, m.now()); err != nil {

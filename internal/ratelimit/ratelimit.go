@@ -9,8 +9,8 @@ import (
 )
 
 // Keyed keeps one token bucket per key (a client IP, a pinged URL, a
-// callback). Buckets idle long enough to be full again are dropped, so memory follows
-// the number of recently active keys.
+// callback). Buckets idle long enough to be full again are dropped, so
+// memory follows the number of recently active keys.
 type Keyed struct {
 	rate  rate.Limit
 	burst int
