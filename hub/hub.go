@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -264,10 +263,11 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	n := &Node{Name: spec.Name, NodeConfig: cfg, Implicit: spec.Implicit}
 	var src *Source
 	if spec.Source != "" {
-		if err := ValidURL(spec.Source); err != nil {
+		source, err := CanonicalURL(spec.Source)
+		if err != nil {
 			return nil, "", err
 		}
-		s, _, err := h.store.EnsureSource(ctx, spec.Source)
+		s, _, err := h.store.EnsureSource(ctx, source)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -798,12 +798,13 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 	return sub, false, nil
 }
 
-// NodeForURL returns the node that follows url, preferring one an owner
-// created; when none does and create is set, it creates an implicit open
-// node named after the URL and returns once its source's baseline fetch
-// is over.
+// NodeForURL returns the node that follows url (in any spelling: it is
+// looked up in canonical form), preferring one an owner created; when none
+// does and create is set, it creates an implicit open node named after the
+// canonical URL and returns once its source's baseline fetch is over.
 func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
-	if err := ValidURL(rawURL); err != nil {
+	rawURL, err := CanonicalURL(rawURL)
+	if err != nil {
 		return nil, err
 	}
 	srcs, err := h.store.SourcesMatching(ctx, rawURL)
@@ -858,9 +859,13 @@ func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node
 	return nil, fmt.Errorf("%w: the node names for %s are taken by nodes following other sources", ErrExists, rawURL)
 }
 
-// ImplicitNodeName is the name of the node pingd creates for a URL: the URL
-// itself when it is a valid node name, else "url:" and its SHA-256.
+// ImplicitNodeName is the name of the node pingd creates for a URL: the
+// URL in canonical form when that is a valid node name, else "url:" and the
+// SHA-256 of that form; every spelling of a URL gives one name.
 func ImplicitNodeName(rawURL string) string {
+	if c, err := CanonicalURL(rawURL); err == nil {
+		rawURL = c
+	}
 	if ValidNodeName(rawURL) == nil {
 		return rawURL
 	}
@@ -884,6 +889,9 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 // changed is Changed skipping the sources in scheduled, which it adds to:
 // URLs of one ping often name one source twice (a feed and its site).
 func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, scheduled map[int64]bool) (int, error) {
+	if canon, err := CanonicalURL(rawURL); err == nil {
+		rawURL = canon // sources are stored in canonical form
+	}
 	srcs, err := h.store.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("find sources of %s: %w", rawURL, err)
@@ -906,18 +914,22 @@ func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, sche
 }
 
 // Ping records a publisher's ping and schedules fetches of the sources
-// matching any of urls (the first non-empty one is recorded); it returns
+// matching any of urls (the first non-empty one is recorded as the
+// publisher wrote it: changes.xml shows what was submitted); it returns
 // how many sources, each counted once. It fails only when the ping could
 // not be stored, so a ping is never acknowledged and lost.
 func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
 	p.URL = ""
+	canonical := make([]string, 0, len(urls))
 	for _, u := range urls {
 		if u == "" {
 			continue
 		}
-		if err := ValidURL(u); err != nil {
+		c, err := CanonicalURL(u)
+		if err != nil {
 			return 0, err
 		}
+		canonical = append(canonical, c)
 		if p.URL == "" {
 			p.URL = u
 		}
@@ -934,8 +946,8 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 	total := 0
 	seen := map[string]bool{}
 	scheduled := map[int64]bool{}
-	for _, u := range urls {
-		if u == "" || seen[u] {
+	for _, u := range canonical {
+		if seen[u] {
 			continue
 		}
 		seen[u] = true
@@ -965,13 +977,4 @@ func (h *Hub) WakeFetcher() {
 	case h.fetchWake <- struct{}{}:
 	default:
 	}
-}
-
-// hostOf returns the lower-cased host of a URL, for per-host limits.
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return strings.ToLower(u.Host)
 }

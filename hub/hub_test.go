@@ -916,11 +916,20 @@ func TestImplicitNodeName(t *testing.T) {
 	if got := hub.ImplicitNodeName(short); got != short {
 		t.Errorf("ImplicitNodeName(%q) = %q, want the URL", short, got)
 	}
+	for _, spelling := range []string{"HTTPS://Example.org:443/./feed.xml", "https://example.org/feed.xml?#top"} {
+		if got := hub.ImplicitNodeName(spelling); got != short {
+			t.Errorf("ImplicitNodeName(%q) = %q, want the canonical URL %q", spelling, got, short)
+		}
+	}
 	for _, u := range []string{
 		"https://example.org/" + strings.Repeat("a", 300),
 		"https://example.org/\x7f",
+		"https://Example.org/ü" + strings.Repeat("a", 250),
 	} {
 		got := hub.ImplicitNodeName(u)
+		if c, err := hub.CanonicalURL(u); err == nil {
+			u = c
+		}
 		sum := sha256.Sum256([]byte(u))
 		if got != "url:"+hex.EncodeToString(sum[:]) {
 			t.Errorf("ImplicitNodeName(%.40q) = %q", u, got)
@@ -941,8 +950,12 @@ func FuzzImplicitNodeName(f *testing.F) {
 		if name != hub.ImplicitNodeName(u) {
 			t.Fatalf("ImplicitNodeName is not stable")
 		}
-		if name != u && !strings.HasPrefix(name, "url:") {
-			t.Fatalf("ImplicitNodeName(%q) = %q: neither the URL nor a url: name", u, name)
+		canon, err := hub.CanonicalURL(u)
+		if err != nil {
+			canon = u
+		}
+		if name != canon && !strings.HasPrefix(name, "url:") {
+			t.Fatalf("ImplicitNodeName(%q) = %q: neither the canonical URL nor a url: name", u, name)
 		}
 	})
 }

@@ -54,7 +54,7 @@ func (h *Hub) fetchLoop(ctx context.Context) {
 				workers <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-workers }()
-					release := hosts.acquire(ctx, hostOf(src.URL))
+					release := hosts.acquire(ctx, HostKey(src.URL))
 					if release == nil {
 						h.giveBack(ctx, &src) // shutting down before the fetch began
 						return
@@ -240,8 +240,8 @@ func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
 		st.ConsecutiveErrors = 0
 		st.LastStatus = res.Status
 		st.LastBytes = res.Bytes
-		if res.PermanentURL != "" && res.PermanentURL != st.URL {
-			st.MovedFrom, st.MovedAt, st.URL = st.URL, now, res.PermanentURL
+		if moved := canonicalOrEmpty(res.PermanentURL); moved != "" && moved != st.URL {
+			st.MovedFrom, st.MovedAt, st.URL = st.URL, now, moved
 		}
 		if res.Gone {
 			st.Gone = true
@@ -268,7 +268,7 @@ func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
 		st.Unchanged = 0
 		st.LastChangeAt = now
 		st.Body, st.BodyHash, st.ContentType, st.IsFeed = res.Body, res.BodyHash, res.ContentType, res.IsFeed
-		st.Title, st.Description, st.SiteURL = res.Title, res.Description, res.SiteURL
+		st.Title, st.Description, st.SiteURL = res.Title, res.Description, canonicalOrEmpty(res.SiteURL)
 		if res.IsFeed {
 			hdr := st.Hints
 			st.Hints = res.Hints
@@ -419,4 +419,15 @@ func (defaultScheduler) Next(now time.Time, src *Source, res *FetchResult, err e
 		return now.Add(min(d, 24*time.Hour)), "error backoff"
 	}
 	return now.Add(time.Hour), "default interval"
+}
+
+// canonicalOrEmpty is the canonical form of a URL a fetch found (a
+// permanent redirect's target, a feed's site link), "" when it is none:
+// sources are looked up by these, in canonical form.
+func canonicalOrEmpty(raw string) string {
+	c, err := CanonicalURL(raw)
+	if err != nil {
+		return ""
+	}
+	return c
 }

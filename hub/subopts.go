@@ -37,9 +37,11 @@ func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts
 func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
 	var src *Source
 	if rawURL != "" {
-		if err := ValidURL(rawURL); err != nil {
+		canon, err := CanonicalURL(rawURL)
+		if err != nil {
 			return nil, err
 		}
+		rawURL = canon
 		s, _, err := h.store.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("set the source of %q: %w", name, err)

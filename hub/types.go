@@ -3,7 +3,6 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -547,30 +546,11 @@ type Ping struct {
 	ReceivedAt time.Time
 }
 
-// ValidURL checks that s is an absolute http or https URL with a host.
+// ValidURL checks that s is an absolute http or https URL with a host
+// that CanonicalURL accepts.
 func ValidURL(s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: empty URL", ErrInvalid)
-	}
-	if len(s) > MaxURLBytes {
-		return fmt.Errorf("%w: URL longer than %d bytes", ErrInvalid, MaxURLBytes)
-	}
-	if !utf8.ValidString(s) {
-		// It could not be written into the XML and JSON documents that
-		// name it, and no server can have meant it.
-		return fmt.Errorf("%w: URL %q is not valid UTF-8", ErrInvalid, s)
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%w: URL %q is not http or https", ErrInvalid, s)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%w: URL %q has no host", ErrInvalid, s)
-	}
-	return nil
+	_, err := CanonicalURL(s)
+	return err
 }
 
 // MaxURLBytes is the longest URL pingd accepts as a source or callback.

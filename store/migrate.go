@@ -31,6 +31,15 @@ type migration struct {
 	// table would delete every row referencing it). Its file starts with
 	// foreignKeysOffMarker; the references are checked before it commits.
 	foreignKeysOff bool
+	// data, when set, runs after the SQL in the same transaction: a step
+	// that needs Go (dataMigrations).
+	data func(ctx context.Context, tx *txn) error
+}
+
+// dataMigrations are the steps SQL cannot do, by migration name without
+// its number; the SQL file of such a migration says what the step does.
+var dataMigrations = map[string]func(ctx context.Context, tx *txn) error{
+	"canonical_urls.sql": canonicalizeStoredURLs,
 }
 
 const foreignKeysOffMarker = "-- pingd: foreign keys off"
@@ -56,8 +65,9 @@ func migrationsFor(backend string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
+		_, base, _ := strings.Cut(e.Name(), "_")
 		out = append(out, migration{version: v, name: e.Name(), sql: string(body),
-			foreignKeysOff: strings.HasPrefix(string(body), foreignKeysOffMarker)})
+			foreignKeysOff: strings.HasPrefix(string(body), foreignKeysOffMarker), data: dataMigrations[base]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
@@ -118,8 +128,15 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 			// budget within the transaction.
 			mctx, cancel := context.WithTimeout(ctx, 10*s.timeout)
 			defer cancel()
-			if _, err := tx.ExecContext(mctx, m.sql); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			if !onlyComments(m.sql) {
+				if _, err := tx.ExecContext(mctx, m.sql); err != nil {
+					return fmt.Errorf("apply migration %s: %w", m.name, err)
+				}
+			}
+			if m.data != nil {
+				if err := m.data(mctx, tx); err != nil {
+					return fmt.Errorf("apply migration %s: %w", m.name, err)
+				}
 			}
 			if fkOff {
 				if err := foreignKeyCheck(mctx, tx); err != nil {
@@ -192,4 +209,15 @@ func (s *sqlStore) schemaVersion(ctx context.Context, tx *txn) (int, error) {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil
+}
+
+// onlyComments reports whether an SQL text has nothing but "--" comments
+// and blank lines: a migration whose work is its data step.
+func onlyComments(sql string) bool {
+	for line := range strings.SplitSeq(sql, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,6 @@
+-- Stored URLs in canonical form (hub.CanonicalURL): sources' original,
+-- current and site URLs, and the callbacks and topics of HTTP
+-- subscriptions. Sources or subscriptions that turn out to be one URL
+-- spelled several ways are merged into the oldest. SQL cannot compute the
+-- form: the work is a Go step of the store (canonicalizeStoredURLs, run in
+-- this migration's transaction).
