@@ -862,7 +862,13 @@ func (e *Engine) postpone(ctx context.Context, sub *hub.Subscription, at time.Ti
 	e.queueState(sub, ds, true, ds.NextAttemptAt)
 }
 
+// hostOf is the receiver's origin, the key of the per-host limit: in
+// canonical form (hub.HostKey), so one host spelled several ways (a
+// zero-padded port, a trailing dot) is one host.
 func hostOf(raw string) string {
+	if key := hub.HostKey(raw); key != "" {
+		return key
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw

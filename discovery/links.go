@@ -73,8 +73,24 @@ func PathSegment(node string) string {
 
 // OwnNodeName recognises pingd's own URLs of a node (its Atom and RSS
 // feeds, its descriptor and XRDS document) under the public URL and
-// returns the node's name.
+// returns the node's name. The URL is taken as written, or else in
+// canonical form (hub.CanonicalURL) against the public URL's: spelled
+// another way, it still names the node and not a source to fetch. (As
+// written first: the canonical form reads the "%2E" of nodes named "." and
+// ".." as dot segments.)
 func OwnNodeName(publicURL, raw string) (string, bool) {
+	if name, ok := ownNodeName(publicURL, raw); ok {
+		return name, true
+	}
+	base, err1 := hub.CanonicalURL(publicURL)
+	canon, err2 := hub.CanonicalURL(raw)
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	return ownNodeName(base, canon)
+}
+
+func ownNodeName(publicURL, raw string) (string, bool) {
 	rest, ok := strings.CutPrefix(raw, strings.TrimRight(publicURL, "/"))
 	if !ok {
 		return "", false

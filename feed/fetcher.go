@@ -137,9 +137,17 @@ func newFetchState(req hub.FetchRequest, useDelta bool) *fetchState {
 	return &fetchState{
 		req:          req,
 		useDelta:     useDelta,
-		visited:      map[string]bool{req.URL: true},
+		visited:      map[string]bool{canonicalOr(req.URL): true},
 		allPermanent: true,
 	}
+}
+
+// canonicalOr is the canonical form of u, or u when it has none.
+func canonicalOr(u string) string {
+	if c, err := hub.CanonicalURL(u); err == nil {
+		return c
+	}
+	return u
 }
 
 // follow fetches u and the redirects it leads to.
@@ -233,9 +241,11 @@ func (f *Fetcher) redirect(st *fetchState, cur, loc string, permanent bool) (str
 		return "", fmt.Errorf("%w: %q: %v", ErrBadRedirect, loc, err)
 	}
 	next := base.ResolveReference(ref)
-	next.Fragment = ""
-	target := next.String()
-	if err := hub.ValidURL(target); err != nil {
+	// In canonical form: a loop through spellings of one URL is a loop,
+	// and a permanent target is stored (the source's URL) as it is looked
+	// up.
+	target, err := hub.CanonicalURL(next.String())
+	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrBadRedirect, err)
 	}
 	if st.visited[target] {

@@ -324,6 +324,9 @@ func TestFetchRedirects(t *testing.T) {
 	fs.redirect("/temp-to-xml", "/xml-redirect", 307)
 	fs.handle("/gone", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) })
 	fs.redirect("/moved-gone", "/gone", 301)
+	// A target spelled another way (zero-padded port, dot segment, empty
+	// query) is followed and kept in canonical form.
+	fs.redirect("/moved-spelled", strings.Replace(u, "127.0.0.1:", "127.0.0.1.:00", 1)+"/./other?", 301)
 
 	tests := []struct {
 		path          string
@@ -354,6 +357,7 @@ func TestFetchRedirects(t *testing.T) {
 		{"/xml-loop", "", "", false, nil, ErrRedirectLoop},
 		{"/gone", "/gone", "", true, nil, nil},
 		{"/moved-gone", "/gone", "/gone", true, nil, nil},
+		{"/moved-spelled", "/other", "/other", false, []string{"other"}, nil},
 	}
 	f := testFetcher(FetcherConfig{})
 	for _, tt := range tests {

@@ -492,8 +492,10 @@ func parseWebhookRequest(body []byte) (WebhookRequest, error) {
 	if !ok {
 		return malformed("<url> has no href attribute")
 	}
-	href = strings.TrimSpace(href)
-	if err := hub.ValidURL(href); err != nil {
+	// The callback is the subscription's identity: in canonical form, one
+	// callback spelled two ways is one subscription.
+	href, err := hub.CanonicalURL(strings.TrimSpace(href))
+	if err != nil {
 		return malformed("href: %v", err)
 	}
 	req.Href = href

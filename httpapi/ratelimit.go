@@ -1,20 +1,27 @@
 package httpapi
 
 import (
-	"net/url"
-	"strings"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // allowPing takes a token for a ping of rawURL from the URL's bucket and
-// from its host's. A refusal by the host's bucket keeps the URL's token,
-// which only slows down a publisher that is over a limit anyway.
+// from its host's. Both keys are canonical (hub.CanonicalURL, hub.HostKey):
+// a URL or host spelled another way (a zero-padded or default port, a
+// trailing dot, upper case) draws on the same buckets. A refusal by the
+// host's bucket keeps the URL's token, which only slows down a publisher
+// that is over a limit anyway.
 func (a *API) allowPing(rawURL string) *RateLimitError {
 	now := time.Now()
-	if ok, wait := a.pingLimit.Allow(rawURL, now); !ok {
-		return &RateLimitError{RetryAfter: wait, What: "too many pings for " + rawURL}
+	key := rawURL
+	if c, err := hub.CanonicalURL(rawURL); err == nil {
+		key = c
 	}
-	if host := urlHost(rawURL); host != "" {
+	if ok, wait := a.pingLimit.Allow(key, now); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many pings for " + key}
+	}
+	if host := hub.HostKey(key); host != "" {
 		if ok, wait := a.pingHostLimit.Allow(host, now); !ok {
 			return &RateLimitError{RetryAfter: wait, What: "too many pings for URLs on " + host}
 		}
@@ -32,13 +39,4 @@ func (a *API) allowSubscribe(clientIP string) *RateLimitError {
 		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + clientIP}
 	}
 	return nil
-}
-
-// urlHost is the lower-cased host and port of a URL: one origin server.
-func urlHost(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return strings.ToLower(u.Host)
 }

@@ -458,9 +458,17 @@ func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error)
 // keyed by node, kind and address, while these protocols key them by
 // callback and topic, and several topics can name one node (a feed, its
 // site, pingd's own feeds of it). HTTP clients never send a fragment, so
-// deliveries go to the callback itself.
+// deliveries go to the callback itself. Both are in canonical form
+// (hub.CanonicalURL): the same callback and topic spelled another way are
+// the same subscription.
 func subscriberAddress(callback, topic string) string {
 	callback, _, _ = strings.Cut(callback, "#")
+	if c, err := hub.CanonicalURL(callback); err == nil {
+		callback = c
+	}
+	if c, err := hub.CanonicalURL(topic); err == nil {
+		topic = c
+	}
 	return callback + "#" + url.QueryEscape(topic)
 }
 

@@ -169,3 +169,77 @@ func portOf(u *url.URL) string {
 	}
 	return p
 }
+
+// spellingsOf returns five spellings of the origin's URL for path: a
+// zero-padded port, dot segments, an empty query, a trailing dot, escapes,
+// an IPv4-mapped address and a fragment.
+func spellingsOf(t *testing.T, originURL, path string) []string {
+	t.Helper()
+	u, err := url.Parse(originURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := u.Hostname(), u.Port()
+	escaped := strings.Replace(path, "f", "%66", 1)
+	return []string{
+		"http://" + host + ":0" + port + path,
+		"http://" + host + ":00" + port + "/." + path + "?",
+		"HTTP://" + host + ".:" + port + "/x/.." + path,
+		"http://[::ffff:" + host + "]:" + port + escaped + "#top",
+		"http://" + host + ":" + port + path,
+	}
+}
+
+// TestOneSourceForEverySpelling: every spelling of a URL finds one source
+// and one node, whether an owner made it or a URL subscription created it,
+// and a ping in any spelling fetches that source.
+func TestOneSourceForEverySpelling(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.run()
+	ctx := t.Context()
+	e.origin.serve("/feed", rss{title: "Feed", items: items("a")}.String(), false)
+	e.origin.serve("/owned", rss{title: "Owned", items: items("a")}.String(), false)
+
+	feedSpellings := spellingsOf(t, e.origin.URL, "/feed")
+	first, err := e.hub.NodeForURL(ctx, feedSpellings[0], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Name != e.origin.url("/feed") || first.SourceURL != e.origin.url("/feed") {
+		t.Fatalf("implicit node %q follows %q; want both the canonical URL %q", first.Name, first.SourceURL, e.origin.url("/feed"))
+	}
+	for _, u := range feedSpellings[1:] {
+		n, err := e.hub.NodeForURL(ctx, u, true)
+		if err != nil {
+			t.Fatalf("NodeForURL(%s): %v", u, err)
+		}
+		if n.ID != first.ID {
+			t.Errorf("NodeForURL(%s) = node %q, want %q", u, n.Name, first.Name)
+		}
+	}
+
+	ownedSpellings := spellingsOf(t, e.origin.URL, "/owned")
+	owned, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "owned", Source: ownedSpellings[1], Config: hub.DefaultNodeConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owned.SourceURL != e.origin.url("/owned") {
+		t.Fatalf("owned node follows %q, want the canonical %q", owned.SourceURL, e.origin.url("/owned"))
+	}
+	for _, u := range ownedSpellings {
+		n, err := e.hub.NodeForURL(ctx, u, true)
+		if err != nil || n.ID != owned.ID {
+			t.Errorf("NodeForURL(%s) = %+v, %v; want the owned node", u, n, err)
+		}
+	}
+	srcs, err := e.hub.Sources(ctx)
+	if err != nil || len(srcs) != 2 {
+		t.Fatalf("sources = %d, %v; want one per URL, 2", len(srcs), err)
+	}
+
+	// A ping naming the URL five ways fetches its source once.
+	n, err := e.hub.Ping(ctx, hub.Ping{Dialect: "rest"}, feedSpellings, nil)
+	if err != nil || n != 1 {
+		t.Fatalf("Ping(five spellings) scheduled %d sources, %v; want 1", n, err)
+	}
+}
