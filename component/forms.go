@@ -61,8 +61,9 @@ func configForm(cfg hub.NodeConfig) *form.Data {
 	)
 }
 
-// metaDataForm is the node meta-data (XEP-0060 §5.4) of n.
-func metaDataForm(n *hub.Node, subscribers int, owners []string) *form.Data {
+// metaDataForm is the node meta-data (XEP-0060 §5.4) of n; its description
+// names the node's source only with showSource.
+func metaDataForm(n *hub.Node, subscribers int, owners []string, showSource bool) *form.Data {
 	fields := []form.Field{
 		form.Result,
 		form.Hidden("FORM_TYPE", form.Value(formMetaData)),
@@ -75,7 +76,7 @@ func metaDataForm(n *hub.Node, subscribers int, owners []string) *form.Data {
 		form.List(fieldNotificationType, form.Label("Message type of notifications"), form.Value(n.NotificationType)),
 		form.Text("pubsub#num_subscribers", form.Label("Number of subscribers"), form.Value(strconv.Itoa(subscribers))),
 	}
-	if n.SourceURL != "" {
+	if n.SourceURL != "" && showSource {
 		fields = append(fields, form.Text("pubsub#description", form.Label("A description of the node"),
 			form.Value("Items of "+n.SourceURL)))
 	}

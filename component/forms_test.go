@@ -120,7 +120,7 @@ func TestCreateConfigureNeedsSubmitForm(t *testing.T) {
 func TestMetaDataForm(t *testing.T) {
 	n := &hub.Node{Name: "demo", NodeConfig: hub.DefaultNodeConfig(), SourceURL: "http://example.org/feed"}
 	n.Title = "Demo"
-	x := mustParse(t, string(formBytes(metaDataForm(n, 3, []string{"admin@localhost"}))))
+	x := mustParse(t, string(formBytes(metaDataForm(n, 3, []string{"admin@localhost"}, true))))
 	f, serr := parseForm(x)
 	if serr != nil {
 		t.Fatal(serr)

@@ -353,7 +353,11 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	b.empty("feature", "var", nsPubsub)
 	b.empty("feature", "var", nsDiscoInfo)
 	b.empty("feature", "var", nsDiscoItems)
-	renderForm(b, metaDataForm(n, len(subs), owners))
+	// A whitelist node's source may be a private feed, and anyone could
+	// read it here and follow it elsewhere: only its members and owners
+	// (admins included) see it.
+	showSource := n.AccessModel != hub.AccessWhitelist || affs[sender.Bare().String()].MayRead(n.AccessModel)
+	renderForm(b, metaDataForm(n, len(subs), owners, showSource))
 	b.close("query")
 	return nil
 }

@@ -86,3 +86,48 @@ func TestCallbackSpellingsAreOneSubscription(t *testing.T) {
 		t.Errorf("nodes = %d, %v; a spelling of pingd's own feed URL must not become a node", len(nodes), err)
 	}
 }
+
+// TestNoOpenNodeForAWhitelistSource: a URL-level subscription (WebSub,
+// rssCloud, CNWS) naming a whitelist node's source in another spelling
+// finds that node, and never creates an open node that would hand its
+// feed to anyone.
+func TestNoOpenNodeForAWhitelistSource(t *testing.T) {
+	e := securityEnv(t)
+	cfg := hub.DefaultNodeConfig()
+	cfg.AccessModel = hub.AccessWhitelist
+	if _, _, err := e.hub.CreateNode(t.Context(), hub.NodeSpec{Name: "closed", Source: "http://feeds.example/private", Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	const callback = "http://127.0.0.1:9/cb"
+	topics := []string{"HTTP://feeds.example/./private?", "http://feeds.example:80/private#x", "http://Feeds.Example./%70rivate"}
+	for _, topic := range topics {
+		form := url.Values{"hub.mode": {"subscribe"}, "hub.callback": {callback}, "hub.topic": {topic}}
+		resp := e.do(http.MethodPost, discovery.PathWebSub, "", strings.NewReader(form.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded")
+		if resp.StatusCode >= 500 {
+			t.Errorf("WebSub subscribe to %s: HTTP %d", topic, resp.StatusCode)
+		}
+		rss := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/rss"}, "protocol": {"http-post"}, "url1": {topic}}
+		resp = e.do(http.MethodPost, discovery.PathPleaseNotify, "", strings.NewReader(rss.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded")
+		if resp.StatusCode >= 500 {
+			t.Errorf("rssCloud pleaseNotify for %s: HTTP %d", topic, resp.StatusCode)
+		}
+	}
+	nodes, err := e.hub.Nodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	if len(nodes) != 2 {
+		t.Fatalf("nodes after subscriptions to spellings of a whitelist source = %q; want only n and closed", names)
+	}
+	// The WebSub requests are for the whitelist node, stored to be denied.
+	subs, err := e.hub.Subscriptions(t.Context(), hub.SubscriptionFilter{NodeID: e.nodeOf("closed").ID, Kind: hub.KindWebSub})
+	if err != nil || len(subs) != 1 || subs[0].Options.Verify == nil {
+		t.Errorf("WebSub subscriptions of the whitelist node = %+v, %v; want one, to be denied", subs, err)
+	}
+}
