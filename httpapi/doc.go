@@ -19,7 +19,8 @@
 // the delivery package's senders. XML-RPC methods live in a
 // method table (API.HandleRPC) so more can be added beside the ping
 // methods. Rate limits (ratelimit.go) are per pinged URL and per host of
-// the pinged URL for pings, and per client IP for the admin API; all
+// the pinged URL for pings (both in canonical form, hub.CanonicalURL and
+// hub.HostKey, so no spelling escapes them), and per client IP for the admin API; all
 // answer 429 with Retry-After. outbound.go refuses, before anything is
 // stored, sources, topics and callbacks at non-public addresses when
 // Config.CheckHost is set (cmd/pingd sets it unless PINGD_ALLOW_PRIVATE);

@@ -18,6 +18,12 @@
 // advance it only when their receiver accepted the change. Publishing is
 // therefore O(events), and a subscriber's state changes only when it is served.
 //
+// URLs have one spelling (urlcanon.go, CanonicalURL): sources, node names
+// derived from URLs, look-ups and per-host keys (HostKey) use the canonical
+// form, so a URL or host written several ways counts once everywhere. The
+// adapters canonicalise what they key on themselves (rate limits,
+// callbacks); the hub canonicalises every URL that reaches it.
+//
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its
 // source back, due at once, and with Config.Exclusive (one process per
 // store) Run takes back the leases a killed process left.

@@ -15,7 +15,12 @@
 //     in schema_migrations; a newer recorded version is refused with
 //     hub.ErrSchemaTooNew). An SQLite migration that rebuilds a table
 //     others reference starts with "-- pingd: foreign keys off" and runs
-//     so, its references checked before it commits (migrate.go).
+//     so, its references checked before it commits (migrate.go). Work SQL
+//     cannot do is a Go step run in its migration's transaction
+//     (dataMigrations, keyed by the name without its number): the
+//     canonical_urls migration rewrites stored URLs in hub.CanonicalURL's
+//     form, merging rows that were one URL spelled several ways
+//     (canonical.go).
 //   - A node's log is the events table (node_id, seq); the items table
 //     names the current item of each item id, so replacing, retracting,
 //     purging and max_items touch only that table. Publishing writes the
