@@ -25,6 +25,11 @@ type sqlStore struct {
 	// queue in the process instead of fighting over the file lock; on
 	// PostgreSQL both are the same pool.
 	read, write *sql.DB
+	// health is a pool of one connection of its own that only Check
+	// uses, so that a health probe measures whether the database answers
+	// and never queues behind a busy read pool (many readers of the lists
+	// and feeds at once); nil means Check uses read.
+	health *sql.DB
 	// readStmts and writeStmts keep the statements prepared on each pool
 	// (SQLite; nil on PostgreSQL, whose driver caches them itself), and
 	// group runs the write transactions (SQLite; nil on PostgreSQL). See
@@ -97,10 +102,15 @@ func (s *sqlStore) Close() error {
 	return s.closeFn()
 }
 
-// Check answers nil while the database answers.
+// Check answers nil while the database answers. It runs on the health
+// connection, which nothing else uses: read load cannot make it fail.
 func (s *sqlStore) Check(ctx context.Context) error {
+	db := s.health
+	if db == nil {
+		db = s.read
+	}
 	var one int
-	if err := s.queryRow(ctx, s.read, `SELECT 1`, nil, &one); err != nil {
+	if err := s.queryRow(ctx, db, `SELECT 1`, nil, &one); err != nil {
 		return fmt.Errorf("check database: %w", err)
 	}
 	return nil

@@ -36,6 +36,9 @@
 //     relies on an in-process lock. SQLite runs its writes through one
 //     connection whose transactions begin IMMEDIATE, so writers queue
 //     rather than fail, and reads use separate read-only connections (WAL).
+//   - Check, which /healthz asks, runs on a connection of its own on both
+//     backends, outside the read pool: a crowd of readers holding every
+//     pooled connection cannot make a health probe time out.
 //   - Leader locks (leader.go) let one of several processes do what only
 //     one may: on PostgreSQL a session-level advisory lock on a connection
 //     outside the pool, so the holder's death frees it at once; on SQLite

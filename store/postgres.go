@@ -42,6 +42,10 @@ func connectPostgres(ctx context.Context, dsn string, opt Options) (*sqlStore, e
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	db.SetMaxOpenConns(opt.MaxConns)
+	// Check's own connection, outside the pool (see sqlStore.health).
+	health := stdlib.OpenDB(*cfg.ConnConfig.Copy())
+	health.SetMaxOpenConns(1)
+	health.SetMaxIdleConns(1)
 	s := &sqlStore{
 		dialect: dialect{
 			backend:   backendPostgres,
@@ -51,11 +55,12 @@ func connectPostgres(ctx context.Context, dsn string, opt Options) (*sqlStore, e
 		},
 		read:     db,
 		write:    db,
+		health:   health,
 		timeout:  opt.QueryTimeout,
 		log:      opt.Logger,
 		pgConfig: cfg.ConnConfig.Copy(),
 		closeFn: func() error {
-			err := db.Close()
+			err := errors.Join(health.Close(), db.Close())
 			pool.Close()
 			return err
 		},

@@ -87,6 +87,14 @@ func connectSQLite(ctx context.Context, path string, params url.Values, opt Opti
 	readers := max(4, runtime.GOMAXPROCS(0))
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers) // each new connection runs the pragmas again
+	health, err := sql.Open("sqlite", base+"?"+readParams.Encode())
+	if err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("open database %q: %w", path, err)
+	}
+	health.SetMaxOpenConns(1)
+	health.SetMaxIdleConns(1)
 
 	s := &sqlStore{
 		dialect: dialect{
@@ -96,10 +104,11 @@ func connectSQLite(ctx context.Context, path string, params url.Values, opt Opti
 		},
 		read:       read,
 		write:      write,
+		health:     health,
 		timeout:    opt.QueryTimeout,
 		log:        opt.Logger,
 		sqlitePath: path,
-		closeFn:    func() error { return errors.Join(read.Close(), write.Close()) },
+		closeFn:    func() error { return errors.Join(health.Close(), read.Close(), write.Close()) },
 		readStmts:  newStmtCache(read),
 		writeStmts: newStmtCache(write),
 	}

@@ -32,7 +32,7 @@ type Config struct {
 	HTTPAddr           string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
 	PublicURL          string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
 	DB                 string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
-	DBMaxConns         int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens two more of its own: leader lock and wake-ups)"`
+	DBMaxConns         int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens three more of its own: leader lock, wake-ups and the health check)"`
 	AdminToken         string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
 	Admins             string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
 	UpstreamPush       bool          `opt:"upstream-push" env:"PINGD_UPSTREAM_PUSH" default:"true" help:"1: subscribe to the WebSub hub or rssCloud cloud a source advertises, and poll it only as a safety net"`
