@@ -81,12 +81,22 @@ type env struct {
 // look at what the requests stored.
 func newEnv(t *testing.T, tune ...func(*Config)) *env {
 	t.Helper()
+	return newEnvOn(t, nil, tune...)
+}
+
+// newEnvOn is newEnv with the hub on wrap(store) (the store itself when
+// wrap is nil), e.g. to count the queries the API makes.
+func newEnvOn(t *testing.T, wrap func(store.Store) store.Store, tune ...func(*Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	if wrap != nil {
+		st = wrap(st)
+	}
 	e := &env{t: t, store: st, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -15,14 +16,16 @@ import (
 // to HH:59 UTC (00–23), in the changes.xml format with "updated" the end
 // of the hour and "when" the minutes before it. An hour in the future, one
 // older than the retention (PINGD_PING_ARCHIVE) or a date that does not
-// exist answers 404; an hour without pings is an empty document. A past
-// hour never changes: it carries Last-Modified and may be cached for a
-// day; the current hour is served as it stands, uncached.
-
-// maxArchiveEntries bounds one hour's document.
-const maxArchiveEntries = 100000
+// exist answers 404; an hour without pings is an empty document. Each hour
+// is a list of the list cache (lists.go): read at most once per
+// listInterval, capped like the others. A past hour never changes: it
+// carries Last-Modified and may be cached for a day; the current hour may
+// be cached as long as its reading serves.
 
 func (a *API) archive(w http.ResponseWriter, r *http.Request) {
+	if !a.allowList(w, r) {
+		return
+	}
 	v := mux.Vars(r)
 	num := func(k string) int { n, _ := strconv.Atoi(v[k]); return n }
 	year, month, day, hour := num("year"), num("month"), num("day"), num("hour")
@@ -42,30 +45,22 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusNotFound, "this store keeps no archive")
 		return
 	}
-	pings, _, err := archive.PingsBetween(r.Context(), start, end, maxArchiveEntries)
+	l, err := a.lists.list(r.Context(), "archive "+start.Format(time.RFC3339), now,
+		func(ctx context.Context, _ time.Time) ([]hub.Ping, int64, error) {
+			return archive.PingsBetween(ctx, start, end, listMaxEntries)
+		})
 	if err != nil {
-		a.log.ErrorContext(r.Context(), "list archived pings", "err", err)
-		writeText(w, http.StatusServiceUnavailable, "the archive is not available right now")
+		a.listUnavailable(w, r, err)
 		return
 	}
-	pings = withTag(pings, r.URL.Query().Get("tag"))
-	body, etag := renderChanges(pings, int64(len(pings)), end)
+	d := l.doc(listView{name: "archive", updated: end}, r.URL.Query().Get("tag"))
 	h := w.Header()
-	h.Set("Content-Type", "text/xml; charset=utf-8")
-	h.Set("ETag", `"`+etag+`"`)
-	if end.After(now) {
-		h.Set("Cache-Control", "no-cache")
+	if end.After(l.at) {
+		// Read while the hour was still running.
+		h.Set("Cache-Control", maxAge(now, l.expires()))
 	} else {
 		h.Set("Cache-Control", "public, max-age=86400")
 		h.Set("Last-Modified", end.Format(http.TimeFormat))
 	}
-	if etagMatches(r.Header.Get("If-None-Match"), `"`+etag+`"`) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
-	}
+	serveList(w, r, d, false)
 }

@@ -2,11 +2,8 @@ package httpapi
 
 import (
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/base64"
+	"context"
 	"encoding/xml"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,110 +14,43 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-// Windows of the weblogs.com change lists.
+// Windows of the weblogs.com change lists. Both are views of one reading:
+// the pings of the last hour (lists.go).
 const (
 	changesWindow      = time.Hour
 	shortChangesWindow = 5 * time.Minute
-	// maxChangesEntries bounds one document; the newest pings are kept.
-	maxChangesEntries = 10000
 )
 
+// recentKey names the reading of the last hour's pings in the list cache.
+const recentKey = "recent"
+
 func (a *API) changesRoutes(r *mux.Router) {
-	r.HandleFunc("/changes.xml", a.changes(changesWindow)).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/shortChanges.xml", a.changes(shortChangesWindow)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/changes.xml", a.changes("changes", changesWindow)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/shortChanges.xml", a.changes("short", shortChangesWindow)).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/{year:[0-9]{4}}/{month:[0-9]{2}}/{day:[0-9]{2}}/{hour:[0-9]{2}}.xml", a.archive).Methods(http.MethodGet, http.MethodHead)
 }
 
-// withTag keeps the pings carrying tag (case-insensitive); all when tag
-// is empty.
-func withTag(pings []hub.Ping, tag string) []hub.Ping {
-	if tag == "" {
-		return pings
-	}
-	out := pings[:0:0]
-	for _, p := range pings {
-		for _, t := range p.Tags {
-			if strings.EqualFold(t, tag) {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // changes serves the pings received within window in the weblogs.com
-// format: <weblogUpdates version="2" updated count> with one
-// <weblog name url when> per ping, when in minutes ago, newest first.
-func (a *API) changes(window time.Duration) http.HandlerFunc {
+// format, from the cached reading of the last hour (lists.go).
+func (a *API) changes(view string, window time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.allowList(w, r) {
+			return
+		}
 		now := a.hub.Now()
-		pings, total, err := a.hub.Pings(r.Context(), now.Add(-window), maxChangesEntries)
+		l, err := a.lists.list(r.Context(), recentKey, now, func(ctx context.Context, at time.Time) ([]hub.Ping, int64, error) {
+			return a.hub.Pings(ctx, at.Add(-changesWindow), listMaxEntries)
+		})
 		if err != nil {
-			a.log.ErrorContext(r.Context(), "list pings", "err", err)
-			writeText(w, http.StatusServiceUnavailable, "the change list is not available right now")
+			a.listUnavailable(w, r, err)
 			return
 		}
-		if tag := r.URL.Query().Get("tag"); tag != "" {
-			pings = withTag(pings, tag)
-			total = int64(len(pings))
-		}
-		body, etag := renderChanges(pings, total, now)
-		gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
-		if gz {
-			etag += "-gzip"
-		}
-		// The document changes with every ping and every minute ("when"),
-		// and "updated" with every request; the weak tag covers the former.
-		tag := `W/"` + etag + `"`
-		h := w.Header()
-		h.Set("ETag", tag)
-		h.Set("Vary", "Accept-Encoding")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Type", "text/xml; charset=utf-8")
-		if etagMatches(r.Header.Get("If-None-Match"), tag) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		if gz {
-			var b bytes.Buffer
-			zw := gzip.NewWriter(&b)
-			_, _ = zw.Write(body)
-			_ = zw.Close()
-			body = b.Bytes()
-			h.Set("Content-Encoding", "gzip")
-		}
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write(body)
-		}
+		d := l.doc(listView{name: view, since: l.at.Add(-window), updated: l.at, countAll: true}, r.URL.Query().Get("tag"))
+		w.Header().Set("Cache-Control", maxAge(now, l.expires()))
+		// The document changes with every ping and every minute ("when");
+		// "updated" with every reading: the weak tag covers the former.
+		serveList(w, r, d, true)
 	}
-}
-
-// renderChanges writes the document and an entity tag of everything in it
-// but the "updated" time.
-func renderChanges(pings []hub.Ping, total int64, now time.Time) ([]byte, string) {
-	var b bytes.Buffer
-	sum := sha256.New()
-	fmt.Fprintf(sum, "%d\n", total)
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	fmt.Fprintf(&b, `<weblogUpdates version="2" updated="%s" count="%d">`+"\n",
-		now.UTC().Format(http.TimeFormat), total)
-	for _, p := range pings {
-		when := int64(now.Sub(p.ReceivedAt) / time.Minute)
-		if when < 0 {
-			when = 0
-		}
-		b.WriteString(` <weblog name="`)
-		escapeAttr(&b, p.Name)
-		b.WriteString(`" url="`)
-		escapeAttr(&b, p.URL)
-		fmt.Fprintf(&b, `" when="%d"/>`+"\n", when)
-		fmt.Fprintf(sum, "%d %d %q %q\n", p.ID, when, p.Name, p.URL)
-	}
-	b.WriteString("</weblogUpdates>\n")
-	return b.Bytes(), base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:18])
 }
 
 // escapeAttr writes s for a double-quoted attribute value; characters XML

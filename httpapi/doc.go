@@ -43,6 +43,12 @@
 // Bearer or as the HTTP Basic password) adds addresses, callback URLs,
 // error messages and ping origins; secrets and tokens are never shown.
 //
+// The ping lists (changes.go, archive.go, lists.go): changes.xml,
+// shortChanges.xml and the hourly archives are read from the store at most
+// once per interval, one list query at a time, and served from that
+// reading with ETag, 304 and gzip; documents are capped in entries and
+// bytes, and readers are limited per client IP.
+//
 // Requests are logged with slog at debug level, without query strings or
 // headers, so no token reaches the logs. Read timeouts belong to the
 // http.Server that cmd/pingd builds.

@@ -52,6 +52,11 @@ type Config struct {
 	// default 10 per second in bursts of 100.
 	SubscribeRate  float64
 	SubscribeBurst int
+	// Readers of the ping lists (changes.xml, shortChanges.xml, the hourly
+	// archives) are limited per client IP; default 1 per second in bursts
+	// of 20.
+	ListRate  float64
+	ListBurst int
 	// Relay, when set, forwards accepted pings to other ping servers;
 	// RelayTargets names them for GET /api/relay.
 	Relay        PingRelay
@@ -86,6 +91,8 @@ const (
 	DefaultSubscribeBurst = 100
 	DefaultPingHostRate   = 10
 	DefaultPingHostBurst  = 100
+	DefaultListRate       = 1
+	DefaultListBurst      = 20
 )
 
 // API is pingd's HTTP handler.
@@ -100,6 +107,10 @@ type API struct {
 	pingHostLimit *ratelimit.Keyed
 	adminLimit    *ratelimit.Keyed
 	subLimit      *ratelimit.Keyed
+	listLimit     *ratelimit.Keyed
+
+	// lists keeps the readings of the ping lists (lists.go).
+	lists *listCache
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -155,6 +166,12 @@ func New(cfg Config) (*API, error) {
 	if cfg.PingHostBurst <= 0 {
 		cfg.PingHostBurst = DefaultPingHostBurst
 	}
+	if cfg.ListRate <= 0 {
+		cfg.ListRate = DefaultListRate
+	}
+	if cfg.ListBurst <= 0 {
+		cfg.ListBurst = DefaultListBurst
+	}
 	a := &API{
 		cfg:           cfg,
 		hub:           cfg.Hub,
@@ -164,6 +181,8 @@ func New(cfg Config) (*API, error) {
 		pingHostLimit: ratelimit.New(cfg.PingHostRate, cfg.PingHostBurst),
 		adminLimit:    ratelimit.New(cfg.AdminRate, cfg.AdminBurst),
 		subLimit:      ratelimit.New(cfg.SubscribeRate, cfg.SubscribeBurst),
+		listLimit:     ratelimit.New(cfg.ListRate, cfg.ListBurst),
+		lists:         newListCache(),
 		rpc:           map[string]RPCMethod{},
 	}
 	a.pages = newPagePings(a, cfg.Resolver)
