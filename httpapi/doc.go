@@ -20,8 +20,10 @@
 // method table (API.HandleRPC) so more can be added beside the ping
 // methods. Rate limits (ratelimit.go) are per pinged URL and per host of
 // the pinged URL for pings (both in canonical form, hub.CanonicalURL and
-// hub.HostKey, so no spelling escapes them), and per client IP for the admin API; all
-// answer 429 with Retry-After. outbound.go refuses, before anything is
+// hub.HostKey, so no spelling escapes them), per client IP for the admin
+// API, subscription requests and list readers, and per node for GetPingd
+// XMPP consumer requests without a token; all answer 429 with Retry-After.
+// outbound.go refuses, before anything is
 // stored, sources, topics and callbacks at non-public addresses when
 // Config.CheckHost is set (cmd/pingd sets it unless PINGD_ALLOW_PRIVATE);
 // the dial-time guard of internal/netguard stays the authority.

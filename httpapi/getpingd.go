@@ -225,6 +225,11 @@ func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
 
 // whitelistRequest applies an XMPP consumer (whitelist) request.
 func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+	if limited := a.allowWhitelistRequest(r, n); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before asking again")
+		return
+	}
 	req, err := whitelist.ParseConsumerRequest(r.Body)
 	if err == nil {
 		token, _ := bearerToken(r)

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -37,6 +40,25 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 func (a *API) allowSubscribe(clientIP string) *RateLimitError {
 	if ok, wait := a.subLimit.Allow(clientIP, time.Now()); !ok {
 		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + clientIP}
+	}
+	return nil
+}
+
+// allowWhitelistRequest takes tokens for a GetPingd XMPP consumer request
+// (application/getpingd+xmpp+subscribe+xml) to n: one from the client's
+// subscription bucket and, unless the request carries the node's or the
+// admin token, one from the node's bucket. The node's bucket bounds what
+// strangers can ask of one node from many addresses (and guesses of its
+// token); its owner is not held up by them.
+func (a *API) allowWhitelistRequest(r *http.Request, n *hub.Node) *RateLimitError {
+	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+		return limited
+	}
+	if token, ok := bearerToken(r); ok && a.hub.Authorize(n, token) {
+		return nil
+	}
+	if ok, wait := a.nodeSubLimit.Allow(strconv.FormatInt(n.ID, 10), time.Now()); !ok {
+		return &RateLimitError{RetryAfter: wait, What: fmt.Sprintf("too many requests for the node %q without its token", n.Name)}
 	}
 	return nil
 }

@@ -52,6 +52,12 @@ type Config struct {
 	// default 10 per second in bursts of 100.
 	SubscribeRate  float64
 	SubscribeBurst int
+	// GetPingd XMPP consumer (whitelist) requests take a token of the
+	// client's subscription bucket and, unless they carry the node's or
+	// the admin token, one of the node's own bucket; default 1 per second
+	// in bursts of 20 per node.
+	WhitelistNodeRate  float64
+	WhitelistNodeBurst int
 	// Readers of the ping lists (changes.xml, shortChanges.xml, the hourly
 	// archives) are limited per client IP; default 1 per second in bursts
 	// of 20.
@@ -93,6 +99,10 @@ const (
 	DefaultPingHostBurst  = 100
 	DefaultListRate       = 1
 	DefaultListBurst      = 20
+	// A node's consumers ask one at a time; a burst of 20 lets a crowd
+	// arriving together through.
+	DefaultWhitelistNodeRate  = 1
+	DefaultWhitelistNodeBurst = 20
 )
 
 // API is pingd's HTTP handler.
@@ -108,6 +118,9 @@ type API struct {
 	adminLimit    *ratelimit.Keyed
 	subLimit      *ratelimit.Keyed
 	listLimit     *ratelimit.Keyed
+	// nodeSubLimit: GetPingd XMPP consumer requests without a valid
+	// token, per node (ratelimit.go).
+	nodeSubLimit *ratelimit.Keyed
 
 	// lists keeps the readings of the ping lists (lists.go).
 	lists *listCache
@@ -166,6 +179,12 @@ func New(cfg Config) (*API, error) {
 	if cfg.PingHostBurst <= 0 {
 		cfg.PingHostBurst = DefaultPingHostBurst
 	}
+	if cfg.WhitelistNodeRate <= 0 {
+		cfg.WhitelistNodeRate = DefaultWhitelistNodeRate
+	}
+	if cfg.WhitelistNodeBurst <= 0 {
+		cfg.WhitelistNodeBurst = DefaultWhitelistNodeBurst
+	}
 	if cfg.ListRate <= 0 {
 		cfg.ListRate = DefaultListRate
 	}
@@ -182,6 +201,7 @@ func New(cfg Config) (*API, error) {
 		adminLimit:    ratelimit.New(cfg.AdminRate, cfg.AdminBurst),
 		subLimit:      ratelimit.New(cfg.SubscribeRate, cfg.SubscribeBurst),
 		listLimit:     ratelimit.New(cfg.ListRate, cfg.ListBurst),
+		nodeSubLimit:  ratelimit.New(cfg.WhitelistNodeRate, cfg.WhitelistNodeBurst),
 		lists:         newListCache(),
 		rpc:           map[string]RPCMethod{},
 	}

@@ -6,10 +6,13 @@
 //
 // Its room: ParseConsumerRequest (size-capped, no DOCTYPE, JIDs normalised
 // with the PRECIS profiles and reduced to bare JIDs), the Service (Add, Remove, List,
-// Apply) over the hub, and the answer documents. Add makes a JID a member:
-// on a whitelist node with a token only, on an open node without one. Remove
-// always needs a token and also ends the JID's XMPP subscriptions through
-// the hub's revoke event. Its errors (ErrMalformed, ErrTooLarge, ErrBadJID,
+// Apply) over the hub, and the answer documents. Add makes a JID a member
+// only with a token (the node's or the admin's), which a whitelist node
+// requires; on an open node a request without one records nothing and only
+// confirms that the JID may subscribe, so strangers cannot enrol themselves
+// for a later switch to the whitelist model. Remove always needs a token
+// and also ends the JID's XMPP subscriptions through the hub's revoke
+// event. Its errors (ErrMalformed, ErrTooLarge, ErrBadJID,
 // ErrUnauthorized, and the hub's ErrNotFound) are what the HTTP layer maps
 // to status codes.
 //

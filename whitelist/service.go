@@ -37,12 +37,17 @@ type Entry struct {
 // Add puts the JID (reduced to its bare JID) on the node's whitelist as a
 // member and returns the bare JID.
 //
-// On a whitelist node it needs the node's token or the admin token. On an
-// open node it needs none and records the membership anyway, so that it
-// survives a switch of the node to the whitelist model; only lifting a ban
-// (outcast) needs a token there. A JID that is already a member, publisher
-// or owner keeps its affiliation. Errors: ErrUnauthorized (nothing
-// changed), ErrBadJID, hub.ErrNotFound for an unknown node.
+// It needs the node's token or the admin token on a whitelist node. On an
+// open node a request without one records nothing: anyone may subscribe
+// there over XMPP without a membership (GetPingd: "security none … no
+// further interaction is required"), and a membership anyone could create
+// would survive a later switch of the node to the whitelist model, letting
+// strangers enrol themselves in advance. It only confirms that the JID may
+// subscribe; a banned JID (outcast) may not, and lifting the ban needs a
+// token. With a token an open node records the member like a whitelist
+// node: the owner's grant is meant to last. A JID that is already a member,
+// publisher or owner keeps its affiliation. Errors: ErrUnauthorized
+// (nothing changed), ErrBadJID, hub.ErrNotFound for an unknown node.
 func (s *Service) Add(ctx context.Context, nodeName, jidString, token string) (string, error) {
 	n, err := s.hub.Node(ctx, nodeName)
 	if err != nil {
@@ -67,6 +72,9 @@ func (s *Service) Add(ctx context.Context, nodeName, jidString, token string) (s
 		if !authorised {
 			return "", fmt.Errorf("%w: %s is banned from %q", ErrUnauthorized, bare, nodeName)
 		}
+	}
+	if !authorised {
+		return bare, nil // an open node: free to subscribe, nothing to record
 	}
 	if err := s.hub.SetAffiliation(ctx, n, bare, hub.AffMember); err != nil {
 		return "", fmt.Errorf("whitelist add %s to %q: %w", bare, nodeName, err)

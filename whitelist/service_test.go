@@ -194,10 +194,15 @@ func TestAddToAWhitelistNodeNeedsAToken(t *testing.T) {
 	}
 }
 
+// TestAddToAnOpenNodeNeedsNoToken: on an open node a request without a
+// valid token is answered (the JID may subscribe) but records no
+// membership, so it does not outlive a switch to the whitelist model; the
+// node's token records one that does.
 func TestAddToAnOpenNodeNeedsNoToken(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
-	for _, token := range []string{"", "wrong"} {
+	before := f.snapshot(t, "open")
+	for _, token := range []string{"", "wrong", f.tokens["closed"]} {
 		bare, err := f.svc.Add(ctx, "open", "reader@example.org/desk", token)
 		if err != nil || bare != "reader@example.org" {
 			t.Fatalf("Add with token %q = %q, %v", token, bare, err)
@@ -207,20 +212,32 @@ func TestAddToAnOpenNodeNeedsNoToken(t *testing.T) {
 	if _, err := f.svc.Add(ctx, "open", "a b@example.org", ""); !errors.Is(err, ErrBadJID) {
 		t.Errorf("bad JID on an open node: err = %v, want ErrBadJID", err)
 	}
-	// Recorded anyway, so it survives a switch to the whitelist model.
-	if a := f.affiliation(t, "open", "reader@example.org"); a != hub.AffMember {
-		t.Fatalf("affiliation = %q, want member", a)
+	if after := f.snapshot(t, "open"); !after.equal(before) {
+		t.Fatalf("requests without the node's token changed the open node: %+v → %+v", before, after)
+	}
+	// Anyone subscribes to the open node over XMPP without a membership.
+	if err := f.subscribeXMPP(t, "open", "reader@example.org/desk"); err != nil {
+		t.Fatalf("subscribing to the open node: %v", err)
+	}
+	// The owner's grant is recorded and lasts.
+	if _, err := f.svc.Add(ctx, "open", "friend@example.org", f.tokens["open"]); err != nil {
+		t.Fatal(err)
+	}
+	if a := f.affiliation(t, "open", "friend@example.org"); a != hub.AffMember {
+		t.Fatalf("affiliation after the owner's grant = %q, want member", a)
 	}
 	cfg := hub.DefaultNodeConfig()
 	cfg.AccessModel = hub.AccessWhitelist
 	if err := f.hub.ConfigureNode(ctx, "open", cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.subscribeXMPP(t, "open", "reader@example.org/desk"); err != nil {
-		t.Errorf("member subscribing after the switch: %v", err)
+	if err := f.subscribeXMPP(t, "open", "friend@example.org/desk"); err != nil {
+		t.Errorf("granted member subscribing after the switch: %v", err)
 	}
-	if err := f.subscribeXMPP(t, "open", "stranger@example.org/desk"); !errors.Is(err, hub.ErrNotMember) {
-		t.Errorf("stranger subscribing after the switch: %v, want ErrNotMember", err)
+	for _, stranger := range []string{"stranger@example.org/desk", "reader@example.org/laptop"} {
+		if err := f.subscribeXMPP(t, "open", stranger); !errors.Is(err, hub.ErrNotMember) {
+			t.Errorf("%s subscribing after the switch: %v, want ErrNotMember", stranger, err)
+		}
 	}
 }
 
