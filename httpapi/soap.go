@@ -21,8 +21,12 @@ import (
 // rssCloud's SOAP clients send them; a parameter with child elements is a
 // list (urlList). The calls run exactly as their XML-RPC twins. The answer
 // is a SOAP envelope whose <Result> is the boolean; a bad call is a SOAP
-// Fault with HTTP 500 (SOAP 1.1 §6.2), faultcode Client for the caller's
-// mistakes and Server for pingd's own.
+// Fault: faultcode Client with HTTP 400 for the caller's mistakes, Server
+// with HTTP 500 for pingd's own. SOAP 1.1 §6.2 sends every fault with 500;
+// pingd answers the caller's mistakes as SOAP 1.2's HTTP binding does
+// (Sender: 400) because a 500 for what any stranger can send would count
+// as pingd failing: a proxy's health checks and the operator's error
+// alerts would react to bad envelopes. The fault body is the same.
 //
 // Hand-written like the XML-RPC codec: no maintained SOAP 1.1 library for
 // Go exists among the modules this project may use, and this subset (one
@@ -114,18 +118,18 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 			writeText(w, http.StatusRequestEntityTooLarge, a.tooLargeMessage())
 			return
 		}
-		writeSOAPFault(w, "Client", "could not read the request")
+		writeSOAPFault(w, soapClient, "could not read the request")
 		return
 	}
 	call, err := decodeSOAP(body)
 	if err != nil {
-		writeSOAPFault(w, "Client", err.Error())
+		writeSOAPFault(w, soapClient, err.Error())
 		return
 	}
 	name, ok := soapMethods[call.Method]
 	fn := a.rpcMethod(name)
 	if !ok || fn == nil {
-		writeSOAPFault(w, "Client", fmt.Sprintf("unknown procedure %q: this cloud answers pleaseNotify and ping", call.Method))
+		writeSOAPFault(w, soapClient, fmt.Sprintf("unknown procedure %q: this cloud answers pleaseNotify and ping", call.Method))
 		return
 	}
 	// The port travels as text in SOAP; the XML-RPC method takes both.
@@ -139,11 +143,11 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusTooManyRequests, limited.Error())
 		return
 	case errors.As(err, &fault):
-		writeSOAPFault(w, "Client", fault.Message)
+		writeSOAPFault(w, faultParty(fault), fault.Message)
 		return
 	case err != nil:
 		a.log.ErrorContext(r.Context(), "SOAP call failed", "method", call.Method, "err", err)
-		writeSOAPFault(w, "Server", "pingd could not complete the call; try again later")
+		writeSOAPFault(w, soapServer, "pingd could not complete the call; try again later")
 		return
 	}
 	ok, _ = result.(bool)
@@ -157,15 +161,38 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b.Bytes())
 }
 
-// writeSOAPFault answers with a SOAP 1.1 Fault and HTTP 500.
-func writeSOAPFault(w http.ResponseWriter, code, msg string) {
+// soapParty is who a fault blames: its faultcode and HTTP status.
+type soapParty struct {
+	code   string
+	status int
+}
+
+var (
+	soapClient = soapParty{"Client", http.StatusBadRequest}
+	soapServer = soapParty{"Server", http.StatusInternalServerError}
+)
+
+// faultParty tells the caller's mistakes (bad parameters, unknown
+// methods) from pingd's own failures among the XML-RPC faults the calls
+// return.
+func faultParty(f *xmlrpc.Fault) soapParty {
+	switch f.Code {
+	case xmlrpc.FaultInternal, xmlrpc.FaultApplication:
+		return soapServer
+	}
+	return soapClient
+}
+
+// writeSOAPFault answers with a SOAP 1.1 Fault.
+func writeSOAPFault(w http.ResponseWriter, party soapParty, msg string) {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	b.WriteString(`<SOAP-ENV:Envelope xmlns:SOAP-ENV="` + soapEnvNS + `"><SOAP-ENV:Body><SOAP-ENV:Fault>`)
-	b.WriteString(`<faultcode>SOAP-ENV:` + code + `</faultcode><faultstring>`)
+	b.WriteString(`<faultcode>SOAP-ENV:` + party.code + `</faultcode><faultstring>`)
 	_ = xml.EscapeText(&b, []byte(msg))
 	b.WriteString(`</faultstring></SOAP-ENV:Fault></SOAP-ENV:Body></SOAP-ENV:Envelope>`)
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-	w.WriteHeader(http.StatusInternalServerError)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(party.status)
 	_, _ = w.Write(b.Bytes())
 }

@@ -78,20 +78,20 @@ func TestRSSCloudOverSOAP(t *testing.T) {
 	}
 	rec.waitMatching(t, 2, "the change notification", isPost)
 
-	// Faults: HTTP 500 with faultcode and faultstring.
+	// The caller's mistakes: HTTP 400 with faultcode Client and a faultstring.
 	for name, call := range map[string]string{
 		"unknown procedure": `<frobnicate/>`,
 		"bad parameters":    `<pleaseNotify><notifyProcedure>x</notifyProcedure></pleaseNotify>`,
 		"bad url":           `<ping><url>ftp://x/</url></ping>`,
 	} {
 		resp, a := e.soap(t, "x", call)
-		if resp.StatusCode != http.StatusInternalServerError || a.Body.Fault == nil || a.Body.Fault.Code != "SOAP-ENV:Client" || a.Body.Fault.String == "" {
+		if resp.StatusCode != http.StatusBadRequest || a.Body.Fault == nil || a.Body.Fault.Code != "SOAP-ENV:Client" || a.Body.Fault.String == "" {
 			t.Errorf("%s: HTTP %d, fault %+v", name, resp.StatusCode, a.Body.Fault)
 		}
 	}
 	resp = e.do(http.MethodPost, "/RPC2", "text/xml", "<not-soap/>", "SOAPAction", `""`)
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "Fault") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Fault") {
 		t.Errorf("a body that is no envelope: HTTP %d %s", resp.StatusCode, body)
 	}
 
