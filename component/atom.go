@@ -41,11 +41,11 @@ func entryFromPayload(id string, payload *element) hub.Entry {
 }
 
 // atomLink picks the entry's alternate link (the default relation), else
-// its first link.
+// its first link; only web links (hub.WebLink) count.
 func atomLink(entry *element) string {
 	first := ""
 	for _, l := range entry.childrenNamed(nsAtom, "link") {
-		href := strings.TrimSpace(l.attr("href"))
+		href := hub.WebLink(l.attr("href"))
 		if href == "" {
 			continue
 		}

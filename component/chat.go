@@ -276,8 +276,8 @@ func (c *Component) chatLast(ctx context.Context, bare string, cmd chatCommand) 
 			title = "(untitled, id " + it.ItemID + ")"
 		}
 		fmt.Fprintf(&b, "\n%d. %s", i+1, title)
-		if it.Link != "" {
-			b.WriteString("\n   " + it.Link)
+		if link := hub.WebLink(it.Link); link != "" {
+			b.WriteString("\n   " + link)
 		}
 	}
 	return b.String(), nil

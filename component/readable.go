@@ -27,8 +27,8 @@ func readableBody(n *hub.Node, ev hub.Event) string {
 		title = "New item " + ev.ItemID
 	}
 	b.WriteString("[" + collapseSpace(name) + "] " + title)
-	if ev.Link != "" {
-		b.WriteString("\n" + ev.Link)
+	if link := hub.WebLink(ev.Link); link != "" { // clients make links clickable
+		b.WriteString("\n" + link)
 	}
 	if s := truncateRunes(collapseSpace(ev.Summary), maxBodySummaryRunes); s != "" && s != title {
 		b.WriteString("\n\n" + s)

@@ -10,7 +10,9 @@
 //     conversion to UTF-8, merging "226 IM Used" deltas, RSS Feed State XML
 //     redirects);
 //   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
-//     the document's polling hints;
+//     the document's polling hints; every link it takes from a source is
+//     resolved and kept only when it is a web link (hub.WebLink), and the
+//     renderers drop other links of stored items again;
 //   - scheduler.go: Scheduler, the hub.Scheduler;
 //   - render.go, patch.go: AtomFeed, RSSFeed, Patch and ApplyPatch for the
 //     HTTP side and deliveries.

@@ -219,12 +219,16 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 		}
 	}
 	for _, enc := range it.Enclosures {
-		if enc == nil || enc.URL == "" {
+		if enc == nil {
+			continue
+		}
+		href := absURL(base, strings.TrimSpace(enc.URL))
+		if href == "" {
 			continue
 		}
 		l := el.CreateElement("link")
 		l.CreateAttr("rel", "enclosure")
-		l.CreateAttr("href", absURL(base, strings.TrimSpace(enc.URL)))
+		l.CreateAttr("href", href)
 		if enc.Type != "" {
 			l.CreateAttr("type", enc.Type)
 		}
@@ -237,10 +241,14 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 		sum.CreateAttr("type", "html")
 		sum.SetText(s)
 	}
+	var src string
+	if ae != nil && ae.Content != nil {
+		src = absURL(base, ae.Content.Src)
+	}
 	switch {
-	case ae != nil && ae.Content != nil && ae.Content.Src != "":
+	case src != "":
 		c := el.CreateElement("content")
-		c.CreateAttr("src", absURL(base, ae.Content.Src))
+		c.CreateAttr("src", src)
 		if ae.Content.Type != "" {
 			c.CreateAttr("type", ae.Content.Type)
 		}
@@ -307,21 +315,23 @@ func validTime(t time.Time) bool {
 	return !t.IsZero() && t.Year() >= 1970 && t.Year() < 10000
 }
 
-// absURL resolves ref against base; it returns ref unchanged when either
-// does not parse, and "" for an empty ref.
+// absURL resolves ref against base and returns it when it is a web link
+// (hub.WebLink), else "": every link of an entry and its payload is made
+// here, so a javascript: or data: link from a source never reaches a
+// reader.
 func absURL(base, ref string) string {
-	if ref == "" {
+	r, err := url.Parse(strings.TrimSpace(ref))
+	if err != nil || ref == "" {
 		return ""
 	}
-	r, err := url.Parse(ref)
-	if err != nil || r.IsAbs() {
-		return ref
+	if !r.IsAbs() {
+		b, err := url.Parse(base)
+		if err != nil || !b.IsAbs() {
+			return ""
+		}
+		r = b.ResolveReference(r)
 	}
-	b, err := url.Parse(base)
-	if err != nil || !b.IsAbs() {
-		return ref
-	}
-	return b.ResolveReference(r).String()
+	return hub.WebLink(r.String())
 }
 
 // plainText strips markup from s (HTML or text), collapses white space and

@@ -2,7 +2,6 @@ package feed
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,7 +214,7 @@ func rssItem(ch *etree.Element, ev hub.Event) {
 	if title != "" {
 		it.CreateElement("title").SetText(title)
 	}
-	link := ev.Link
+	link := hub.WebLink(ev.Link)
 	for _, l := range atomChildren(e, "link") {
 		if l.SelectAttrValue("rel", "alternate") == "alternate" && l.SelectAttrValue("href", "") != "" {
 			link = l.SelectAttrValue("href", "")
@@ -289,12 +288,16 @@ func CompleteEntry(e hub.Entry) hub.Entry {
 }
 
 // atomEntry is the Atom entry element for an item event (see AtomFeed).
+// Links that are not web links (hub.WebLink) are left out: feed parsing
+// drops them, but items stored before it did, and entries owners publish,
+// are rendered here too.
 func atomEntry(ev hub.Event) *etree.Element {
 	updated := eventTime(ev)
 	title := ev.Title
 	if title == "" {
 		title = ev.ItemID
 	}
+	link := hub.WebLink(ev.Link)
 	if e := parseAtomEntry(ev.Payload); e != nil {
 		if ev.ItemID != "" {
 			setAtomChild(e, "id", AtomID(ev.ItemID), 0)
@@ -302,13 +305,12 @@ func atomEntry(ev hub.Event) *etree.Element {
 		if atomChild(e, "title") == nil {
 			setAtomChild(e, "title", title, 1)
 		}
-		if ev.Link != "" && !slices.ContainsFunc(atomChildren(e, "link"), func(l *etree.Element) bool {
-			return strings.TrimSpace(l.SelectAttrValue("href", "")) != ""
-		}) {
+		dropNonWebLinks(e)
+		if link != "" && len(atomChildren(e, "link")) == 0 {
 			l := etree.NewElement("link")
 			l.Space = e.Space
 			l.CreateAttr("rel", "alternate")
-			l.CreateAttr("href", ev.Link)
+			l.CreateAttr("href", link)
 			e.InsertChildAt(2, l)
 		}
 		if atomChild(e, "updated") == nil {
@@ -316,7 +318,7 @@ func atomEntry(ev hub.Event) *etree.Element {
 		}
 		return e
 	}
-	e := newAtomEntry(AtomID(ev.ItemID), title, ev.Link, updated)
+	e := newAtomEntry(AtomID(ev.ItemID), title, link, updated)
 	if ev.Summary != "" {
 		s := e.CreateElement("summary")
 		s.CreateAttr("type", "text")
@@ -333,6 +335,19 @@ func atomEntry(ev hub.Event) *etree.Element {
 		}
 	}
 	return e
+}
+
+// dropNonWebLinks removes the entry's <link>s whose href is not a web link
+// and a <content> whose src is not one.
+func dropNonWebLinks(e *etree.Element) {
+	for _, l := range atomChildren(e, "link") {
+		if hub.WebLink(l.SelectAttrValue("href", "")) == "" {
+			e.RemoveChild(l)
+		}
+	}
+	if c := atomChild(e, "content"); c != nil && c.SelectAttr("src") != nil && hub.WebLink(c.SelectAttrValue("src", "")) == "" {
+		e.RemoveChild(c)
+	}
 }
 
 // parseAtomEntry returns the payload's root when it is an Atom entry.

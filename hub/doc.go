@@ -1,10 +1,11 @@
 // Package hub is the core of pingd: nodes, their item logs, subscriptions of
 // every kind, sources and the fan-out decision.
 //
-// Its room: the domain types (Node, Event, Subscription, Source, Ping), the
-// interfaces it needs from the outside (Store, Fetcher, Transport) and the
-// Hub service that validates requests, writes through the Store and wakes the
-// transports.
+// Its room: the domain types (Node, Event, Subscription, Source, Ping) and
+// their rules (ValidURL for what pingd fetches and calls, WebLink for the
+// links it republishes), the interfaces it needs from the outside (Store,
+// Fetcher, Transport) and the Hub service that validates requests, writes
+// through the Store and wakes the transports.
 //
 // What it may not touch: any wire format. The hub knows nothing of XMPP
 // stanzas, HTTP requests, XML-RPC or feed syntax; the component, httpapi,
