@@ -7,7 +7,8 @@
 // Its room: NodeLinks (the node's URLs under pingd's public URL, a node name
 // being one percent-encoded path segment), NewDescriptor and XRDS (the
 // document in the exact tree of the design, served as ContentTypeXRDS),
-// DescriptorPage (the HTML page at the descriptor URL), Snippets (what a
+// DescriptorPage (the HTML page at the descriptor URL, with the
+// DescriptorPageCSP it is served under), Snippets (what a
 // publisher pastes, JSON-friendly for the admin API) and PreferXRDS (Accept
 // negotiation between the page and the XRDS document).
 //

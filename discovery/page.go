@@ -37,6 +37,13 @@ func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
 	return buf.Bytes()
 }
 
+// DescriptorPageCSP is the Content-Security-Policy the descriptor page is
+// served with: the page has no style sheet, script, image or form, so
+// nothing is allowed, and no other site may frame it. A change to the
+// template that needs more must widen this (by hash for inline styles, as
+// the status page does).
+const DescriptorPageCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 type pageData struct {
 	Descriptor
 	Title, XRDSURL, PostURL                    string

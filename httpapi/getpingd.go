@@ -133,6 +133,8 @@ func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
 		return
 	}
+	h.Set("Content-Security-Policy", discovery.DescriptorPageCSP)
+	h.Set("Referrer-Policy", "no-referrer")
 	writeBody(w, r, "text/html; charset=utf-8", discovery.DescriptorPage(d, n.Title, links.XRDS))
 }
 

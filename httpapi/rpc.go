@@ -130,6 +130,7 @@ func writeFault(w http.ResponseWriter, code int, f *xmlrpc.Fault) {
 // specification's, without parameters: the document declares its encoding.
 func writeXML(w http.ResponseWriter, code int, body []byte) {
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(code)
 	_, _ = w.Write(body)

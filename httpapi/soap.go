@@ -157,6 +157,7 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, `<SOAP-ENV:Body><%sResponse><Result xsi:type="xsd:boolean">%t</Result></%sResponse></SOAP-ENV:Body></SOAP-ENV:Envelope>`,
 		call.Method, ok, call.Method)
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b.Bytes())
 }
