@@ -32,6 +32,7 @@ const MaxWeblogNameBytes = 1024
 
 func (a *API) pingRoutes(r *mux.Router) {
 	r.HandleFunc("/ping", a.restPing).Methods(http.MethodPost)
+	r.HandleFunc("/ping", a.getPing).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/pingSiteForm", a.formPing).Methods(http.MethodGet, http.MethodHead)
 }
 
@@ -213,6 +214,14 @@ func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.htmlPing(w, r, DialectREST, r.Form.Get("name"), r.Form.Get("url"))
+}
+
+// getPing is GET /ping?url=…[&name=…], the HTTP GET ping of the ping
+// sinks the RSS Feed State seed lists (/ping?url={0}); it is answered as
+// /pingSiteForm is, under the same limits.
+func (a *API) getPing(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.htmlPing(w, r, DialectREST, q.Get("name"), q.Get("url"))
 }
 
 // formPing is GET /pingSiteForm?name=…&url=…, weblogs.com's HTTP ping.

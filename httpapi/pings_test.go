@@ -401,10 +401,47 @@ func TestRESTPings(t *testing.T) {
 	if p := e.pings(); len(p) != 4 {
 		t.Errorf("refused pings were recorded: %+v", p)
 	}
-	resp = e.do(http.MethodGet, "/ping", "", nil)
+	resp = e.do(http.MethodPut, "/ping", "", nil)
 	wantStatus(t, resp, http.StatusMethodNotAllowed)
-	if allow := resp.Header.Get("Allow"); allow != "POST" {
+	if allow := resp.Header.Get("Allow"); allow != "GET, HEAD, POST" {
 		t.Errorf("Allow = %q", allow)
+	}
+}
+
+// TestGETPing: GET /ping?url=…[&name=…] is the HTTP GET ping of the ping
+// sinks the RSS Feed State seed lists; it is answered like /pingSiteForm.
+func TestGETPing(t *testing.T) {
+	e := newEnv(t)
+	src := e.followedSource("blog", "http://127.0.0.1:1/feed.xml", "")
+	e.clock.Advance(time.Minute)
+
+	resp := e.do(http.MethodGet, "/ping?url="+url.QueryEscape("http://127.0.0.1:1/feed.xml"), "", nil)
+	wantStatus(t, resp, http.StatusOK)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if b := string(readBody(t, resp)); !strings.Contains(b, "Thanks for the ping") || !strings.Contains(b, "<!DOCTYPE html>") {
+		t.Errorf("page = %s", b)
+	}
+	e.wantDue(src.ID, true)
+	if p := e.pings(); len(p) != 1 || p[0].Dialect != DialectREST || p[0].Name != "" || p[0].URL != "http://127.0.0.1:1/feed.xml" {
+		t.Errorf("recorded pings = %+v", p)
+	}
+	q := url.Values{"name": {"Blog"}, "url": {"http://blog.example/"}}
+	resp = e.do(http.MethodGet, "/ping?"+q.Encode(), "", nil)
+	wantStatus(t, resp, http.StatusOK)
+	if p := e.pings(); len(p) != 2 || p[0].Name != "Blog" || p[0].URL != "http://blog.example/" {
+		t.Errorf("recorded pings = %+v", p)
+	}
+	for _, path := range []string{"/ping", "/ping?name=x", "/ping?url=" + url.QueryEscape("javascript:alert(1)")} {
+		resp := e.do(http.MethodGet, path, "", nil)
+		wantStatus(t, resp, http.StatusBadRequest)
+		if b := string(readBody(t, resp)); !strings.Contains(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, "<h1>Ping refused</h1>") {
+			t.Errorf("GET %s: error page %q", path, b)
+		}
+	}
+	if p := e.pings(); len(p) != 2 {
+		t.Errorf("refused pings were recorded: %+v", p)
 	}
 }
 
@@ -434,6 +471,11 @@ func TestPingRateLimit(t *testing.T) {
 	wantStatus(t, resp, http.StatusTooManyRequests)
 	if resp.Header.Get("Retry-After") == "" || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
 		t.Errorf("REST 429 headers = %v", resp.Header)
+	}
+	resp = e.do(http.MethodGet, "/ping?url="+url.QueryEscape(u), "", nil)
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(readBody(t, resp)), "Too many pings") {
+		t.Errorf("GET /ping 429: %v", resp.Header)
 	}
 	// Another URL has its own bucket.
 	_, v, err := e.rpc("weblogUpdates.ping", "Quiet", "http://quiet.example/feed")
