@@ -22,6 +22,10 @@ const CNWSNamespace = "http://www.owlfish.com/thoughts/cnws-2003-04-08.html"
 // CNWSMaxTitleRunes is the longest title CNWS allows.
 const CNWSMaxTitleRunes = 255
 
+// CNWSMinRetryLimit is the shortest ageing of an unreachable subscriber
+// the CNWS draft allows: "a minimum of a 24 hour period".
+const CNWSMinRetryLimit = 24 * time.Hour
+
 // cnwsContentType is what pingd posts CNWS documents as.
 const cnwsContentType = "text/xml; charset=utf-8"
 
@@ -29,9 +33,15 @@ const cnwsContentType = "text/xml; charset=utf-8"
 // naming the resource they subscribed to, with a title and description of
 // the change so that they need not fetch it. A subscriber that answers
 // false or with an HTTP error is removed; one that cannot be reached ages:
-// it is retried for 24 hours with a last retry at the end, then removed.
+// it is retried for RetryLimit (24 hours unless set) with a last retry at
+// the end, then removed.
 type CNWS struct {
 	HTTPSender
+	// RetryLimit is how long a subscriber that cannot be contacted ages
+	// before it is removed: the draft's "configurable limit", which must
+	// be at least its 24 hours (cmd/pingd refuses less). Zero takes
+	// HTTPSender's retry window, 24 hours.
+	RetryLimit time.Duration
 	// Now is the clock of changeTime when an event has none; nil means
 	// time.Now.
 	Now func() time.Time
@@ -47,8 +57,13 @@ func (c *CNWS) now() time.Time {
 // Wants takes every change of the resource.
 func (c *CNWS) Wants(_ *hub.Subscription, ev hub.Event) bool { return ev.Kind.IsChange() }
 
-// Policy: unreachable subscribers age for 24 hours with a last retry.
-func (c *CNWS) Policy() Policy { return Policy{RetryWindow: c.window()} }
+// Policy: unreachable subscribers age for RetryLimit with a last retry.
+func (c *CNWS) Policy() Policy {
+	if c.RetryLimit > 0 {
+		return Policy{RetryWindow: c.RetryLimit}
+	}
+	return Policy{RetryWindow: c.window()}
+}
 
 // Verify confirms at once: CNWS has no verification of intent, a
 // subscription is active from the answer to <subscribe>.

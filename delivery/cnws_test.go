@@ -174,6 +174,39 @@ func TestCNWSAgeing(t *testing.T) {
 	back.quiet(t, 1)
 }
 
+// TestCNWSRetryLimit: the ageing lasts the configured limit, not 24
+// hours: a host unreachable for longer than a day is still retried, gets
+// its last retry at the end of the limit and is removed after it.
+func TestCNWSRetryLimit(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/cnws"
+	l.Close()
+
+	const limit = 36 * time.Hour
+	e := newDialectEnv(t, func(s delivery.HTTPSender, _ hub.Store, now func() time.Time) map[hub.Kind]delivery.Sender {
+		return map[hub.Kind]delivery.Sender{hub.KindCNWS: &delivery.CNWS{HTTPSender: s, Now: now, RetryLimit: limit}}
+	})
+	e.node("n")
+	start := e.clock.Now()
+	sub := e.subscribe(cnwsSub("n", dead))
+	e.publish("n", "a", "A", "")
+	e.waitSub(sub.ID, "first failure", func(s *hub.Subscription) bool { return s.ConsecutiveErrors == 1 })
+	for i := 2; e.clock.Now().Before(start.Add(limit - 2*time.Hour)); i++ {
+		e.advance(75 * time.Minute)
+		e.waitSub(sub.ID, "another retry", func(s *hub.Subscription) bool { return s != nil && s.ConsecutiveErrors == i })
+	}
+	deadline := start.Add(limit)
+	e.advance(deadline.Add(-time.Minute).Sub(e.clock.Now()))
+	e.waitSub(sub.ID, "the last retry scheduled at the end of the limit", func(s *hub.Subscription) bool {
+		return s != nil && s.NextAttemptAt.Equal(deadline)
+	})
+	e.advance(time.Minute) // the last retry
+	e.waitSub(sub.ID, "removed after the last retry", func(s *hub.Subscription) bool { return s == nil })
+}
+
 // TestCNWSUnavailableAges: a gateway's 503 ages like an unreachable host
 // rather than removing the subscriber; when the host is back the missed
 // changes come in one notification and the record is clean.

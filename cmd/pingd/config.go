@@ -39,6 +39,7 @@ type Config struct {
 	UpstreamSafetyPoll time.Duration `opt:"upstream-safety-poll" env:"PINGD_UPSTREAM_SAFETY_POLL" default:"6h" help:"how often a source whose upstream push is active is still polled"`
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
+	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
 	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the <cloud> element of node feeds and publisher snippets offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
 	RelayPings         string        `opt:"relay-pings" env:"PINGD_RELAY_PINGS" help:"ping servers to forward accepted pings to, comma- or space-separated: xmlrpc:URL (weblogUpdates) or get:URL with {name}, {url} and {feed} (none: off)"`
 	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
@@ -262,6 +263,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PingArchive < 2*time.Hour {
 		errs = append(errs, fmt.Errorf("PINGD_PING_ARCHIVE (--ping-archive) %s: want at least 2h (changes.xml shows the last hour)", c.PingArchive))
+	}
+	if c.CNWSRetryLimit < delivery.CNWSMinRetryLimit {
+		errs = append(errs, fmt.Errorf("PINGD_CNWS_RETRY_LIMIT (--cnws-retry-limit) %s: want at least 24h (the CNWS draft: \"the publisher should keep retrying for a minimum of a 24 hour period\")", c.CNWSRetryLimit))
 	}
 	if c.UpstreamCheck < time.Second {
 		errs = append(errs, fmt.Errorf("PINGD_UPSTREAM_CHECK (--upstream-check) %s: want at least 1s", c.UpstreamCheck))

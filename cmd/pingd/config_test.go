@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/hub"
 )
 
 func env(m map[string]string) func(string) string {
@@ -113,5 +116,41 @@ func TestServeRefusesMissingSecret(t *testing.T) {
 	code := run([]string{"serve", "--db", filepath.Join(t.TempDir(), "x.db")}, &out, &errOut, env(nil))
 	if code != 1 || !strings.Contains(errOut.String(), "PINGD_XMPP_SECRET (--xmpp-secret) is required") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+}
+
+// TestCNWSRetryLimit: PINGD_CNWS_RETRY_LIMIT (--cnws-retry-limit) is the
+// CNWS draft's "configurable limit" of the ageing: 24 hours by default,
+// refused below them, and the limit the CNWS sender gives the engine.
+func TestCNWSRetryLimit(t *testing.T) {
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CNWSRetryLimit != 24*time.Hour || cfg.Validate() != nil {
+		t.Errorf("default %v, %v", cfg.CNWSRetryLimit, cfg.Validate())
+	}
+	if got := deliverySenders(cfg, delivery.HTTPSender{}, nil)[hub.KindCNWS].Policy().RetryWindow; got != 24*time.Hour {
+		t.Errorf("the CNWS sender's retry window with the default: %v", got)
+	}
+
+	cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s"}, env(map[string]string{"PINGD_CNWS_RETRY_LIMIT": "72h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliverySenders(cfg, delivery.HTTPSender{}, nil)[hub.KindCNWS].Policy().RetryWindow; got != 72*time.Hour {
+		t.Errorf("the CNWS sender's retry window with PINGD_CNWS_RETRY_LIMIT=72h: %v", got)
+	}
+
+	cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s", "--cnws-retry-limit", "23h59m"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "PINGD_CNWS_RETRY_LIMIT (--cnws-retry-limit) 23h59m0s: want at least 24h") {
+		t.Errorf("23h59m: %v", err)
 	}
 }

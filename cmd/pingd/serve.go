@@ -153,12 +153,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Logger:    log,
 		Observe:   observeDelivery,
 		Exclusive: exclusive,
-		Senders: map[hub.Kind]delivery.Sender{
-			hub.KindWebhook:  &delivery.Webhook{HTTPSender: httpSender},
-			hub.KindWebSub:   &delivery.WebSub{HTTPSender: httpSender, Store: st},
-			hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: httpSender},
-			hub.KindCNWS:     &delivery.CNWS{HTTPSender: httpSender},
-		},
+		Senders:   deliverySenders(cfg, httpSender, st),
 	})
 	if err != nil {
 		return err
@@ -346,4 +341,14 @@ func xmppMode(multi, shared bool) string {
 		return "shared"
 	}
 	return "leader-only"
+}
+
+// deliverySenders are the senders of every HTTP subscriber kind.
+func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
+	return map[hub.Kind]delivery.Sender{
+		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
+		hub.KindWebSub:   &delivery.WebSub{HTTPSender: s, Store: st},
+		hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: s},
+		hub.KindCNWS:     &delivery.CNWS{HTTPSender: s, RetryLimit: cfg.CNWSRetryLimit},
+	}
 }
