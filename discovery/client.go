@@ -62,6 +62,7 @@ func (c *Client) Discover(ctx context.Context, rawURL string) (*Found, error) {
 		}
 		f.Services = append(f.Services, svcs...)
 	}
+	f.choose()
 	return f, nil
 }
 

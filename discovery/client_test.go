@@ -228,3 +228,117 @@ func TestDiscoverCapsTheBody(t *testing.T) {
 		t.Errorf("feeds %+v: want only the one before the cap", f.Feeds)
 	}
 }
+
+// seedXRDS is the proposal's sample made well-formed, with its
+// getpingd-xmpp:PubSub inside the XMPP getpingd:Accept, beside services
+// and URIs ranked by XRD priority attributes.
+const seedXRDS = `<?xml version="1.0"?>
+<xrds:XRDS xmlns:xrds="xri://$xrds" xmlns="xri://$xrd*($v*2.0)" ref="http://www.example.com/page"
+ xmlns:getpingd="http://getpingd.com/core/getpingd-1.0" xmlns:getpingd-xmpp="http://getpingd.com/extensions/xmpp/getpingd-1.0">
+<XRD>
+<Service priority="20">
+ <Type>http://getpingd.com/services/subscribe</Type>
+ <URI getpingd:http-method="SUBSCRIBE">{base}/low</URI>
+ <getpingd:Accept type="application/getpingd+http+subscribe+xml"/>
+</Service>
+<Service priority="5">
+ <Type>http://specs.openid.net/auth/2.0/signon</Type>
+ <URI>{base}/openid</URI>
+</Service>
+<Service>
+ <Type>http://getpingd.com/services/subscribe</Type>
+ <URI getpingd:http-method="SUBSCRIBE">{base}/unranked</URI>
+ <getpingd:Accept type="application/getpingd+http+subscribe+xml"/>
+</Service>
+<Service priority="10">
+ <Type>http://getpingd.com/services/subscribe</Type>
+ <URI>{base}/page-only</URI>
+ <URI getpingd:http-method="POST" priority="2">{base}/feeds/TheUniversalGadget?method=subscribe</URI>
+ <URI getpingd:http-method="SUBSCRIBE" priority="1">{base}/feeds/TheUniversalGadget</URI>
+ <getpingd:Accept type="application/getpingd+http+subscribe+xml">
+  <getpingd:SupportsDiff type="application/patch-ops+xml" />
+ </getpingd:Accept>
+ <getpingd:Accept type="application/getpingd+xmpp+subscribe+xml">
+  <getpingd:SupportsDiff type="application/patch-ops+xml" />
+  <getpingd-xmpp:PubSub jid="user@example.com" node="feeds/TheUniversalGadget" security="whitelist" />
+ </getpingd:Accept>
+</Service>
+</XRD>
+</xrds:XRDS>`
+
+// TestDiscoverGetPingdAsTheSeedWritesIt: a page naming its descriptor
+// with the proposal's other spelling (getpingd.updates.description);
+// services tried by priority and then in document order, each one's URIs
+// too; the first compatible service wins; a PubSub nested in Accept is
+// read.
+func TestDiscoverGetPingdAsTheSeedWritesIt(t *testing.T) {
+	s := newSite(t)
+	s.pages["/xrds"] = page{contentType: ContentTypeXRDS, body: seedXRDS}
+	s.pages["/page"] = page{contentType: "text/html", body: `<html><head><link rel="getpingd.updates.description" href="/xrds"></head></html>`}
+	s.pages["/plain.xrds"] = page{contentType: ContentTypeXRDS, body: xrdsBody}
+	s.pages["/feed"] = page{contentType: "application/atom+xml", body: `<feed xmlns="http://www.w3.org/2005/Atom"><link rel="getpingd.updates.description" href="/plain.xrds"/></feed>`}
+
+	f, err := testClient().Discover(context.Background(), s.URL+"/page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Descriptors, []string{s.URL + "/xrds"}) {
+		t.Fatalf("descriptors %v", f.Descriptors)
+	}
+	var order []string
+	for _, svc := range f.Services {
+		order = append(order, strings.TrimPrefix(svc.URIs[0].URL, s.URL))
+	}
+	if want := []string{"/openid", "/feeds/TheUniversalGadget", "/low", "/unranked"}; !slices.Equal(order, want) {
+		t.Errorf("services in the order %v, want %v", order, want)
+	}
+	gadget := f.Services[1]
+	if gadget.Subscribe["SUBSCRIBE"] != s.URL+"/feeds/TheUniversalGadget" || gadget.Subscribe["POST"] != s.URL+"/feeds/TheUniversalGadget?method=subscribe" ||
+		gadget.URIs[0].Method != "SUBSCRIBE" || gadget.URIs[1].Method != "POST" || gadget.URIs[2].Method != "GET" {
+		t.Errorf("URIs %+v", gadget.URIs)
+	}
+	if gadget.JID != "user@example.com" || gadget.Node != "feeds/TheUniversalGadget" || gadget.Security != SecurityWhitelist {
+		t.Errorf("the PubSub nested in Accept was not read: %+v", gadget)
+	}
+	want := []Choice{
+		{Type: ContentTypeHTTPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget"},
+		{Type: ContentTypeXMPPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget",
+			JID: "user@example.com", Node: "feeds/TheUniversalGadget", Security: SecurityWhitelist},
+	}
+	if !slices.Equal(f.Chosen, want) {
+		t.Errorf("chosen %+v\nwant   %+v", f.Chosen, want)
+	}
+
+	// Without priorities the document's order decides, in a feed's
+	// atom:link with the other spelling too.
+	f, err = testClient().Discover(context.Background(), s.URL+"/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Chosen) != 2 || f.Chosen[0].URI != s.URL+"/feeds/demo" || f.Chosen[0].Method != "SUBSCRIBE" || f.Chosen[1].Node != "demo" {
+		t.Errorf("chosen %+v", f.Chosen)
+	}
+}
+
+// TestChooseService: a service without the subscribe type, without the
+// subscription type asked for, or without a usable method is passed
+// over; an XMPP choice needs the pubsub node.
+func TestChooseService(t *testing.T) {
+	sub := []string{ServiceSubscribe}
+	services := []Service{
+		{Descriptor: "d0", Types: []string{"other"}, Accept: []string{ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/0"}}},
+		{Descriptor: "d1", Types: sub, Accept: []string{ContentTypeXMPPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/1"}}},
+		{Descriptor: "d2", Types: sub, Accept: []string{ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "GET", URL: "http://x/2"}}},
+		{Descriptor: "d3", Types: sub, Accept: []string{ContentTypeHTTPSubscribe, ContentTypeXMPPSubscribe}, JID: "pubsub.example", Node: "n",
+			URIs: []ServiceURI{{Method: "GET", URL: "http://x/3g"}, {Method: "POST", URL: "http://x/3"}}},
+	}
+	if c, ok := ChooseService(services, ContentTypeHTTPSubscribe); !ok || c.Descriptor != "d3" || c.URI != "http://x/3" || c.Method != "POST" {
+		t.Errorf("HTTP: %+v %v", c, ok)
+	}
+	if c, ok := ChooseService(services, ContentTypeXMPPSubscribe); !ok || c.Descriptor != "d3" || c.JID != "pubsub.example" {
+		t.Errorf("XMPP: %+v %v", c, ok)
+	}
+	if _, ok := ChooseService(services[:3], ContentTypeHTTPSubscribe); ok {
+		t.Error("a choice among services none of which fits")
+	}
+}

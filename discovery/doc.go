@@ -22,7 +22,8 @@
 // the feeds an HTML page links to (ranked: Atom, then RSS, then RDF, in
 // page order, comment feeds last), GetPingd descriptors (X-XRDS-Location,
 // the meta tag, link rel, and atom:link in feeds) with the services of
-// their XRDS documents, WebSub hubs and self URLs (Link headers, link
+// their XRDS documents in XRD priority order and the one a client chooses
+// per subscription type (ChooseService), WebSub hubs and self URLs (Link headers, link
 // tags, atom:link in feeds) and rssCloud <cloud> elements. Client also
 // implements hub.SourceResolver: a page's source is its best feed. These
 // parsers take outside input and are fuzzed. The client side may read the

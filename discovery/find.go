@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"io"
 	"mime"
@@ -41,6 +42,9 @@ type Found struct {
 	Self string   `json:"self,omitempty"`
 	// Clouds are rssCloud <cloud> elements of an RSS channel.
 	Clouds []FoundCloud `json:"clouds,omitempty"`
+	// Chosen are the GetPingd subscriptions a client would make, one per
+	// subscription type some service offers (ChooseService).
+	Chosen []Choice `json:"chosen,omitempty"`
 }
 
 // FeedLink is one <link rel="alternate"> to a feed.
@@ -55,14 +59,46 @@ type Service struct {
 	// Descriptor is the XRDS document's URL.
 	Descriptor string   `json:"descriptor"`
 	Types      []string `json:"types,omitempty"`
-	// Subscribe maps HTTP methods to subscribe URIs (SUBSCRIBE, POST).
+	// Priority is the Service element's priority attribute (0 first);
+	// nil when it has none, which XRD ranks after every priority.
+	Priority *int `json:"priority,omitempty"`
+	// URIs are the service's URIs in the order a client tries them:
+	// by priority, then in document order.
+	URIs []ServiceURI `json:"uris,omitempty"`
+	// Subscribe maps HTTP methods to subscribe URIs (SUBSCRIBE, POST):
+	// per method the first of URIs.
 	Subscribe map[string]string `json:"subscribe,omitempty"`
 	// Accept are the subscription types offered.
 	Accept []string `json:"accept,omitempty"`
-	// JID, Node and Security are the getpingd-xmpp:PubSub element.
+	// JID, Node and Security are the getpingd-xmpp:PubSub element, a
+	// child of the Service or (as in the proposal's sample) of its
+	// getpingd:Accept of the XMPP subscription type.
 	JID      string `json:"jid,omitempty"`
 	Node     string `json:"node,omitempty"`
 	Security string `json:"security,omitempty"`
+}
+
+// ServiceURI is one URI element of a service.
+type ServiceURI struct {
+	// Method is the getpingd:http-method ("GET" when none is given).
+	Method   string `json:"method"`
+	URL      string `json:"url"`
+	Priority *int   `json:"priority,omitempty"`
+}
+
+// Choice is the subscription a GetPingd client makes with one
+// subscription type: the service, the URI and the method to send the
+// request to, and for XMPP the pubsub node.
+type Choice struct {
+	// Type is the subscription request's content type
+	// (ContentTypeHTTPSubscribe or ContentTypeXMPPSubscribe).
+	Type       string `json:"type"`
+	Descriptor string `json:"descriptor"`
+	Method     string `json:"method"`
+	URI        string `json:"uri"`
+	JID        string `json:"jid,omitempty"`
+	Node       string `json:"node,omitempty"`
+	Security   string `json:"security,omitempty"`
 }
 
 // FoundCloud is an rssCloud <cloud> element found in a feed.
@@ -136,7 +172,7 @@ func (f *Found) addLink(rel, href string) bool {
 		if f.Self == "" {
 			f.Self = href
 		}
-	case RelDescriptor:
+	case RelDescriptor, RelDescription:
 		f.Descriptors = addUnique(f.Descriptors, href)
 	default:
 		return false
@@ -370,27 +406,60 @@ func (f *Found) parseFeed(base *url.URL, body []byte) bool {
 type foundXRDS struct {
 	XRD []struct {
 		Services []struct {
-			Types []string `xml:"Type"`
-			URIs  []struct {
-				Method string `xml:"http://getpingd.com/core/getpingd-1.0 http-method,attr"`
-				Value  string `xml:",chardata"`
+			Priority string   `xml:"priority,attr"`
+			Types    []string `xml:"Type"`
+			URIs     []struct {
+				Method   string `xml:"http://getpingd.com/core/getpingd-1.0 http-method,attr"`
+				Priority string `xml:"priority,attr"`
+				Value    string `xml:",chardata"`
 			} `xml:"URI"`
 			Accept []struct {
-				Type string `xml:"type,attr"`
+				Type   string         `xml:"type,attr"`
+				PubSub *foundXMPPNode `xml:"http://getpingd.com/extensions/xmpp/getpingd-1.0 PubSub"`
 			} `xml:"http://getpingd.com/core/getpingd-1.0 Accept"`
-			PubSub *struct {
-				JID      string `xml:"jid,attr"`
-				Node     string `xml:"node,attr"`
-				Security string `xml:"security,attr"`
-			} `xml:"http://getpingd.com/extensions/xmpp/getpingd-1.0 PubSub"`
+			PubSub *foundXMPPNode `xml:"http://getpingd.com/extensions/xmpp/getpingd-1.0 PubSub"`
 		} `xml:"Service"`
 	} `xml:"XRD"`
+}
+
+// foundXMPPNode is a getpingd-xmpp:PubSub element.
+type foundXMPPNode struct {
+	JID      string `xml:"jid,attr"`
+	Node     string `xml:"node,attr"`
+	Security string `xml:"security,attr"`
 }
 
 // maxServices bounds the services read from one document.
 const maxServices = 16
 
-// parseXRDS reads the GetPingd services of an XRDS document.
+// parsePriority reads an XRD priority attribute, a non-negative integer;
+// nil when it is absent or not one (XRD ranks those last).
+func parsePriority(v string) *int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return nil
+	}
+	return &n
+}
+
+// byPriority orders two priorities as XRD does: lower first, none last.
+func byPriority(a, b *int) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return cmp.Compare(*a, *b)
+}
+
+// parseXRDS reads the GetPingd services of an XRDS document, each XRD's
+// services and each service's URIs in the order a client tries them: by
+// their priority attributes, in document order among equals (the
+// proposal: "select the first url/method combination that it is also
+// compatible with").
 func parseXRDS(descriptor string, body []byte) ([]Service, error) {
 	var doc foundXRDS
 	if err := xml.Unmarshal(body, &doc); err != nil {
@@ -399,38 +468,87 @@ func parseXRDS(descriptor string, body []byte) ([]Service, error) {
 	base, _ := url.Parse(descriptor)
 	var out []Service
 	for _, x := range doc.XRD {
+		first := len(out)
 		for _, s := range x.Services {
 			if len(out) == maxServices {
-				return out, nil
+				break
 			}
-			svc := Service{Descriptor: descriptor}
+			svc := Service{Descriptor: descriptor, Priority: parsePriority(s.Priority)}
 			for _, t := range s.Types {
 				svc.Types = append(svc.Types, strings.TrimSpace(t))
 			}
 			for _, u := range s.URIs {
 				if v := resolve(base, u.Value); v != "" {
-					if svc.Subscribe == nil {
-						svc.Subscribe = map[string]string{}
-					}
 					m := strings.ToUpper(strings.TrimSpace(u.Method))
 					if m == "" {
 						m = "GET"
 					}
-					svc.Subscribe[m] = v
+					svc.URIs = append(svc.URIs, ServiceURI{Method: m, URL: v, Priority: parsePriority(u.Priority)})
 				}
 			}
+			slices.SortStableFunc(svc.URIs, func(a, b ServiceURI) int { return byPriority(a.Priority, b.Priority) })
+			for _, u := range svc.URIs {
+				if svc.Subscribe == nil {
+					svc.Subscribe = map[string]string{}
+				}
+				if _, ok := svc.Subscribe[u.Method]; !ok {
+					svc.Subscribe[u.Method] = u.URL
+				}
+			}
+			node := s.PubSub
 			for _, a := range s.Accept {
 				if t := strings.TrimSpace(a.Type); t != "" {
 					svc.Accept = append(svc.Accept, t)
 				}
+				if node == nil && a.PubSub != nil {
+					node = a.PubSub
+				}
 			}
-			if s.PubSub != nil {
-				svc.JID, svc.Node, svc.Security = s.PubSub.JID, s.PubSub.Node, s.PubSub.Security
+			if node != nil {
+				svc.JID, svc.Node, svc.Security = strings.TrimSpace(node.JID), node.Node, strings.TrimSpace(node.Security)
 			}
 			out = append(out, svc)
 		}
+		slices.SortStableFunc(out[first:], func(a, b Service) int { return byPriority(a.Priority, b.Priority) })
 	}
 	return out, nil
+}
+
+// ChooseService picks, for a client that sends subscription requests of
+// contentType, the first service (in the order parseXRDS gives) that is a
+// GetPingd subscribe service accepting that type, and its first URI whose
+// method a client can send a subscription with (SUBSCRIBE or POST). An
+// XMPP subscription also needs the service's pubsub JID and node.
+func ChooseService(services []Service, contentType string) (Choice, bool) {
+	for _, s := range services {
+		if !slices.Contains(s.Types, ServiceSubscribe) || !slices.Contains(s.Accept, contentType) {
+			continue
+		}
+		if contentType == ContentTypeXMPPSubscribe && (s.JID == "" || s.Node == "") {
+			continue
+		}
+		for _, u := range s.URIs {
+			if u.Method != MethodSubscribe && u.Method != MethodPost {
+				continue
+			}
+			c := Choice{Type: contentType, Descriptor: s.Descriptor, Method: u.Method, URI: u.URL}
+			if contentType == ContentTypeXMPPSubscribe {
+				c.JID, c.Node, c.Security = s.JID, s.Node, s.Security
+			}
+			return c, true
+		}
+	}
+	return Choice{}, false
+}
+
+// choose fills Chosen from Services.
+func (f *Found) choose() {
+	f.Chosen = nil
+	for _, t := range []string{ContentTypeHTTPSubscribe, ContentTypeXMPPSubscribe} {
+		if c, ok := ChooseService(f.Services, t); ok {
+			f.Chosen = append(f.Chosen, c)
+		}
+	}
 }
 
 // FromFeed reads the discovery elements of a feed document already

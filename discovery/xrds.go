@@ -17,6 +17,10 @@ const (
 	XRDSLocationHeader = "X-XRDS-Location"
 	// RelDescriptor is the link relation of a GetPingd descriptor.
 	RelDescriptor = "getpingd.updates.descriptor"
+	// RelDescription is the other spelling the proposal uses for it
+	// ("a X-XRDS-Location meta tag or getpingd.updates.description
+	// link"); discovery reads both and pingd writes RelDescriptor.
+	RelDescription = "getpingd.updates.description"
 	// RelHub is the WebSub hub link relation.
 	RelHub = "hub"
 )
