@@ -88,6 +88,8 @@ func TestDiscover(t *testing.T) {
 	s.pages["/broken"] = page{contentType: "text/html", body: `<html><head><link rel=alternate type="application/rss+xml" href=/rss.xml><link rel="alternate" type="application/atom+xml" href="http://[::1"><meta http-equiv=x-xrds-location content=/xrds><p>unclosed <b><i>`}
 	s.pages["/headers"] = page{contentType: "text/plain", body: "hello",
 		headers: map[string]string{"Link": `<https://hub.example.org/a>; rel="hub", <{base}/headers>; rel="self", <https://hub.example.org/b>; rel=hub`, "X-XRDS-Location": "{base}/xrds"}}
+	s.pages["/anchored"] = page{contentType: "text/plain", body: "hello",
+		headers: map[string]string{"Link": `<https://hub.example.org/other>; rel="hub"; anchor="https://other.example/", <https://hub.example.org/c>; title="a \"quoted\", title"; rel="hub"`}}
 	s.pages["/feed.rss"] = page{contentType: "application/rss+xml", body: `<?xml version="1.0"?>
 <rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>T</title>
 <atom:link rel="hub" href="https://hub.example.org/rss"/>
@@ -122,6 +124,7 @@ func TestDiscover(t *testing.T) {
 		{name: "base href", path: "/base", kind: "html", feeds: []string{"/deep/dir/f.xml"}},
 		{name: "broken markup", path: "/broken", kind: "html", feeds: []string{"/rss.xml"}, descriptors: 1, services: 1},
 		{name: "headers only", path: "/headers", kind: "other", hubs: []string{"https://hub.example.org/a", "https://hub.example.org/b"}, self: "/headers", descriptors: 1, services: 1},
+		{name: "link headers with an anchor and escaped quotes", path: "/anchored", kind: "other", hubs: []string{"https://hub.example.org/c"}},
 		{name: "rss feed", path: "/feed.rss", kind: "feed", hubs: []string{"https://hub.example.org/rss"}, self: "/feed.rss", descriptors: 1, services: 1, clouds: 1},
 		{name: "atom feed", path: "/feed.atom", kind: "feed", hubs: []string{"https://hub.example.org/atom"}, self: "/feed.atom"},
 		{name: "three redirects", path: "/r1", kind: "html", feeds: []string{"/feed.atom", "/feed.rss", "/comments/feed"},

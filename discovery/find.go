@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/pingd/pingd/internal/linkheader"
 )
 
 // The client side: what a page, a feed or the headers of either say about
@@ -181,62 +183,25 @@ func (f *Found) addLink(rel, href string) bool {
 }
 
 // parseHeaders reads the discovery headers of an answer: X-XRDS-Location
-// and Link (RFC 8288) with rel="hub" and rel="self".
+// and Link (RFC 8288) with rel="hub", rel="self" and the GetPingd
+// descriptor relations. A link whose anchor names another resource is not
+// about this one and is skipped.
 func (f *Found) parseHeaders(base *url.URL, h http.Header) {
 	for _, v := range h.Values(XRDSLocationHeader) {
 		f.Descriptors = addUnique(f.Descriptors, resolve(base, v))
 	}
-	for _, l := range parseLinkHeader(h.Values("Link")) {
-		for _, rel := range relTokens(l.rel) {
-			f.addLink(rel, resolve(base, l.target))
+	for _, l := range linkheader.Parse(h.Values("Link"), base) {
+		if !l.AboutBase(base) {
+			continue
+		}
+		href := resolve(base, l.Target)
+		if href == "" {
+			continue
+		}
+		for _, rel := range l.Rels {
+			f.addLink(rel, href)
 		}
 	}
-}
-
-type linkValue struct{ target, rel string }
-
-// maxLinks bounds the Link header values read.
-const maxLinks = 64
-
-// parseLinkHeader reads Link header values: `<uri>; rel="a b", <uri2>; rel=c`.
-func parseLinkHeader(values []string) []linkValue {
-	var out []linkValue
-	for _, v := range values {
-		for len(v) > 0 && len(out) < maxLinks {
-			start := strings.IndexByte(v, '<')
-			if start < 0 {
-				break
-			}
-			end := strings.IndexByte(v[start:], '>')
-			if end < 0 {
-				break
-			}
-			lv := linkValue{target: v[start+1 : start+end]}
-			rest := v[start+end+1:]
-			// Parameters run to the next comma outside quotes.
-			i, inQuote := 0, false
-			for ; i < len(rest); i++ {
-				if rest[i] == '"' {
-					inQuote = !inQuote
-				}
-				if rest[i] == ',' && !inQuote {
-					break
-				}
-			}
-			for _, p := range strings.Split(rest[:i], ";") {
-				name, val, ok := strings.Cut(strings.TrimSpace(p), "=")
-				if ok && strings.EqualFold(strings.TrimSpace(name), "rel") {
-					lv.rel = strings.Trim(strings.TrimSpace(val), `"`)
-				}
-			}
-			out = append(out, lv)
-			if i >= len(rest) {
-				break
-			}
-			v = rest[i+1:]
-		}
-	}
-	return out
 }
 
 // parseHTML reads the <head> links of an HTML page: feeds, hubs, self,

@@ -64,9 +64,6 @@ func FuzzLinkHeader(f *testing.F) {
 		var found Found
 		found.parseHeaders(fuzzBase, http.Header{"Link": strings.Split(v, "\n"), "X-Xrds-Location": {v}})
 		checkFound(t, &found)
-		if len(parseLinkHeader([]string{v})) > maxLinks {
-			t.Fatal("more links than the cap")
-		}
 	})
 }
 

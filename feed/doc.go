@@ -8,7 +8,8 @@
 //   - fetcher.go, decode.go, delta.go, xmlredirect.go: Fetcher, the
 //     hub.Fetcher (redirects followed by hand, content decoding, charset
 //     conversion to UTF-8, merging "226 IM Used" deltas, RSS Feed State XML
-//     redirects);
+//     redirects, the answer's Link header links for upstream push, parsed
+//     by internal/linkheader);
 //   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
 //     the document's polling hints; every link it takes from a source is
 //     resolved and kept only when it is a web link (hub.WebLink), and the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/linkheader"
 	"github.com/pingd/pingd/internal/netguard"
 )
 
@@ -347,6 +348,7 @@ func (f *Fetcher) baseResult(st *fetchState, resp *http.Response, u string, now 
 
 func (f *Fetcher) fullResult(st *fetchState, resp *http.Response, u string, body []byte, ctype string, now time.Time) *hub.FetchResult {
 	res := f.baseResult(st, resp, u, now)
+	res.Links = headerLinks(resp.Header, u)
 	res.ContentType = ctype
 	res.Body = body
 	sum := sha256.Sum256(body)
@@ -359,6 +361,27 @@ func (f *Fetcher) fullResult(st *fetchState, resp *http.Response, u string, body
 	res.Hints = doc.Hints
 	res.Hints.MaxAge, res.Hints.Expires, res.Hints.RetryAfter = hdr.MaxAge, hdr.Expires, hdr.RetryAfter
 	return res
+}
+
+// headerLinks reads the answer's Link header fields: the links about the
+// resource at u (no anchor naming another one) with http(s) targets.
+func headerLinks(h http.Header, u string) []hub.WebLink {
+	values := h.Values("Link")
+	if len(values) == 0 {
+		return nil
+	}
+	base, err := url.Parse(u)
+	if err != nil {
+		return nil
+	}
+	var out []hub.WebLink
+	for _, l := range linkheader.Parse(values, base) {
+		if !l.AboutBase(base) || len(l.Rels) == 0 || hub.ValidURL(l.Target) != nil {
+			continue
+		}
+		out = append(out, hub.WebLink{URL: l.Target, Rels: l.Rels})
+	}
+	return out
 }
 
 // headerHints reads Cache-Control max-age, Expires and Retry-After.

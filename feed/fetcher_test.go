@@ -760,3 +760,43 @@ func TestFetchDeltaTooLargeFallsBackToFull(t *testing.T) {
 		t.Errorf("status %d ids %q, want the full document", res.Status, ids(&Document{Entries: res.Entries}))
 	}
 }
+
+// TestFetchLinkHeaders: the final answer's Link header fields reach the
+// result, parsed (several fields, several links each, quoted parameters,
+// rel lists), resolved against the URL that answered; links about
+// another resource (anchor), without a relation or to a non-http(s)
+// target are left out, and so are the links of a redirect.
+func TestFetchLinkHeaders(t *testing.T) {
+	fs := newFeedServer(t)
+	fs.handle("/old", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Link", `<https://redirect.example/hub>; rel="hub"`)
+		w.Header().Set("Location", "/dir/feed")
+		w.WriteHeader(http.StatusFound)
+	})
+	fs.handle("/dir/feed", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Link", `<https://hub.example/>; title="hub, the first; \"quoted\""; rel="hub", <feed>; rel="self alternate"`)
+		w.Header().Add("Link", `<https://elsewhere.example/hub>; rel=hub; anchor="https://elsewhere.example/", <ftp://files.example/>; rel=hub, <https://norel.example/>`)
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, rssDoc("a"))
+	})
+	res, err := fetch(t, testFetcher(FetcherConfig{}), hub.FetchRequest{URL: fs.URL + "/old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hub.WebLink{
+		{URL: "https://hub.example/", Rels: []string{"hub"}},
+		{URL: fs.URL + "/dir/feed", Rels: []string{"self", "alternate"}},
+	}
+	if fmt.Sprint(res.Links) != fmt.Sprint(want) {
+		t.Errorf("Links %+v\nwant  %+v", res.Links, want)
+	}
+	// A 304 carries no links: nothing was read.
+	fs.handle("/same", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Link", `<https://hub.example/>; rel="hub"`)
+		w.WriteHeader(http.StatusNotModified)
+	})
+	res, err = fetch(t, testFetcher(FetcherConfig{}), hub.FetchRequest{URL: fs.URL + "/same", ETag: `"x"`})
+	if err != nil || !res.NotModified || res.Links != nil {
+		t.Errorf("304: %+v, %v", res, err)
+	}
+}

@@ -63,6 +63,19 @@ type FetchResult struct {
 	// id and an Atom entry payload.
 	Entries []Entry
 	Hints   PollHints
+	// Links are the links of the final answer's Link header fields (RFC
+	// 8288) that are about the fetched resource itself, in order, their
+	// targets absolute: WebSub §4 lets a publisher name its hub and self
+	// URL there rather than in the body.
+	Links []WebLink
+}
+
+// WebLink is one link of an HTTP Link header.
+type WebLink struct {
+	// URL is the absolute target.
+	URL string
+	// Rels are the relation types, lower case ("hub", "self").
+	Rels []string
 }
 
 // FetchError is a failed fetch with what the origin said, if anything.

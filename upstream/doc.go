@@ -9,10 +9,12 @@
 //
 // Its parts:
 //   - Tracker wraps the feed scheduler the hub asks after every fetch. It
-//     notes the hubs and clouds a fetched feed advertises (its channel's
-//     atom:link rel="hub" and rel="self", and <cloud>), and while a push is
-//     active for a source it moves the next poll out to a rare safety net
-//     (Config.SafetyPoll), so a lost push delays a change, never loses it.
+//     notes the hubs and clouds a fetch advertises (rel="hub" and
+//     rel="self" in the answer's Link header, hub.FetchResult.Links, which
+//     win; then the feed channel's atom:link rel="hub" and rel="self", and
+//     <cloud>), and while a push is active for a source it moves the next
+//     poll out to a rare safety net (Config.SafetyPoll), so a lost push
+//     delays a change, never loses it.
 //   - Manager acts on that: for a source with subscribers it subscribes at
 //     the WebSub hub (hub.mode=subscribe with a callback per subscription,
 //     a lease and a secret of its own) or registers with the cloud

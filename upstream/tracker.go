@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ const ReasonSafetyNet = "upstream push active: safety-net poll"
 // Next implements hub.Scheduler.
 func (t *Tracker) Next(now time.Time, src *hub.Source, res *hub.FetchResult, err error) (time.Time, string) {
 	next, reason := t.inner.Next(now, src, res, err)
-	if res != nil && len(res.Body) > 0 && res.IsFeed {
+	if res != nil && len(res.Body) > 0 && (res.IsFeed || headerHub(res) != "") {
 		t.note(src, res)
 	}
 	t.mu.Lock()
@@ -68,9 +69,12 @@ func (t *Tracker) Next(now time.Time, src *hub.Source, res *hub.FetchResult, err
 	return next, reason
 }
 
-// note parses a changed feed body for its push links.
+// note reads a changed answer for its push links: the hub and self URL
+// of its Link header (WebSub §4; these win, as WebSub's discovery order
+// has it), then those of the feed body, and the body's rssCloud cloud.
+// A resource that is not a feed can have a hub only in its headers.
 func (t *Tracker) note(src *hub.Source, res *hub.FetchResult) {
-	sum := sha256.Sum256(res.Body)
+	sum := advertHash(res)
 	t.mu.Lock()
 	if t.seen[src.ID] == sum {
 		t.mu.Unlock()
@@ -79,18 +83,26 @@ func (t *Tracker) note(src *hub.Source, res *hub.FetchResult) {
 	t.seen[src.ID] = sum
 	t.mu.Unlock()
 	feedURL := src.URL
-	f := discovery.FromFeed(feedURL, res.Body)
-	if f == nil {
-		return
+	ad := advert{sourceID: src.ID, feedURL: feedURL, hub: headerHub(res), bodyHash: sum}
+	for _, l := range res.Links {
+		if ad.self == "" && slices.Contains(l.Rels, "self") {
+			ad.self = l.URL
+		}
 	}
-	ad := advert{sourceID: src.ID, feedURL: feedURL, self: f.Self, bodyHash: sum}
-	if len(f.Hubs) > 0 {
-		ad.hub = f.Hubs[0]
-	}
-	for _, c := range f.Clouds {
-		if e := cloudEndpoint(c); e != "" {
-			ad.cloud = e
-			break
+	if res.IsFeed {
+		if f := discovery.FromFeed(feedURL, res.Body); f != nil {
+			if ad.hub == "" && len(f.Hubs) > 0 {
+				ad.hub = f.Hubs[0]
+			}
+			if ad.self == "" {
+				ad.self = f.Self
+			}
+			for _, c := range f.Clouds {
+				if e := cloudEndpoint(c); e != "" {
+					ad.cloud = e
+					break
+				}
+			}
 		}
 	}
 	if ad.hub == "" && ad.cloud == "" {
@@ -107,6 +119,34 @@ func (t *Tracker) note(src *hub.Source, res *hub.FetchResult) {
 	if wake != nil {
 		wake()
 	}
+}
+
+// headerHub is the first hub of an answer's Link header.
+func headerHub(res *hub.FetchResult) string {
+	for _, l := range res.Links {
+		if slices.Contains(l.Rels, "hub") {
+			return l.URL
+		}
+	}
+	return ""
+}
+
+// advertHash identifies what an answer advertises: its body and its
+// header links.
+func advertHash(res *hub.FetchResult) [32]byte {
+	h := sha256.New()
+	h.Write(res.Body)
+	for _, l := range res.Links {
+		h.Write([]byte{0})
+		h.Write([]byte(l.URL))
+		for _, r := range l.Rels {
+			h.Write([]byte{' '})
+			h.Write([]byte(r))
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // takeAdverts hands the manager what was noted since the last pass.

@@ -54,3 +54,43 @@ func TestTrackerSafetyNet(t *testing.T) {
 		t.Errorf("adverts from a feed without links: %+v", ads)
 	}
 }
+
+// TestTrackerLinkHeaderHub: a hub named only in the answer's Link header
+// is an advertisement, for a feed and for a resource that is not one;
+// the header's hub and self win over the body's.
+func TestTrackerLinkHeaderHub(t *testing.T) {
+	tr := NewTracker(everyMinute{}, 6*time.Hour)
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	src := &hub.Source{ID: 7, SourceState: hub.SourceState{URL: "http://example.org/feed"}}
+	plain := []byte(`<feed xmlns="http://www.w3.org/2005/Atom"><title>no links</title></feed>`)
+	links := []hub.WebLink{{URL: "http://hub.example.org/", Rels: []string{"hub"}}, {URL: "http://example.org/canonical", Rels: []string{"self"}}}
+
+	tr.Next(now, src, &hub.FetchResult{Status: 200, Body: plain, IsFeed: true, Links: links}, nil)
+	ads := tr.takeAdverts()
+	if len(ads) != 1 || ads[0].hub != "http://hub.example.org/" || ads[0].self != "http://example.org/canonical" {
+		t.Fatalf("a feed with its hub in the Link header: adverts %+v", ads)
+	}
+
+	// The same body with other header links is looked at again; the
+	// header's hub and self win over the body's.
+	withBodyHub := []byte(`<feed xmlns="http://www.w3.org/2005/Atom"><link rel="hub" href="http://body-hub.example.org/"/><link rel="self" href="http://example.org/body-self"/></feed>`)
+	tr.Next(now, src, &hub.FetchResult{Status: 200, Body: withBodyHub, IsFeed: true}, nil)
+	if ads := tr.takeAdverts(); len(ads) != 1 || ads[0].hub != "http://body-hub.example.org/" || ads[0].self != "http://example.org/body-self" {
+		t.Fatalf("the body's links alone: %+v", ads)
+	}
+	tr.Next(now, src, &hub.FetchResult{Status: 200, Body: withBodyHub, IsFeed: true, Links: links}, nil)
+	if ads := tr.takeAdverts(); len(ads) != 1 || ads[0].hub != "http://hub.example.org/" || ads[0].self != "http://example.org/canonical" {
+		t.Fatalf("header and body: %+v", ads)
+	}
+
+	// A document that is not a feed advertises a hub only by its header.
+	doc := &hub.Source{ID: 8, SourceState: hub.SourceState{URL: "http://example.org/data.json"}}
+	tr.Next(now, doc, &hub.FetchResult{Status: 200, Body: []byte(`{"a":1}`)}, nil)
+	if ads := tr.takeAdverts(); len(ads) != 0 {
+		t.Fatalf("a plain document without links: %+v", ads)
+	}
+	tr.Next(now, doc, &hub.FetchResult{Status: 200, Body: []byte(`{"a":1}`), Links: links[:1]}, nil)
+	if ads := tr.takeAdverts(); len(ads) != 1 || ads[0].hub != "http://hub.example.org/" || ads[0].feedURL != doc.URL {
+		t.Fatalf("a plain document with a hub header: %+v", ads)
+	}
+}

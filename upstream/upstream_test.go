@@ -35,8 +35,11 @@ type feedSite struct {
 	mu      sync.Mutex
 	entries []string
 	hubURL  string
-	cloud   string // host:port of a cloud; RSS when set
-	gets    atomic.Int64
+	// hubInHeader names the hub (and self) in a Link header instead of
+	// the feed body.
+	hubInHeader bool
+	cloud       string // host:port of a cloud; RSS when set
+	gets        atomic.Int64
 }
 
 func newFeedSite(t *testing.T) *feedSite {
@@ -57,8 +60,14 @@ func newFeedSite(t *testing.T) *feedSite {
 			return
 		}
 		w.Header().Set("Content-Type", "application/atom+xml")
-		fmt.Fprintf(w, `<feed xmlns="http://www.w3.org/2005/Atom"><title>F</title><id>urn:f</id><updated>2031-01-01T00:00:00Z</updated>`+
-			`<link rel="hub" href="%s"/><link rel="self" href="%s/feed.atom"/>`, f.hubURL, f.URL)
+		if f.hubInHeader {
+			w.Header().Add("Link", fmt.Sprintf(`<%s>; rel="hub"`, f.hubURL))
+			w.Header().Add("Link", fmt.Sprintf(`<%s/feed.atom>; rel="self"`, f.URL))
+		}
+		fmt.Fprintf(w, `<feed xmlns="http://www.w3.org/2005/Atom"><title>F</title><id>urn:f</id><updated>2031-01-01T00:00:00Z</updated>`)
+		if !f.hubInHeader {
+			fmt.Fprintf(w, `<link rel="hub" href="%s"/><link rel="self" href="%s/feed.atom"/>`, f.hubURL, f.URL)
+		}
 		for _, e := range f.entries {
 			fmt.Fprintf(w, `<entry><id>urn:%s</id><title>%s</title><updated>2031-01-01T00:00:00Z</updated><link href="%s/%s"/></entry>`, e, e, f.URL, e)
 		}
@@ -322,10 +331,18 @@ func TestWebSubVerificationBeforeTheAnswer(t *testing.T) {
 }
 
 func TestWebSubUpstream(t *testing.T) {
+	t.Run("hub in the feed", func(t *testing.T) { testWebSubUpstream(t, false) })
+	t.Run("hub in a Link header", func(t *testing.T) { testWebSubUpstream(t, true) })
+}
+
+// testWebSubUpstream follows a feed whose hub is named in its body or,
+// with inHeader, only in its answer's Link header (WebSub §4).
+func testWebSubUpstream(t *testing.T, inHeader bool) {
 	e := newEnv(t)
 	wh := newWebSubHub(t)
 	site := newFeedSite(t)
 	site.hubURL = wh.URL
+	site.hubInHeader = inHeader
 	n, sub := e.follow(t, "news", site.URL+"/feed.atom", site.gets.Load)
 
 	e.m.Check(e.ctx)
