@@ -3,16 +3,15 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -54,9 +53,6 @@ const (
 // a registration named: such a registration is checked with a challenge
 // GET instead of a test notification.
 const CloudVerifyDomain = "domain"
-
-// soapEnvelopeNS is the SOAP 1.1 envelope namespace.
-const soapEnvelopeNS = "http://schemas.xmlsoap.org/soap/envelope/"
 
 // RSSCloud notifies rssCloud registrations that a URL changed: an
 // http-post form with url=…, an XML-RPC call of the registered procedure
@@ -170,12 +166,14 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 		}
 		r.ContentType, r.Body = "text/xml", body
 	case CloudSOAP:
-		body, err := soapCall(sub.Options.Procedure, resource)
+		// One string parameter url, the form Radio UserLand's SOAP
+		// responders take.
+		body, err := soap.MarshalCall(sub.Options.Procedure, soap.Param{Name: "url", Value: resource})
 		if err != nil {
 			return 0, err
 		}
-		r.ContentType, r.Body = "text/xml; charset=utf-8", body
-		r.Header = http.Header{"Soapaction": {`"/` + sub.Options.Procedure + `"`}}
+		r.ContentType, r.Body = soap.ContentType, body
+		r.Header = http.Header{"Soapaction": {soap.Action(sub.Options.Procedure)}}
 	default:
 		return 0, fmt.Errorf("unsupported rssCloud protocol %q", sub.Options.Protocol)
 	}
@@ -198,7 +196,7 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 	case CloudSOAP:
 		// A SOAP fault comes with HTTP 500; look for it first so its
 		// message reaches the delivery state.
-		if fault := SOAPFault(resp.Body); fault != "" {
+		if fault := soap.FaultString(resp.Body); fault != "" {
 			return resp.Status, fmt.Errorf("SOAP fault: %s", fault)
 		}
 		if resp.Status < 200 || resp.Status > 299 {
@@ -214,85 +212,4 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 
 // ValidSOAPProcedure reports whether name can be the element name of a
 // SOAP call: an XML name without a prefix.
-func ValidSOAPProcedure(name string) bool {
-	if name == "" || len(name) > 256 {
-		return false
-	}
-	for i, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
-		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '.'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// soapCall is a SOAP 1.1 RPC call of procedure with one string parameter
-// url, the form Radio UserLand's SOAP responders take.
-func soapCall(procedure, resource string) ([]byte, error) {
-	if !ValidSOAPProcedure(procedure) {
-		return nil, fmt.Errorf("invalid SOAP procedure name %q", procedure)
-	}
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	b.WriteString(`<SOAP-ENV:Envelope SOAP-ENV:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"`)
-	b.WriteString(` xmlns:SOAP-ENV="` + soapEnvelopeNS + `"`)
-	b.WriteString(` xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">`)
-	b.WriteString(`<SOAP-ENV:Body><` + procedure + `><url xsi:type="xsd:string">`)
-	if err := xml.EscapeText(&b, []byte(resource)); err != nil {
-		return nil, err
-	}
-	b.WriteString(`</url></` + procedure + `></SOAP-ENV:Body></SOAP-ENV:Envelope>` + "\n")
-	return b.Bytes(), nil
-}
-
-// SOAPFault returns the faultstring (or "unspecified") of a SOAP 1.1
-// envelope that carries a Fault in its Body, and "" otherwise, including
-// for a body that is not XML: only an explicit fault counts as one.
-func SOAPFault(body []byte) string {
-	d := xml.NewDecoder(io.LimitReader(bytes.NewReader(body), maxResponseBytes))
-	d.Strict = true
-	inFault := false
-	var text strings.Builder
-	var inString bool
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			break
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch {
-			case t.Name.Local == "Fault" && t.Name.Space == soapEnvelopeNS:
-				inFault = true
-			case inFault && t.Name.Local == "faultstring":
-				inString = true
-			}
-		case xml.EndElement:
-			if inString && t.Name.Local == "faultstring" {
-				inString = false
-			}
-			if t.Name.Local == "Fault" && t.Name.Space == soapEnvelopeNS {
-				return faultText(text.String())
-			}
-		case xml.CharData:
-			if inString && text.Len() < 1024 {
-				text.Write(t)
-			}
-		}
-	}
-	if inFault {
-		return faultText(text.String())
-	}
-	return ""
-}
-
-func faultText(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "unspecified"
-	}
-	return s
-}
+func ValidSOAPProcedure(name string) bool { return soap.ValidProcedure(name) }

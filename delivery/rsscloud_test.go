@@ -287,32 +287,6 @@ func TestRSSCloudExpiry(t *testing.T) {
 	rec.quiet(t, 2)
 }
 
-func TestSOAPFault(t *testing.T) {
-	for body, want := range map[string]string{
-		``:        "",
-		`not xml`: "",
-		`<x:Envelope xmlns:x="http://schemas.xmlsoap.org/soap/envelope/"><x:Body><ok/></x:Body></x:Envelope>`:                                                "",
-		`<x:Envelope xmlns:x="http://schemas.xmlsoap.org/soap/envelope/"><x:Body><x:Fault><faultstring> boom </faultstring></x:Fault></x:Body></x:Envelope>`: "boom",
-		`<x:Envelope xmlns:x="http://schemas.xmlsoap.org/soap/envelope/"><x:Body><x:Fault/></x:Body></x:Envelope>`:                                           "unspecified",
-		// A Fault element of another namespace is not a SOAP fault.
-		`<Envelope><Body><Fault><faultstring>x</faultstring></Fault></Body></Envelope>`: "",
-	} {
-		if got := delivery.SOAPFault([]byte(body)); got != want {
-			t.Errorf("SOAPFault(%q) = %q, want %q", body, got, want)
-		}
-	}
-}
-
-func FuzzSOAPFault(f *testing.F) {
-	f.Add([]byte(`<x:Envelope xmlns:x="http://schemas.xmlsoap.org/soap/envelope/"><x:Body><x:Fault><faultstring>boom</faultstring></x:Fault></x:Body></x:Envelope>`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got := delivery.SOAPFault(body)
-		if got != "" && len(got) > 1024+len("unspecified") {
-			t.Fatalf("fault text not capped: %d bytes", len(got))
-		}
-	})
-}
-
 func TestValidSOAPProcedure(t *testing.T) {
 	for name, want := range map[string]bool{
 		"notify": true, "rssNotify.v2": true, "_x-1": true,

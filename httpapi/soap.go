@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
+	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -33,75 +33,17 @@ import (
 // envelope, positional parameters, a boolean answer) is small.
 
 const (
-	soapEnvNS = "http://schemas.xmlsoap.org/soap/envelope/"
+	soapEnvNS = soap.EnvelopeNS
 	// soapMaxParams bounds the parameters and list items read.
-	soapMaxParams = 1000
+	soapMaxParams = soap.MaxParams
 )
 
 // isSOAP reports whether a POST to /RPC2 is a SOAP call.
-func isSOAP(r *http.Request) bool {
-	_, has := r.Header["Soapaction"]
-	return has || strings.Contains(strings.ToLower(r.Header.Get("Content-Type")), "soap")
-}
+func isSOAP(r *http.Request) bool { return soap.IsCall(r.Header) }
 
-// soapNode is an element of the call, read generically.
-type soapNode struct {
-	XMLName  xml.Name
-	Text     string     `xml:",chardata"`
-	Children []soapNode `xml:",any"`
-}
-
-type soapEnvelope struct {
-	XMLName xml.Name `xml:"http://schemas.xmlsoap.org/soap/envelope/ Envelope"`
-	Body    struct {
-		Calls []soapNode `xml:",any"`
-	} `xml:"http://schemas.xmlsoap.org/soap/envelope/ Body"`
-}
-
-// soapCall is a decoded call: the procedure's local name and its
-// parameters (string or []any of strings).
-type soapCall struct {
-	Method string
-	Params []any
-}
-
-// decodeSOAP reads a SOAP 1.1 call.
-func decodeSOAP(body []byte) (*soapCall, error) {
-	var env soapEnvelope
-	d := xml.NewDecoder(bytes.NewReader(body))
-	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
-		if strings.EqualFold(label, "utf-8") || strings.EqualFold(label, "us-ascii") {
-			return r, nil
-		}
-		return nil, fmt.Errorf("charset %q is not supported", label)
-	}
-	if err := d.Decode(&env); err != nil {
-		return nil, fmt.Errorf("not a SOAP 1.1 envelope: %w", err)
-	}
-	if len(env.Body.Calls) != 1 {
-		return nil, fmt.Errorf("the SOAP Body holds %d elements; want one call", len(env.Body.Calls))
-	}
-	call := env.Body.Calls[0]
-	out := &soapCall{Method: call.XMLName.Local}
-	if len(call.Children) > soapMaxParams {
-		return nil, errors.New("too many parameters")
-	}
-	for _, p := range call.Children {
-		if len(p.Children) == 0 {
-			out.Params = append(out.Params, strings.TrimSpace(p.Text))
-			continue
-		}
-		if len(p.Children) > soapMaxParams {
-			return nil, errors.New("too many list items")
-		}
-		var list []any
-		for _, item := range p.Children {
-			list = append(list, strings.TrimSpace(item.Text))
-		}
-		out.Params = append(out.Params, list)
-	}
-	return out, nil
-}
+// decodeSOAP reads a SOAP 1.1 call with the codec pingd's SOAP peers
+// share (internal/soap).
+func decodeSOAP(body []byte) (*soap.Call, error) { return soap.DecodeCall(body) }
 
 // soapMethods maps SOAP procedure names to the XML-RPC methods they run.
 var soapMethods = map[string]string{
