@@ -17,19 +17,24 @@
 //     delays a change, never loses it.
 //   - Manager acts on that: for a source with subscribers it subscribes at
 //     the WebSub hub (hub.mode=subscribe with a callback per subscription,
-//     a lease and a secret of its own) or registers with the cloud
-//     (pleaseNotify over http-post, with pingd's public host as domain so
-//     the cloud checks pingd with a challenge); it renews a WebSub lease at
-//     80 % of its length and re-registers with a cloud every 24 hours; when
-//     the source has no subscriber left it unsubscribes at the hub (a cloud
-//     registration just lapses). Only the process that leads (Config.Leading)
-//     sends these requests. Failures are retried after an hour.
+//     a lease and a secret of its own) or registers with the cloud in the
+//     protocol its <cloud> names (cloud.go: pleaseNotify over http-post, a
+//     call of its registerProcedure over XML-RPC or SOAP 1.1), asking to
+//     be notified in the same protocol and naming pingd's public host as
+//     domain so the cloud checks pingd with a challenge; it renews a
+//     WebSub lease at 80 % of its length and re-registers with a cloud
+//     every 24 hours; when the source has no subscriber left it
+//     unsubscribes at the hub (a cloud registration just lapses). Only the
+//     process that leads (Config.Leading) sends these requests. Failures
+//     are retried after an hour.
 //   - Handler serves the callbacks: /upstream/websub/{id} answers the hub's
 //     verification of intent for the subscription it knows and takes content
 //     distributions signed with its secret (X-Hub-Signature); unsigned or
 //     wrongly signed ones are answered 2xx and ignored, as WebSub §8 says;
 //     /upstream/rsscloud/{id} answers the cloud's challenge and takes its
-//     notifications, which are not signed: beyond Config.NotifyRate per
+//     notifications (an http-post form, or a call of NotifyProcedure over
+//     XML-RPC or SOAP, answered true) for the registered URL only; they
+//     are not signed: beyond Config.NotifyRate per
 //     callback they are answered 429 with Retry-After and ping nothing (a
 //     notification let through fetches the feed, so refusing a flood loses
 //     no change). A push enters as a ping of the source: pingd fetches it

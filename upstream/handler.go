@@ -8,8 +8,10 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
+	"github.com/pingd/pingd/internal/soap"
+	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
 // maxPushBytes caps a content distribution or notification read.
@@ -196,31 +200,168 @@ func (m *Manager) cloudChallenge(w http.ResponseWriter, r *http.Request, u *hub.
 	writeChallenge(w, q.Get("challenge"))
 }
 
-// cloudNotify takes an rssCloud notification (http-post: url=…) for the
-// URL pingd registered for.
+// cloudNotify takes an rssCloud notification for the URL pingd
+// registered for, in any of the protocols: an http-post form (url=…), an
+// XML-RPC call of NotifyProcedure with the URL, or its SOAP 1.1 form. A
+// cloud may also send one as its test of a registration that names no
+// domain.
 func (m *Manager) cloudNotify(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, maxNotifyBytes)
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case mt == "application/x-www-form-urlencoded":
+		m.cloudNotifyForm(w, r, u)
+	case soap.IsCall(r.Header):
+		m.cloudNotifySOAP(w, r, u)
+	default:
+		m.cloudNotifyXMLRPC(w, r, u)
+	}
+}
+
+// maxNotifyBytes caps a notification: one URL and its envelope.
+const maxNotifyBytes = 64 << 10
+
+// notifyOutcome is what became of a notification.
+type notifyOutcome struct {
+	status     int
+	retryAfter string
+	msg        string
+}
+
+// takeNotification applies the checks every notification gets, whatever
+// its protocol: only the registered URL counts, and at most NotifyRate
+// per callback, since a notification is not signed and callback ids are
+// counters. One let through enters as a ping of the source.
+func (m *Manager) takeNotification(r *http.Request, u *hub.Upstream, notified string) notifyOutcome {
+	if notified != u.Topic {
+		return notifyOutcome{status: http.StatusNotFound, msg: "pingd did not register for that url"}
+	}
+	if ok, wait := m.notifyLimit.Allow(strconv.FormatInt(u.ID, 10), m.now()); !ok {
+		m.log.WarnContext(r.Context(), "rssCloud notifications over the limit refused", "topic", u.Topic, "remote", r.RemoteAddr)
+		return notifyOutcome{status: http.StatusTooManyRequests, retryAfter: ratelimit.RetryAfter(wait), msg: "too many notifications for " + u.Topic}
+	}
+	if !m.enter(r.Context(), u, DialectRSSCloudUpstream) {
+		return notifyOutcome{status: http.StatusServiceUnavailable, msg: "try again later"}
+	}
+	return notifyOutcome{status: http.StatusOK}
+}
+
+// cloudNotifyForm takes the http-post form: url=….
+func (m *Manager) cloudNotifyForm(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "malformed form", http.StatusBadRequest)
 		return
 	}
-	if r.PostForm.Get("url") != u.Topic {
-		http.Error(w, "pingd did not register for that url", http.StatusNotFound)
-		return
-	}
-	// Unsigned: anyone who knows the feed's URL can send one, and the
-	// callback ids are counters.
-	if ok, wait := m.notifyLimit.Allow(strconv.FormatInt(u.ID, 10), m.now()); !ok {
-		m.log.WarnContext(r.Context(), "rssCloud notifications over the limit refused", "topic", u.Topic, "remote", r.RemoteAddr)
-		w.Header().Set("Retry-After", ratelimit.RetryAfter(wait))
-		http.Error(w, "too many notifications for "+u.Topic, http.StatusTooManyRequests)
-		return
-	}
-	if !m.enter(r.Context(), u, DialectRSSCloudUpstream) {
-		http.Error(w, "try again later", http.StatusServiceUnavailable)
+	out := m.takeNotification(r, u, r.PostForm.Get("url"))
+	if out.status != http.StatusOK {
+		if out.retryAfter != "" {
+			w.Header().Set("Retry-After", out.retryAfter)
+		}
+		http.Error(w, out.msg, out.status)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// cloudNotifyXMLRPC takes NotifyProcedure(url) and answers true; a
+// refusal is a fault (with HTTP 429 and Retry-After for the rate limit,
+// as pingd's own XML-RPC endpoint answers one).
+func (m *Manager) cloudNotifyXMLRPC(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	fault := func(status, code int, msg string) {
+		w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write(xmlrpc.MarshalFault(&xmlrpc.Fault{Code: code, Message: msg}))
+	}
+	call, err := xmlrpc.DecodeCall(r.Body, xmlrpc.Limits{MaxBytes: maxNotifyBytes})
+	if err != nil {
+		fault(http.StatusOK, xmlrpc.FaultParse, "not an XML-RPC call: "+err.Error())
+		return
+	}
+	if call.Method != NotifyProcedure {
+		fault(http.StatusOK, xmlrpc.FaultMethodNotFound, fmt.Sprintf("unknown method %q: pingd registered for %s(url)", call.Method, NotifyProcedure))
+		return
+	}
+	notified, ok := "", len(call.Params) == 1
+	if ok {
+		notified, ok = call.Params[0].(string)
+	}
+	if !ok {
+		fault(http.StatusOK, xmlrpc.FaultInvalidParams, NotifyProcedure+" takes one parameter, the url that changed")
+		return
+	}
+	out := m.takeNotification(r, u, strings.TrimSpace(notified))
+	switch out.status {
+	case http.StatusOK:
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", out.retryAfter)
+		fault(http.StatusTooManyRequests, xmlrpc.FaultApplication, out.msg)
+		return
+	case http.StatusNotFound:
+		fault(http.StatusOK, xmlrpc.FaultInvalidParams, out.msg)
+		return
+	default:
+		fault(http.StatusOK, xmlrpc.FaultApplication, out.msg)
+		return
+	}
+	answer, err := xmlrpc.MarshalResponse(true)
+	if err != nil {
+		fault(http.StatusOK, xmlrpc.FaultInternal, "cannot encode the answer")
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	_, _ = w.Write(answer)
+}
+
+// cloudNotifySOAP takes the SOAP form of NotifyProcedure(url) and answers
+// a <…Response> whose Result is true. A refusal is a SOAP Fault: Client
+// with HTTP 400 for what the caller got wrong (400 rather than SOAP 1.1's
+// 500, so that what any stranger can send does not look like pingd
+// failing), 429 with Retry-After for the rate limit, Server with 500 for
+// pingd's own failures.
+func (m *Manager) cloudNotifySOAP(w http.ResponseWriter, r *http.Request, u *hub.Upstream) {
+	fault := func(status int, code, msg string) {
+		w.Header().Set("Content-Type", soap.ContentType)
+		w.WriteHeader(status)
+		_, _ = w.Write(soap.MarshalFault(code, msg))
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		fault(http.StatusRequestEntityTooLarge, soap.FaultClient, "the notification is too large")
+		return
+	}
+	call, err := soap.DecodeCall(body)
+	if err != nil {
+		fault(http.StatusBadRequest, soap.FaultClient, err.Error())
+		return
+	}
+	if call.Method != NotifyProcedure {
+		fault(http.StatusBadRequest, soap.FaultClient, fmt.Sprintf("unknown procedure %q: pingd registered for %s(url)", call.Method, NotifyProcedure))
+		return
+	}
+	notified, ok := "", len(call.Params) == 1
+	if ok {
+		notified, ok = call.Params[0].(string)
+	}
+	if !ok {
+		fault(http.StatusBadRequest, soap.FaultClient, NotifyProcedure+" takes one parameter, the url that changed")
+		return
+	}
+	out := m.takeNotification(r, u, notified)
+	switch out.status {
+	case http.StatusOK:
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", out.retryAfter)
+		fault(http.StatusTooManyRequests, soap.FaultClient, out.msg)
+		return
+	case http.StatusNotFound:
+		fault(http.StatusBadRequest, soap.FaultClient, out.msg)
+		return
+	default:
+		fault(http.StatusInternalServerError, soap.FaultServer, out.msg)
+		return
+	}
+	w.Header().Set("Content-Type", soap.ContentType)
+	_, _ = w.Write(soap.MarshalResponse(call.Method, true))
 }
 
 // enter turns a push into a ping of the source.

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
 )
@@ -358,7 +355,7 @@ func (m *Manager) websubRequest(ctx context.Context, u *hub.Upstream, mode strin
 		form.Set("hub.lease_seconds", strconv.Itoa(m.cfg.LeaseSeconds))
 		form.Set("hub.secret", u.Secret)
 	}
-	status, body, err := m.post(ctx, u.Endpoint, form)
+	status, body, err := m.send(ctx, u.Endpoint, "application/x-www-form-urlencoded", []byte(form.Encode()), nil)
 	if err != nil {
 		return err
 	}
@@ -368,75 +365,8 @@ func (m *Manager) websubRequest(ctx context.Context, u *hub.Upstream, mode strin
 	return nil
 }
 
-// pleaseNotify registers with an rssCloud cloud over its REST interface,
-// naming pingd's public host as domain so that the cloud checks the
-// registration with a challenge to pingd rather than a test notification
-// to the requesting address.
-func (m *Manager) pleaseNotify(ctx context.Context, u *hub.Upstream) error {
-	port := m.base.Port()
-	if port == "" {
-		port = "80"
-		if m.base.Scheme == "https" {
-			port = "443"
-		}
-	}
-	cb, _ := url.Parse(m.callback(u))
-	form := url.Values{
-		"notifyProcedure": {""},
-		"port":            {port},
-		"path":            {cb.EscapedPath()},
-		"protocol":        {"http-post"},
-		"domain":          {m.base.Hostname()},
-		"url1":            {u.Topic},
-	}
-	status, body, err := m.post(ctx, u.Endpoint, form)
-	if err != nil {
-		return err
-	}
-	if status < 200 || status > 299 {
-		return fmt.Errorf("the cloud answered HTTP %d", status)
-	}
-	// <notifyResult success="true|false" msg="…"/>
-	if !strings.Contains(strings.ToLower(body), `success="true"`) {
-		return fmt.Errorf("the cloud refused: %s", strings.TrimSpace(body))
-	}
-	return nil
-}
-
-// post sends a form and returns the status and the start of the body.
-func (m *Manager) post(ctx context.Context, endpoint string, form url.Values) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return 0, "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if m.cfg.UserAgent != "" {
-		req.Header.Set("User-Agent", m.cfg.UserAgent)
-	}
-	resp, err := m.cfg.HTTP.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	return resp.StatusCode, string(b), nil
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand does not fail on supported platforms
 	return hex.EncodeToString(b)
-}
-
-// cloudEndpoint is the registration URL of a <cloud> element, for the
-// protocols pingd takes notifications in (http-post).
-func cloudEndpoint(c discovery.FoundCloud) string {
-	if !strings.EqualFold(c.Protocol, "http-post") {
-		return ""
-	}
-	path := c.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(c.Domain, strconv.Itoa(c.Port)), Path: path}).String()
 }

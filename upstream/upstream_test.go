@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -39,7 +40,11 @@ type feedSite struct {
 	// the feed body.
 	hubInHeader bool
 	cloud       string // host:port of a cloud; RSS when set
-	gets        atomic.Int64
+	// cloudProtocol, cloudPath and cloudProcedure are the <cloud>'s
+	// protocol, path and registerProcedure; http-post on /pleaseNotify
+	// when empty.
+	cloudProtocol, cloudPath, cloudProcedure string
+	gets                                     atomic.Int64
 }
 
 func newFeedSite(t *testing.T) *feedSite {
@@ -50,9 +55,10 @@ func newFeedSite(t *testing.T) *feedSite {
 		defer f.mu.Unlock()
 		if f.cloud != "" {
 			host, port, _ := strings.Cut(f.cloud, ":")
+			protocol, path := cmp.Or(f.cloudProtocol, "http-post"), cmp.Or(f.cloudPath, "/pleaseNotify")
 			w.Header().Set("Content-Type", "application/rss+xml")
 			fmt.Fprintf(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>C</title><link>%s/</link><description>d</description>`+
-				`<cloud domain="%s" port="%s" path="/pleaseNotify" registerProcedure="" protocol="http-post"/>`, f.URL, host, port)
+				`<cloud domain="%s" port="%s" path="%s" registerProcedure="%s" protocol="%s"/>`, f.URL, host, port, path, f.cloudProcedure, protocol)
 			for _, e := range f.entries {
 				fmt.Fprintf(w, `<item><title>%s</title><guid isPermaLink="false">%s</guid><link>%s/%s</link></item>`, e, e, f.URL, e)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -16,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
 // TestPushFromUpstream: sources that advertise their own WebSub hub or
@@ -192,5 +195,165 @@ func TestPushFromUpstream(t *testing.T) {
 	}
 	if codes[http.StatusTooManyRequests] == 0 || codes[http.StatusOK]+codes[http.StatusTooManyRequests] != 15 {
 		t.Errorf("15 notifications at once: %v; want some 200 and the rest 429", codes)
+	}
+}
+
+// TestPushFromUpstreamRPCClouds: sources whose <cloud> speaks xml-rpc
+// (the seed's example, xmlStorageSystem.rssPleaseNotify on /RPC2) or soap
+// are registered with in that protocol; the cloud checks pingd with a
+// challenge, notifies with a call of the procedure pingd named, and the
+// change reaches an XMPP subscriber.
+func TestPushFromUpstreamRPCClouds(t *testing.T) {
+	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	p.Register("reader", "pw")
+
+	// One cloud, XML-RPC on /RPC2 and SOAP on /soap. It keeps, per
+	// protocol, where and how to notify.
+	type registration struct{ callback, procedure, url string }
+	var cloudMu sync.Mutex
+	regs := map[string]registration{}
+	cloudSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var params []any
+		protocol := "xml-rpc"
+		if r.URL.Path == "/soap" {
+			protocol = "soap"
+			call, err := soap.DecodeCall(body)
+			if err != nil || call.Method != "pleaseNotify" {
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = w.Write(soap.MarshalFault(soap.FaultClient, fmt.Sprint("bad call: ", err)))
+				return
+			}
+			params = call.Params
+		} else {
+			call, err := xmlrpc.DecodeCall(bytes.NewReader(body), xmlrpc.Limits{})
+			if err != nil || call.Method != "xmlStorageSystem.rssPleaseNotify" {
+				_, _ = w.Write(xmlrpc.MarshalFault(&xmlrpc.Fault{Code: xmlrpc.FaultMethodNotFound, Message: fmt.Sprint("bad call: ", err)}))
+				return
+			}
+			params = call.Params
+		}
+		ok := len(params) == 6 && params[3] == protocol
+		var reg registration
+		if ok {
+			urls, _ := params[4].([]any)
+			ok = len(urls) == 1
+			if ok {
+				reg = registration{callback: fmt.Sprintf("http://%s:%v%s", params[5], params[1], params[2]), procedure: fmt.Sprint(params[0]), url: fmt.Sprint(urls[0])}
+				resp, err := http.Get(reg.callback + "?" + url.Values{"url": {reg.url}, "challenge": {"c-" + protocol}}.Encode())
+				ok = err == nil
+				if ok {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					ok = string(b) == "c-"+protocol
+				}
+			}
+		}
+		if ok {
+			cloudMu.Lock()
+			regs[protocol] = reg
+			cloudMu.Unlock()
+		}
+		if protocol == "soap" {
+			_, _ = w.Write(soap.MarshalResponse("pleaseNotify", ok))
+			return
+		}
+		b, _ := xmlrpc.MarshalResponse(ok)
+		_, _ = w.Write(b)
+	}))
+	defer cloudSrv.Close()
+	host, port, _ := strings.Cut(strings.TrimPrefix(cloudSrv.URL, "http://"), ":")
+
+	var mu sync.Mutex
+	entries := map[string][]string{"/xmlrpc": {"x0"}, "/soap": {"s0"}}
+	feeds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		base := "http://" + r.Host
+		cloudTag := fmt.Sprintf(`<cloud domain="%s" port="%s" path="/RPC2" registerProcedure="xmlStorageSystem.rssPleaseNotify" protocol="xml-rpc"/>`, host, port)
+		if r.URL.Path == "/soap" {
+			cloudTag = fmt.Sprintf(`<cloud domain="%s" port="%s" path="/soap" registerProcedure="pleaseNotify" protocol="soap"/>`, host, port)
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprintf(w, `<rss version="2.0"><channel><title>R</title><link>%s/</link><description>d</description>%s`, base, cloudTag)
+		for _, e := range entries[r.URL.Path] {
+			fmt.Fprintf(w, `<item><title>Item %s</title><guid isPermaLink="false">%s</guid><link>%s/%s</link></item>`, e, e, base, e)
+		}
+		fmt.Fprint(w, `</channel></rss>`)
+	}))
+	defer feeds.Close()
+
+	d := newDaemon(t, p, "PINGD_UPSTREAM_CHECK=1s")
+	d.Start(true)
+	for node, src := range map[string]string{"viaxmlrpc": feeds.URL + "/xmlrpc", "viasoap": feeds.URL + "/soap"} {
+		if code := d.api("POST", "/api/nodes", map[string]string{"node": node, "source": src}, nil); code != 201 {
+			t.Fatalf("create %s: HTTP %d", node, code)
+		}
+	}
+	d.waitBaselined("viaxmlrpc", "viasoap")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	reader := testenv.Dial(ctx, t, p, "reader", "pw", "e2e")
+	for _, node := range []string{"viaxmlrpc", "viasoap"} {
+		if resp := subscribe(t, ctx, reader, p.ComponentDomain, node); !strings.Contains(resp, `subscription="subscribed"`) {
+			t.Fatalf("subscribe %s: %s", node, resp)
+		}
+	}
+	waitFor(t, 20*time.Second, "the registrations with the cloud", func() bool {
+		cloudMu.Lock()
+		defer cloudMu.Unlock()
+		return len(regs) == 2
+	})
+	collectItems(t, reader, 0, time.Second, time.Second) // whatever subscribing brings
+
+	for _, tc := range []struct{ protocol, path, node, entry string }{
+		{"xml-rpc", "/xmlrpc", "viaxmlrpc", "x1"},
+		{"soap", "/soap", "viasoap", "s1"},
+	} {
+		mu.Lock()
+		entries[tc.path] = append(entries[tc.path], tc.entry)
+		mu.Unlock()
+		cloudMu.Lock()
+		reg := regs[tc.protocol]
+		cloudMu.Unlock()
+		if reg.url != feeds.URL+tc.path {
+			t.Errorf("%s: registered for %q", tc.protocol, reg.url)
+		}
+		var req *http.Request
+		if tc.protocol == "soap" {
+			body, err := soap.MarshalCall(reg.procedure, soap.Param{Name: "url", Value: reg.url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ = http.NewRequest(http.MethodPost, reg.callback, bytes.NewReader(body))
+			req.Header.Set("Content-Type", soap.ContentType)
+			req.Header.Set("SOAPAction", soap.Action(reg.procedure))
+		} else {
+			body, err := xmlrpc.MarshalCall(reg.procedure, reg.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ = http.NewRequest(http.MethodPost, reg.callback, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "text/xml")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var ok bool
+		if tc.protocol == "soap" {
+			ok, err = soap.DecodeBoolResponse(answer)
+		} else {
+			ok, err = xmlrpc.DecodeBoolResponse(bytes.NewReader(answer), xmlrpc.Limits{})
+		}
+		if !ok || err != nil {
+			t.Fatalf("%s notification: HTTP %d, %v, %v\n%s", tc.protocol, resp.StatusCode, ok, err, answer)
+		}
+		got := collectItems(t, reader, 1, 20*time.Second, 500*time.Millisecond)
+		if len(got) != 1 || got[0].Node != tc.node || got[0].Title != "Item "+tc.entry {
+			t.Fatalf("after the %s notification: %+v", tc.protocol, got)
+		}
 	}
 }
