@@ -121,17 +121,48 @@ func (c *Client) ResolveSource(ctx context.Context, rawURL string) (*hub.Resolve
 	if err != nil {
 		return nil, err
 	}
+	return resolved(f)
+}
+
+// resolved is the source Found stands for: the choice node creation
+// makes from a page and Follow follows.
+func resolved(f *Found) (*hub.ResolvedSource, error) {
 	if f.Kind != "html" {
-		return &hub.ResolvedSource{FeedURL: rawURL}, nil
+		return &hub.ResolvedSource{FeedURL: f.URL}, nil
 	}
 	if len(f.Feeds) == 0 {
-		return nil, fmt.Errorf("%s: %w", rawURL, ErrNoFeed)
+		return nil, fmt.Errorf("%s: %w", f.URL, ErrNoFeed)
 	}
 	res := &hub.ResolvedSource{FeedURL: f.Feeds[0].URL, FromPage: true}
 	for _, l := range f.Feeds[1:] {
 		res.Alternatives = append(res.Alternatives, l.URL)
 	}
 	return res, nil
+}
+
+// Follow discovers rawURL and, when it is a page, the feed it stands for
+// (the one ResolveSource, and so node creation, chooses): everything a
+// publisher's page leads to, the page's own hubs and descriptors and
+// those of its feed (the feed's Link headers and body, its rssCloud
+// clouds, its descriptors' services), in Found.Followed. A feed that
+// cannot be read is reported in Found.FollowError; only a page that
+// cannot be read is an error.
+func (c *Client) Follow(ctx context.Context, rawURL string) (*Found, error) {
+	f, err := c.Discover(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resolved(f)
+	if err != nil || !res.FromPage {
+		return f, nil
+	}
+	feed, err := c.Discover(ctx, res.FeedURL)
+	if err != nil {
+		f.FollowError = err.Error()
+		return f, nil
+	}
+	f.Followed = feed
+	return f, nil
 }
 
 var _ hub.SourceResolver = (*Client)(nil)

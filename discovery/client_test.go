@@ -345,3 +345,30 @@ func TestChooseService(t *testing.T) {
 		t.Error("a choice among services none of which fits")
 	}
 }
+
+// TestFollow: a page is followed to the feed ResolveSource chooses, and
+// that feed's own offers (its Link header and body) are reported; a feed
+// that cannot be read is reported, not an error; a feed is not followed.
+func TestFollow(t *testing.T) {
+	s := newSite(t)
+	s.pages["/home"] = page{contentType: "text/html", body: `<link rel="alternate" type="application/rss+xml" href="/feed.rss"><link rel="alternate" type="application/atom+xml" href="/feed.atom">`}
+	s.pages["/feed.atom"] = page{contentType: "application/atom+xml", headers: map[string]string{"Link": `<https://hub.example.org/h>; rel="hub"`},
+		body: `<feed xmlns="http://www.w3.org/2005/Atom"><link rel="hub" href="https://hub.example.org/b"/></feed>`}
+	s.pages["/broken"] = page{contentType: "text/html", body: `<link rel="alternate" type="application/atom+xml" href="/missing.atom">`}
+	c := testClient()
+	f, err := c.Follow(context.Background(), s.URL+"/home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Followed == nil || f.Followed.URL != s.URL+"/feed.atom" || !slices.Equal(f.Followed.Hubs, []string{"https://hub.example.org/h", "https://hub.example.org/b"}) {
+		t.Errorf("followed %+v", f.Followed)
+	}
+	f, err = c.Follow(context.Background(), s.URL+"/broken")
+	if err != nil || f.Followed != nil || !strings.Contains(f.FollowError, "HTTP 404") {
+		t.Errorf("a page whose feed is missing: %+v, %v", f, err)
+	}
+	f, err = c.Follow(context.Background(), s.URL+"/feed.atom")
+	if err != nil || f.Followed != nil || f.Kind != "feed" {
+		t.Errorf("a feed: %+v, %v", f, err)
+	}
+}

@@ -25,8 +25,9 @@
 // their XRDS documents in XRD priority order and the one a client chooses
 // per subscription type (ChooseService), WebSub hubs and self URLs (Link
 // headers, read by internal/linkheader; link tags; atom:link in feeds) and
-// rssCloud <cloud> elements. Client also
-// implements hub.SourceResolver: a page's source is its best feed. These
-// parsers take outside input and are fuzzed. The client side may read the
-// network only through the client it is given and never touches the store.
+// rssCloud <cloud> elements. Client also implements hub.SourceResolver: a
+// page's source is its best feed; Follow discovers that feed too, for
+// everything a page leads to. These parsers take outside input and are
+// fuzzed. The client side may read the network only through the client it
+// is given and never touches the store.
 package discovery

@@ -47,6 +47,10 @@ type Found struct {
 	// Chosen are the GetPingd subscriptions a client would make, one per
 	// subscription type some service offers (ChooseService).
 	Chosen []Choice `json:"chosen,omitempty"`
+	// Followed is what the feed a page stands for offers, when
+	// Client.Follow followed it; FollowError why it could not be read.
+	Followed    *Found `json:"followed,omitempty"`
+	FollowError string `json:"follow_error,omitempty"`
 }
 
 // FeedLink is one <link rel="alternate"> to a feed.

@@ -22,7 +22,7 @@ func discoverCommand(args []string, stdout, stderr io.Writer, getenv func(string
 	fs := flag.NewFlagSet("pingd discover", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: pingd discover [--json] [--allow-private] URL\n\nWhat a page or feed offers: feeds, GetPingd descriptors and services, WebSub hubs, rssCloud clouds.")
+		fmt.Fprintln(stderr, "Usage: pingd discover [--json] [--allow-private] URL\n\nWhat a page or feed offers: feeds, GetPingd descriptors and services, WebSub hubs, rssCloud clouds.\nA page's chosen feed is followed too, for the push endpoints it names.")
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	allowPrivate := fs.Bool("allow-private", false, "allow loopback and private addresses (PINGD_ALLOW_PRIVATE)")
@@ -48,7 +48,7 @@ func discoverCommand(args []string, stdout, stderr io.Writer, getenv func(string
 		HTTP:      netguard.NewClient(netguard.Options{AllowPrivate: *allowPrivate}),
 		UserAgent: "pingd/" + version + " (discover)",
 	}
-	f, err := c.Discover(ctx, fs.Arg(0))
+	f, err := c.Follow(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -61,9 +61,30 @@ func discoverCommand(args []string, stdout, stderr io.Writer, getenv func(string
 	return nil
 }
 
-// writeFound prints what discovery found for people.
+// writeFound prints what discovery found for people: the URL, and for a
+// page the feed it stands for, followed.
 func writeFound(w io.Writer, f *discovery.Found) {
-	fmt.Fprintf(w, "%s", f.URL)
+	writeOne(w, f, "")
+	if f.FollowError != "" {
+		fmt.Fprintf(w, "\nThe chosen feed could not be read: %s\n", f.FollowError)
+	}
+	if f.Followed != nil {
+		fmt.Fprintf(w, "\nFollowing the chosen feed:\n\n")
+		writeOne(w, f.Followed, "  ")
+	}
+	if !offersPush(f) && (f.Followed == nil || !offersPush(f.Followed)) && len(f.Feeds) == 0 {
+		fmt.Fprintln(w, "\nNothing to subscribe to was found.")
+	}
+}
+
+// offersPush reports whether f names a push endpoint of any kind.
+func offersPush(f *discovery.Found) bool {
+	return len(f.Hubs) > 0 || len(f.Clouds) > 0 || len(f.Descriptors) > 0
+}
+
+// writeOne prints one Found, each line after indent.
+func writeOne(w io.Writer, f *discovery.Found, indent string) {
+	fmt.Fprintf(w, "%s%s", indent, f.URL)
 	if f.FinalURL != f.URL {
 		fmt.Fprintf(w, " (answered by %s)", f.FinalURL)
 	}
@@ -77,9 +98,9 @@ func writeFound(w io.Writer, f *discovery.Found) {
 		if len(lines) == 0 {
 			return
 		}
-		fmt.Fprintf(w, "\n%s:\n", title)
+		fmt.Fprintf(w, "\n%s%s:\n", indent, title)
 		for _, l := range lines {
-			fmt.Fprintf(w, "  %s\n", l)
+			fmt.Fprintf(w, "%s  %s\n", indent, l)
 		}
 	}
 	var feeds []string
@@ -107,19 +128,32 @@ func writeFound(w io.Writer, f *discovery.Found) {
 	var svcs []string
 	for _, s := range f.Services {
 		line := s.Descriptor
+		if s.Priority != nil {
+			line += fmt.Sprintf("  priority %d", *s.Priority)
+		}
+		if len(s.Types) > 0 {
+			line += "  type " + strings.Join(s.Types, ", ")
+		}
 		if s.JID != "" {
 			line += fmt.Sprintf("  xmpp:%s node %q security %s", s.JID, s.Node, s.Security)
 		}
-		if u := s.Subscribe["SUBSCRIBE"]; u != "" {
-			line += "  subscribe " + u
+		for _, u := range s.URIs {
+			line += fmt.Sprintf("  %s %s", u.Method, u.URL)
 		}
 		if len(s.Accept) > 0 {
 			line += "  accepts " + strings.Join(s.Accept, ", ")
 		}
 		svcs = append(svcs, line)
 	}
-	section("GetPingd services", svcs)
-	if len(f.Feeds) == 0 && len(f.Hubs) == 0 && len(f.Clouds) == 0 && len(f.Descriptors) == 0 {
-		fmt.Fprintln(w, "\nNothing to subscribe to was found.")
+	section("GetPingd services, in the order a client tries them", svcs)
+	var chosen []string
+	for _, c := range f.Chosen {
+		what := map[string]string{discovery.ContentTypeHTTPSubscribe: "webhook", discovery.ContentTypeXMPPSubscribe: "XMPP"}[c.Type]
+		line := fmt.Sprintf("%s: %s %s", what, c.Method, c.URI)
+		if c.JID != "" {
+			line += fmt.Sprintf("  then xmpp:%s node %q security %s", c.JID, c.Node, c.Security)
+		}
+		chosen = append(chosen, line)
 	}
+	section("GetPingd subscriptions a client makes", chosen)
 }
