@@ -365,7 +365,7 @@ func (f *Fetcher) fullResult(st *fetchState, resp *http.Response, u string, body
 
 // headerLinks reads the answer's Link header fields: the links about the
 // resource at u (no anchor naming another one) with http(s) targets.
-func headerLinks(h http.Header, u string) []hub.WebLink {
+func headerLinks(h http.Header, u string) []hub.HeaderLink {
 	values := h.Values("Link")
 	if len(values) == 0 {
 		return nil
@@ -374,12 +374,12 @@ func headerLinks(h http.Header, u string) []hub.WebLink {
 	if err != nil {
 		return nil
 	}
-	var out []hub.WebLink
+	var out []hub.HeaderLink
 	for _, l := range linkheader.Parse(values, base) {
 		if !l.AboutBase(base) || len(l.Rels) == 0 || hub.ValidURL(l.Target) != nil {
 			continue
 		}
-		out = append(out, hub.WebLink{URL: l.Target, Rels: l.Rels})
+		out = append(out, hub.HeaderLink{URL: l.Target, Rels: l.Rels})
 	}
 	return out
 }

@@ -783,7 +783,7 @@ func TestFetchLinkHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hub.WebLink{
+	want := []hub.HeaderLink{
 		{URL: "https://hub.example/", Rels: []string{"hub"}},
 		{URL: fs.URL + "/dir/feed", Rels: []string{"self", "alternate"}},
 	}

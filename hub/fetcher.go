@@ -67,11 +67,11 @@ type FetchResult struct {
 	// 8288) that are about the fetched resource itself, in order, their
 	// targets absolute: WebSub §4 lets a publisher name its hub and self
 	// URL there rather than in the body.
-	Links []WebLink
+	Links []HeaderLink
 }
 
-// WebLink is one link of an HTTP Link header.
-type WebLink struct {
+// HeaderLink is one link of an HTTP Link header.
+type HeaderLink struct {
 	// URL is the absolute target.
 	URL string
 	// Rels are the relation types, lower case ("hub", "self").

@@ -63,7 +63,7 @@ func TestTrackerLinkHeaderHub(t *testing.T) {
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	src := &hub.Source{ID: 7, SourceState: hub.SourceState{URL: "http://example.org/feed"}}
 	plain := []byte(`<feed xmlns="http://www.w3.org/2005/Atom"><title>no links</title></feed>`)
-	links := []hub.WebLink{{URL: "http://hub.example.org/", Rels: []string{"hub"}}, {URL: "http://example.org/canonical", Rels: []string{"self"}}}
+	links := []hub.HeaderLink{{URL: "http://hub.example.org/", Rels: []string{"hub"}}, {URL: "http://example.org/canonical", Rels: []string{"self"}}}
 
 	tr.Next(now, src, &hub.FetchResult{Status: 200, Body: plain, IsFeed: true, Links: links}, nil)
 	ads := tr.takeAdverts()
