@@ -410,6 +410,77 @@ func TestSubscribeStartsAtTheNodesLastEvent(t *testing.T) {
 	}
 }
 
+// TestRequestSubscription: a request about a subscription that its
+// subscriber verifies creates it pending, or replaces one not verified
+// yet; about a verified one it is only a pending change, and the
+// subscription, its cursor included, stays as it is.
+func TestRequestSubscription(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	e.createNode("n", "")
+	if _, err := e.hub.Publish(ctx, "n", "owner@example.org", []hub.Entry{{ID: "1"}, {ID: "2"}, {ID: "3"}}); err != nil {
+		t.Fatal(err)
+	}
+	n := e.node("n")
+	const cb = "http://127.0.0.1:1/hook"
+	request := func(secret string) (*hub.Subscription, hub.RequestOutcome) {
+		t.Helper()
+		sub, outcome, err := e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindWebhook, Address: cb,
+			State: hub.SubActive, Options: hub.Options{Secret: secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub, outcome
+	}
+	wakes := e.rec.wakesOf(n.ID)
+	sub, outcome := request("victim")
+	if outcome != hub.RequestCreated || sub.State != hub.SubPending || sub.Cursor != 3 || sub.Options.Secret != "victim" {
+		t.Fatalf("new request: %q %+v", outcome, sub)
+	}
+	if e.rec.wakesOf(n.ID) == wakes {
+		t.Error("the transports were not woken to verify the request")
+	}
+	if ok, err := e.store.ApplySubscriptionChange(ctx, sub.ID, sub.Change.ID, time.Time{}); err != nil || !ok {
+		t.Fatalf("verify: %v %v", ok, err)
+	}
+	if _, err := e.hub.Publish(ctx, "n", "", []hub.Entry{{ID: "4"}}); err != nil {
+		t.Fatal(err)
+	}
+	wakes = e.rec.wakesOf(n.ID)
+	changed, outcome := request("stranger")
+	if outcome != hub.RequestChangePending || changed.ID != sub.ID || changed.State != hub.SubActive ||
+		changed.Options.Secret != "victim" || changed.Cursor != 3 || changed.Change.Options.Secret != "stranger" {
+		t.Fatalf("request about a verified subscription: %q %+v", outcome, changed)
+	}
+	if e.rec.wakesOf(n.ID) == wakes {
+		t.Error("the transports were not woken to verify the change")
+	}
+
+	left, outcome, err := e.hub.RequestUnsubscription(ctx, "n", hub.KindWebhook, cb)
+	if err != nil || outcome != hub.RequestChangePending || left.Change.Mode != hub.ChangeUnsubscribe || left.State != hub.SubActive {
+		t.Fatalf("unsubscribing a verified subscription: %q %+v %v", outcome, left, err)
+	}
+	fresh, _, err := e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindWebSub, Address: cb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, outcome, err := e.hub.RequestUnsubscription(ctx, "n", hub.KindWebSub, cb); err != nil || outcome != hub.RequestCancelled {
+		t.Fatalf("unsubscribing a subscription not verified: %q %v", outcome, err)
+	}
+	if _, err := e.store.Subscription(ctx, fresh.ID); !errors.Is(err, hub.ErrNotFound) {
+		t.Fatalf("the cancelled subscription is still there: %v", err)
+	}
+	_, _, err = e.hub.RequestUnsubscription(ctx, "n", hub.KindWebSub, cb)
+	mustErrIs(t, "unsubscribing nothing", err, hub.ErrNotFound)
+
+	for _, kind := range []hub.Kind{hub.KindXMPP, hub.KindCNWS, "smoke-signal"} {
+		_, _, err = e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "n", Kind: kind, Address: "x@example.org", BareJID: "x@example.org"})
+		mustErrIs(t, string(kind)+" request", err, hub.ErrInvalid)
+	}
+	_, _, err = e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "missing", Kind: hub.KindWebhook, Address: cb})
+	mustErrIs(t, "request to a missing node", err, hub.ErrNotFound)
+}
+
 func TestUnsubscribe(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := t.Context()

@@ -93,8 +93,54 @@ type Store interface {
 
 	// PutSubscription inserts s or, when a subscription with the same node,
 	// kind and address exists, updates its state, options, SubID and expiry
-	// (keeping its cursor). It sets s.ID and reports whether it was new.
+	// (keeping its cursor) and drops its pending change. It sets s.ID and
+	// reports whether it was new. Requests that the subscriber must verify
+	// go through RequestSubscription instead.
 	PutSubscription(ctx context.Context, s *Subscription) (created bool, err error)
+	// RequestSubscription stores a subscribe request of a kind whose
+	// subscriber verifies its requests (webhook, WebSub, rssCloud) in one
+	// transaction, keyed by node, kind and address as PutSubscription is,
+	// under a new Change.ID. With no such subscription, s is inserted as
+	// given (state SubPending): RequestCreated. One not verified yet takes
+	// s's options, SubID and expiry and stays pending: RequestReplaced. A
+	// verified one (any other state) is left as it is, its cursor,
+	// delivery state, settings and expiry included; the request becomes
+	// its pending change (ChangeSubscribe with s's options), replacing an
+	// earlier one and freeing its lease, so that the new change is verified
+	// at once (a verification of the earlier one still running then
+	// decides nothing): RequestChangePending. It fills s from the stored
+	// row.
+	RequestSubscription(ctx context.Context, s *Subscription) (RequestOutcome, error)
+	// RequestUnsubscription stores an unsubscribe request about the node's
+	// subscription of kind and address in one transaction: one not
+	// verified yet is removed at once (RequestCancelled); a verified one
+	// is left as it is with a pending ChangeUnsubscribe under a new
+	// Change.ID, replacing an earlier change (RequestChangePending). It
+	// returns the subscription as it stands (as it was, when removed);
+	// ErrNotFound when there is none.
+	RequestUnsubscription(ctx context.Context, nodeID int64, kind Kind, address string) (*Subscription, RequestOutcome, error)
+	// ApplySubscriptionChange applies the request changeID, which the
+	// subscriber verified, in one transaction: a subscription not verified
+	// yet becomes active, expiring at expires; a pending subscribe change
+	// replaces the subscription's options and expiry and makes it active;
+	// a pending unsubscribe change deletes it. A (re)subscription applied
+	// gets a clean failure record and no retry time (a verified renewal is
+	// a sign of life); its cursor and the rest of its delivery state stay.
+	// Deciding a change releases its lease. It reports false and changes
+	// nothing when changeID is not the subscription's latest request (a
+	// newer one replaced it), or no longer waits, or the subscription is
+	// gone.
+	ApplySubscriptionChange(ctx context.Context, id int64, changeID string, expires time.Time) (bool, error)
+	// ReleaseSubscriptionChange gives back the lease of the verification of
+	// the change changeID, undecided (a verification cut off by shutdown,
+	// or put off for a busy host), so that it is claimed again.
+	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID string) error
+	// RefuseSubscriptionChange records that the subscriber did not verify
+	// the request changeID: a subscription not verified yet is deleted; a
+	// pending change is dropped (Outcome ChangeRefused) and the verified
+	// subscription stays exactly as it is. It reports false and changes
+	// nothing as ApplySubscriptionChange does.
+	RefuseSubscriptionChange(ctx context.Context, id int64, changeID string) (bool, error)
 	// Subscription returns one subscription by id; ErrNotFound.
 	Subscription(ctx context.Context, id int64) (*Subscription, error)
 	// Subscriptions lists the subscriptions matching f, oldest first.
@@ -109,7 +155,13 @@ type Store interface {
 	// ClaimDeliveries leases up to limit subscriptions of the HTTP kinds
 	// that have work at now: pending or unsubscribing ones, and active ones
 	// whose cursor is behind their node's LastSeq, in both cases with
-	// NextAttemptAt <= now and no live lease of another owner. nodeID > 0
+	// NextAttemptAt <= now and no live lease of another owner. It also
+	// leases the verification of pending changes whose change lease is
+	// free, whatever the subscription's NextAttemptAt and delivery lease (a
+	// renewal is verified at once, not after the backoff of earlier
+	// failures, and a slow verification holds no delivery back): such an
+	// entry has Change.Claimed set and its change lease taken, and the
+	// subscription may come once more for its deliveries. nodeID > 0
 	// restricts the claim to one node.
 	ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]Subscription, error)
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and

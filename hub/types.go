@@ -353,7 +353,10 @@ const (
 	SubPending SubState = "pending"
 	// SubActive receives notifications.
 	SubActive SubState = "active"
-	// SubUnsubscribing waits for verification of an unsubscribe request.
+	// SubUnsubscribing waits for verification of an unsubscribe request,
+	// receiving nothing meanwhile. Only rows an earlier pingd wrote have
+	// it: an unsubscription is now a pending SubChange of the active
+	// subscription, which is served until the change is verified.
 	SubUnsubscribing SubState = "unsubscribing"
 	// SubSuspended receives nothing until it is renewed (rssCloud after
 	// three consecutive errors).
@@ -430,8 +433,79 @@ type Subscription struct {
 	ExpiresAt time.Time // zero: does not expire
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Change is the latest request about the subscription that its
+	// subscriber has to verify (see SubChange).
+	Change SubChange
 	DeliveryState
 }
+
+// Modes of a pending SubChange.
+const (
+	ChangeSubscribe   = "subscribe"
+	ChangeUnsubscribe = "unsubscribe"
+)
+
+// Outcomes of a SubChange once it was decided.
+const (
+	ChangeApplied = "applied"
+	ChangeRefused = "refused"
+)
+
+// SubChange is a request about an HTTP subscription whose subscriber
+// verifies its requests (GetPingd webhooks, WebSub, rssCloud). Anyone can
+// name any callback, so a request about a subscription that was verified
+// (active or suspended) changes nothing until the callback verifies it: it
+// waits here as the subscription's pending change while the subscription
+// goes on as it was, and only a verified change replaces its settings or
+// ends it. A subscription has at most one pending change; a newer request
+// replaces it, even one being verified (that verification then applies
+// nothing), so a callback is asked about each request it may see applied.
+type SubChange struct {
+	// ID names the latest request about the subscription: its pending
+	// change, or, on a subscription not verified yet (SubPending), the
+	// request its settings come from. Verifying applies only the request
+	// it asked about.
+	ID string
+	// Mode is ChangeSubscribe or ChangeUnsubscribe while a change waits
+	// for verification, "" when none does.
+	Mode string
+	// Options are the settings a subscribe change asks for.
+	Options     Options
+	RequestedAt time.Time
+	// Outcome is what became of the latest change (ChangeApplied or
+	// ChangeRefused); "" while it waits and before any.
+	Outcome string
+	// LeaseOwner and LeaseUntil mark a claim of the change's verification
+	// by one pingd instance. It is leased apart from the subscription's
+	// deliveries, so that a callback slow to answer holds none back.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// Claimed is set only in ClaimDeliveries' answer, on the entry that
+	// leases this change's verification; that entry stands for the
+	// verification alone (the subscription may come once more in the same
+	// answer, for its deliveries).
+	Claimed bool
+}
+
+// Pending reports whether a change waits for verification.
+func (c SubChange) Pending() bool { return c.Mode != "" }
+
+// RequestOutcome says what storing a subscribe or unsubscribe request did.
+type RequestOutcome string
+
+const (
+	// RequestCreated: a new subscription, pending until verified.
+	RequestCreated RequestOutcome = "created"
+	// RequestReplaced: a subscription not verified yet took the request's
+	// settings; it stays pending until verified.
+	RequestReplaced RequestOutcome = "replaced"
+	// RequestChangePending: a verified subscription, left as it is, with
+	// the request as its pending change.
+	RequestChangePending RequestOutcome = "change pending"
+	// RequestCancelled: a subscription not verified yet was removed at
+	// once (an unsubscribe request).
+	RequestCancelled RequestOutcome = "cancelled"
+)
 
 // SubscriptionFilter selects subscriptions; zero fields match everything.
 type SubscriptionFilter struct {

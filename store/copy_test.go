@@ -194,6 +194,10 @@ func fillEveryTable(t *testing.T, ctx context.Context, s store.Store) {
 	check(err)
 	check(s.SaveDeliveryState(ctx, sub.ID, hub.DeliveryState{Cursor: 1, Attempts: 2, ConsecutiveErrors: 1,
 		FirstFailureAt: t0, NextAttemptAt: t0.Add(time.Minute), LastError: "HTTP 500", LastStatus: 500}))
+	// A request about it waits for verification as its pending change.
+	_, err = s.RequestSubscription(ctx, &hub.Subscription{NodeID: news.ID, Kind: hub.KindWebhook,
+		Address: "http://127.0.0.1:9/hook", Options: hub.Options{Method: "NOTIFY", Secret: "other"}})
+	check(err)
 	_, err = s.PutSubscription(ctx, &hub.Subscription{NodeID: plain.ID, Kind: hub.KindXMPP, Address: "reader@example.org/home",
 		BareJID: "reader@example.org", SubID: "sub-1", State: hub.SubActive})
 	check(err)

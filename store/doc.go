@@ -30,6 +30,12 @@
 //     source so a source that moves keeps them, each with the time of the
 //     latest fetch that showed it; ids a source stopped showing long
 //     before its latest fetch are forgotten (ForgetSeenEntries).
+//   - A request about a verified HTTP subscription (changes.go) is kept in
+//     that subscription's change_* columns as its pending change, one at a
+//     time, and applied or refused by its change_id in one transaction, so
+//     a verification answered after a newer request came in decides
+//     nothing. Its verification is leased apart from the deliveries
+//     (change_lease_*), found through subscriptions_changing.
 //   - Claims (sources to fetch, subscriptions to deliver) are leases in the
 //     rows themselves. On PostgreSQL they are taken with FOR UPDATE SKIP
 //     LOCKED, so several pingd processes can share one database; nothing

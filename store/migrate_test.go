@@ -147,6 +147,7 @@ func TestMigrateKeepsData(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkSeeded(t, s)
+				checkSeededChanges(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -188,6 +189,37 @@ func checkForeignKeysAfterMigration(t *testing.T, s *sqlStore) {
 	}
 }
 
+// checkSeededChanges reads the requests about verified subscriptions that
+// seeds from version 8 on hold: an unsubscription waiting for verification
+// (state unsubscribing before version 10) is a pending change of the active
+// subscription, and a pending change keeps its settings.
+func checkSeededChanges(t *testing.T, s Store, version int) {
+	t.Helper()
+	if version < 8 {
+		return
+	}
+	ctx := context.Background()
+	leaving, err := s.Subscriptions(ctx, hub.SubscriptionFilter{Address: "http://127.0.0.1/leaving"})
+	if err != nil || len(leaving) != 1 {
+		t.Fatalf("unsubscribing subscription = %+v, %v", leaving, err)
+	}
+	if l := leaving[0]; l.State != hub.SubActive || l.Change.Mode != hub.ChangeUnsubscribe || l.Change.ID == "" ||
+		l.Options.Secret != "mine" || l.Cursor != 2 || l.Change.RequestedAt.IsZero() {
+		t.Fatalf("unsubscribing subscription after migrating = %+v", l)
+	}
+	if version < 10 {
+		return
+	}
+	renewing, err := s.Subscriptions(ctx, hub.SubscriptionFilter{Address: "http://127.0.0.1/renewing"})
+	if err != nil || len(renewing) != 1 {
+		t.Fatalf("subscription with a pending change = %+v, %v", renewing, err)
+	}
+	if r := renewing[0]; r.State != hub.SubSuspended || r.Options.Protocol != "xml-rpc" || r.Change.ID != "c2" ||
+		r.Change.Mode != hub.ChangeSubscribe || r.Change.Options.Protocol != "http-post" {
+		t.Fatalf("subscription with a pending change = %+v", r)
+	}
+}
+
 // checkSeeded reads the seed data through the Store.
 func checkSeeded(t *testing.T, s Store) {
 	t.Helper()
@@ -210,7 +242,7 @@ func checkSeeded(t *testing.T, s Store) {
 	if err != nil || len(events) != 2 || events[1].Kind != hub.EventChange {
 		t.Fatalf("events = %+v, %v", events, err)
 	}
-	subs, err := s.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID})
+	subs, err := s.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Address: "http://127.0.0.1/cb"})
 	if err != nil || len(subs) != 1 || subs[0].Cursor != 1 || subs[0].Options.Secret != "s3cret" ||
 		subs[0].Options.Method != "POST" || subs[0].NodeName != "seeded" {
 		t.Fatalf("subscriptions = %+v, %v", subs, err)

@@ -14,7 +14,8 @@ import (
 
 // TestClaimDeliveriesPlanPostgres checks, on 50,000 subscriptions with
 // fresh statistics, that PostgreSQL finds the subscriptions behind their
-// node through subscriptions_behind instead of walking the table.
+// node through subscriptions_behind, and those with a pending change
+// through subscriptions_changing, instead of walking the table.
 func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 	ctx := context.Background()
 	s0, err := Open(ctx, testPostgresURL(t), quietOptions())
@@ -44,23 +45,31 @@ func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 	if _, err := s.Append(ctx, ids[25], []hub.Event{{Kind: hub.EventChange}}); err != nil {
 		t.Fatal(err)
 	}
-	_, behind := s.claimDeliveriesSQL(false)
-	var plan []string
-	err = s.query(ctx, s.read, "EXPLAIN "+behind, []any{s.timeArg(time.Now()), 10}, func(r *sql.Rows) error {
-		var line string
-		if err := r.Scan(&line); err != nil {
-			return err
+	changing, _, behind := s.claimDeliveriesSQL(false)
+	explain := func(query string) string {
+		t.Helper()
+		var plan []string
+		err := s.query(ctx, s.read, "EXPLAIN "+query, []any{s.timeArg(time.Now()), 10}, func(r *sql.Rows) error {
+			var line string
+			if err := r.Scan(&line); err != nil {
+				return err
+			}
+			plan = append(plan, strings.TrimSpace(line))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		plan = append(plan, strings.TrimSpace(line))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		return strings.Join(plan, "\n")
 	}
-	text := strings.Join(plan, "\n")
+	text := explain(behind)
 	if !strings.Contains(text, "Index Scan using subscriptions_behind on subscriptions s") ||
 		strings.Contains(text, "Seq Scan on subscriptions") || strings.Contains(text, "subscriptions_pkey") {
 		t.Fatalf("plan reads subscriptions without their node:\n%s", text)
+	}
+	// Pending changes are found through their partial index alone.
+	if text := explain(changing); !strings.Contains(text, "subscriptions_changing") || strings.Contains(text, "Seq Scan on subscriptions") {
+		t.Fatalf("the claim of pending changes reads other subscriptions:\n%s", text)
 	}
 }
 

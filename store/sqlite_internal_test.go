@@ -205,7 +205,7 @@ func TestSQLiteWriteLockTimeout(t *testing.T) {
 	}
 }
 
-// TestClaimDeliveriesUsesIndexes checks that SQLite answers both claim
+// TestClaimDeliveriesUsesIndexes checks that SQLite answers the claim
 // queries from the subscription indexes rather than reading every
 // subscription.
 func TestClaimDeliveriesUsesIndexes(t *testing.T) {
@@ -237,8 +237,8 @@ func TestClaimDeliveriesUsesIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, byNode := range []bool{false, true} {
-		waiting, behind := s.claimDeliveriesSQL(byNode)
-		for name, query := range map[string]string{"waiting": waiting, "behind": behind} {
+		changing, waiting, behind := s.claimDeliveriesSQL(byNode)
+		for name, query := range map[string]string{"changing": changing, "waiting": waiting, "behind": behind} {
 			args := []any{s.timeArg(time.Now()), 10}
 			if byNode {
 				args = append(args, nodes[0])
@@ -246,13 +246,16 @@ func TestClaimDeliveriesUsesIndexes(t *testing.T) {
 			plan := explain(t, s, query, args...)
 			text := strings.Join(plan, "; ")
 			for _, step := range plan {
-				if strings.HasPrefix(step, "SCAN s") {
+				// Walking the partial index of pending changes reads only
+				// the subscriptions that have one.
+				if strings.HasPrefix(step, "SCAN s") && step != "SCAN s USING INDEX subscriptions_changing" {
 					t.Errorf("%s claim (by node %v) scans subscriptions: %s", name, byNode, text)
 				}
 			}
 			wantIndex := map[string]string{
-				"waiting": "USING INDEX subscriptions_",
-				"behind":  "USING INDEX subscriptions_behind (node_id=? AND state=? AND cursor_seq<?)",
+				"changing": "USING INDEX subscriptions_changing",
+				"waiting":  "USING INDEX subscriptions_",
+				"behind":   "USING INDEX subscriptions_behind (node_id=? AND state=? AND cursor_seq<?)",
 			}[name]
 			if !strings.Contains(text, wantIndex) {
 				t.Errorf("%s claim (by node %v) does not use %q: %s", name, byNode, wantIndex, text)

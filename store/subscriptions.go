@@ -18,19 +18,22 @@ import (
 const subColumns = `s.id, s.node_id, n.name, s.kind, s.address, s.bare_jid, s.sub_id, s.state, s.options,
 	s.expires_at, s.created_at, s.updated_at, s.cursor_seq, s.attempts, s.consecutive_errors,
 	s.first_failure_at, s.next_attempt_at, s.last_error, s.last_delivered_at, s.last_status,
-	s.lease_owner, s.lease_until`
+	s.lease_owner, s.lease_until, s.change_id, s.change_mode, s.change_options, s.change_requested_at,
+	s.change_outcome, s.change_lease_owner, s.change_lease_until`
 
 const subsFrom = ` FROM subscriptions s JOIN nodes n ON n.id = s.node_id`
 
 func scanSubscription(r rowScanner) (hub.Subscription, error) {
 	var sub hub.Subscription
 	var kind, state string
-	var options []byte
+	var options, changeOptions []byte
 	d := &sub.DeliveryState
+	c := &sub.Change
 	err := r.Scan(&sub.ID, &sub.NodeID, &sub.NodeName, &kind, &sub.Address, &sub.BareJID, &sub.SubID, &state, &options,
 		tc(&sub.ExpiresAt), tc(&sub.CreatedAt), tc(&sub.UpdatedAt), &d.Cursor, &d.Attempts, &d.ConsecutiveErrors,
 		tc(&d.FirstFailureAt), tc(&d.NextAttemptAt), &d.LastError, tc(&d.LastDeliveredAt), &d.LastStatus,
-		&d.LeaseOwner, tc(&d.LeaseUntil))
+		&d.LeaseOwner, tc(&d.LeaseUntil), &c.ID, &c.Mode, &changeOptions, tc(&c.RequestedAt), &c.Outcome,
+		&c.LeaseOwner, tc(&c.LeaseUntil))
 	if err != nil {
 		return sub, err
 	}
@@ -38,6 +41,13 @@ func scanSubscription(r rowScanner) (hub.Subscription, error) {
 	if len(options) > 0 {
 		if err := json.Unmarshal(options, &sub.Options); err != nil {
 			return sub, fmt.Errorf("subscription %d: options: %w", sub.ID, err)
+		}
+	}
+	// Only a pending change has options; claims read many rows, so the
+	// empty document of the others is not decoded.
+	if c.Mode != "" && len(changeOptions) > 0 {
+		if err := json.Unmarshal(changeOptions, &c.Options); err != nil {
+			return sub, fmt.Errorf("subscription %d: options of its pending change: %w", sub.ID, err)
 		}
 	}
 	return sub, nil
@@ -62,7 +72,8 @@ func (s *sqlStore) subsByIDs(ctx context.Context, q querier, ids []int64) ([]hub
 }
 
 // PutSubscription inserts sub or updates the one with the same node, kind
-// and address, keeping its cursor; it fills sub from the stored row.
+// and address, keeping its cursor and dropping its pending change; it
+// fills sub from the stored row.
 func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (bool, error) {
 	if !sub.Kind.Valid() {
 		return false, fmt.Errorf("%w: subscription kind %q", hub.ErrInvalid, sub.Kind)
@@ -100,7 +111,7 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 			created = true
 		case errors.Is(err, sql.ErrNoRows):
 			err = s.queryRow(ctx, tx, `UPDATE subscriptions SET state = $4, options = $5, sub_id = $6,
-				expires_at = $7, updated_at = $8
+				expires_at = $7, updated_at = $8, change_mode = '', change_options = '{}'
 				WHERE node_id = $1 AND kind = $2 AND address = $3 RETURNING id`,
 				[]any{sub.NodeID, string(sub.Kind), sub.Address, string(sub.State), string(options), sub.SubID,
 					s.timeArg(sub.ExpiresAt), now}, &id)
@@ -238,10 +249,14 @@ func (s *sqlStore) SetSubscriptionState(ctx context.Context, id int64, state hub
 }
 
 // ClaimDeliveries leases up to limit HTTP subscriptions that have work at
-// now. Two indexed queries find them, so the claim never reads every
-// subscription: the ones waiting for verification (subscriptions_waiting)
-// and the active ones whose cursor is behind their node's log
-// (subscriptions_behind, one range per node).
+// now. Three indexed queries find them, so the claim never reads every
+// subscription: the ones with a pending change to verify
+// (subscriptions_changing; whatever their retry time and delivery lease,
+// as the change has a lease of its own), the ones waiting for verification
+// (subscriptions_waiting) and the active ones whose cursor is behind their
+// node's log (subscriptions_behind, one range per node). A subscription
+// with a pending change may come twice: once for the change, once for its
+// deliveries.
 //
 // A live lease is not taken again even by its own owner: that delivery is
 // still under way, and handing it out twice would deliver twice and let
@@ -254,39 +269,59 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 	if nodeID > 0 {
 		args = append(args, nodeID)
 	}
-	waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
-	// One slice for both queries, grown from a size that serves small
+	changingSQL, waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
+	// One slice for the queries, grown from a size that serves small
 	// claims without copying and costs little to claims that find nothing
 	// (each poll's): growing two slices from nothing and joining them
 	// copied every subscription read several times.
 	out := make([]hub.Subscription, 0, min(limit, claimCapacity))
+	changes := 0 // out[:changes] lease changes' verifications
 	err := s.inTx(ctx, func(tx *txn) error {
 		out = out[:0]
 		// The queries that find the subscriptions read them too: they visit
 		// each row anyway, and reading the rows again by id was most of a
 		// claim's time.
-		args[1] = limit
-		if err := s.appendSubs(ctx, tx, &out, waitingSQL, args...); err != nil {
-			return err
-		}
-		if len(out) < limit {
+		changes = 0
+		for i, query := range []string{changingSQL, waitingSQL, behindSQL} {
+			if len(out) >= limit {
+				break
+			}
 			args[1] = limit - len(out)
-			if err := s.appendSubs(ctx, tx, &out, behindSQL, args...); err != nil {
+			if err := s.appendSubs(ctx, tx, &out, query, args...); err != nil {
 				return err
+			}
+			if i == 0 {
+				changes = len(out)
 			}
 		}
 		if len(out) == 0 {
 			return nil
 		}
-		ids := make([]int64, len(out))
+		// The first changes entries lease a change's verification.
+		changeIDs, ids := make([]int64, 0, changes), make([]int64, 0, len(out)-changes)
 		for i := range out {
-			ids[i] = out[i].ID
+			if i < changes {
+				changeIDs = append(changeIDs, out[i].ID)
+				out[i].Change.LeaseOwner, out[i].Change.LeaseUntil, out[i].Change.Claimed = owner, dbTimeOf(until), true
+				continue
+			}
+			ids = append(ids, out[i].ID)
 			out[i].LeaseOwner, out[i].LeaseUntil = owner, dbTimeOf(until)
 		}
-		in, inArgs := inList(3, ids)
-		_, err := s.exec(ctx, tx, `UPDATE subscriptions SET lease_owner = $1, lease_until = $2 WHERE id IN (`+
-			in+`)`, append([]any{owner, s.timeArg(until)}, inArgs...)...)
-		return err
+		for _, lease := range []struct {
+			columns string
+			ids     []int64
+		}{{"change_lease_owner = $1, change_lease_until = $2", changeIDs}, {"lease_owner = $1, lease_until = $2", ids}} {
+			if len(lease.ids) == 0 {
+				continue
+			}
+			in, inArgs := inList(3, lease.ids)
+			if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET `+lease.columns+` WHERE id IN (`+in+`)`,
+				append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
@@ -318,9 +353,9 @@ func (s *sqlStore) appendSubs(ctx context.Context, q querier, out *[]hub.Subscri
 	})
 }
 
-// claimDeliveriesSQL returns the two queries of ClaimDeliveries, with
+// claimDeliveriesSQL returns the three queries of ClaimDeliveries, with
 // $1 = now, $2 = limit and, when byNode, $3 = the node id.
-func (s *sqlStore) claimDeliveriesSQL(byNode bool) (waiting, behind string) {
+func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind string) {
 	const ready = ` AND s.kind <> 'xmpp'
 		AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= $1)
 		AND (s.lease_until IS NULL OR s.lease_until <= $1)`
@@ -328,6 +363,12 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (waiting, behind string) {
 	if byNode {
 		nodeCond = ` AND s.node_id = $3`
 	}
+	// Ordered as subscriptions_changing is, so that the index of the few
+	// subscriptions with a pending change is all that is read.
+	changing = `SELECT ` + subColumns + subsFrom + `
+		WHERE s.change_mode <> '' AND s.kind <> 'xmpp'
+		AND (s.change_lease_until IS NULL OR s.change_lease_until <= $1)` + nodeCond + `
+		ORDER BY s.node_id, s.id LIMIT $2` + s.skipLocked("s")
 	waiting = `SELECT ` + subColumns + subsFrom + `
 		WHERE s.state IN ('pending', 'unsubscribing')` + ready + nodeCond + `
 		ORDER BY s.id LIMIT $2` + s.skipLocked("s")
@@ -340,7 +381,7 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (waiting, behind string) {
 	behind = `SELECT ` + subColumns + ` FROM nodes n CROSS JOIN subscriptions s
 		WHERE s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + nodeCond + `
 		ORDER BY n.id LIMIT $2` + s.skipLocked("s")
-	return waiting, behind
+	return changing, waiting, behind
 }
 
 // saveDeliveryStateSQL writes one subscription's delivery bookkeeping and

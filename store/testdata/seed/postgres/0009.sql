@@ -44,3 +44,9 @@ UPDATE nodes SET polling = '{"ttl_minutes":30,"skip_hours":[1,2]}' WHERE name = 
 
 INSERT INTO relays (target, name, url, state, next_attempt_at, created_at)
 VALUES ('xmlrpc:https://rpc.example.org/RPC2', 'Seeded', 'https://example.org/', 'pending', '2031-05-06T07:00:00Z', '2031-05-06T07:00:00Z');
+
+-- An unsubscription waiting for its verification (migration 10 makes it a
+-- pending change of the active subscription).
+INSERT INTO subscriptions (node_id, kind, address, state, options, created_at, updated_at, cursor_seq)
+SELECT id, 'websub', 'http://127.0.0.1/leaving', 'unsubscribing', '{"secret":"mine"}', '2031-05-06T07:00:00Z', '2031-05-06T07:00:00Z', 2
+FROM nodes WHERE name = 'seeded';
