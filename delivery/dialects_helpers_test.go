@@ -131,18 +131,18 @@ func testEntry(id, title, summary string) hub.Entry {
 	return hub.Entry{ID: id, Title: title, Summary: summary, Link: "http://example.org/" + id, Payload: []byte(payload)}
 }
 
-// subscribe stores a subscription as a handler would and clears its
-// backoff (as a renewal does).
+// subscribe stores a subscription as a handler would: a pending one as a
+// request its subscriber verifies (a renewal of a verified one is its
+// pending change), an active one (CNWS) as it is.
 func (e *dialectEnv) subscribe(s hub.Subscription) *hub.Subscription {
 	e.t.Helper()
-	n, err := e.hub.Node(e.ctx, s.NodeName)
-	if err != nil {
-		e.t.Fatal(err)
+	var sub *hub.Subscription
+	var err error
+	if s.State == hub.SubPending {
+		sub, _, err = e.hub.RequestSubscription(e.ctx, s)
+	} else {
+		sub, _, err = e.hub.Subscribe(e.ctx, s)
 	}
-	if err := e.hub.ClearDeliveryBackoff(e.ctx, n, s.Kind, s.Address); err != nil {
-		e.t.Fatal(err)
-	}
-	sub, _, err := e.hub.Subscribe(e.ctx, s)
 	if err != nil {
 		e.t.Fatal(err)
 	}

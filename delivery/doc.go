@@ -22,6 +22,12 @@
 // back, and a crash between sending and saving repeats a delivery (at least
 // once) rather than losing it.
 //
+// A request about a verified subscription (a renewal, new settings, an
+// unsubscription: hub.SubChange) is verified under a lease of its own,
+// beside the subscription's deliveries, which go on with the settings it
+// has; the engine applies the change only if the callback confirms it, and
+// a refused or unanswered change leaves the subscription as it was.
+//
 // Nothing a stopping process held stays stuck: a delivery cut off by
 // shutdown is given back unchanged (lease released, cursor where it was),
 // and what a receiver already answered is saved even after the context

@@ -193,3 +193,90 @@ func TestExclusiveEngineTakesBackDeadLeases(t *testing.T) {
 		t.Errorf("%d deliveries, want 1", n)
 	}
 }
+
+// requestChange stores a subscribe request with the secret about the
+// subscription id's callback: a pending change of that verified
+// subscription.
+func (r *rig) requestChange(id int64, secret string) hub.SubChange {
+	r.t.Helper()
+	s, outcome, err := r.hub.RequestSubscription(context.Background(), hub.Subscription{
+		NodeName: "news", Kind: hub.KindWebhook, Address: r.subscription(id).Address, Options: hub.Options{Secret: secret},
+	})
+	if err != nil || outcome != hub.RequestChangePending {
+		r.t.Fatalf("request: %q %v", outcome, err)
+	}
+	return s.Change
+}
+
+// TestShutdownGivesBackAChangeVerificationInFlight: the verification of a
+// pending change cut off by shutdown leaves the change pending and
+// unleased, the subscription as it was, and the next engine verifies it
+// at once.
+func TestShutdownGivesBackAChangeVerificationInFlight(t *testing.T) {
+	r := newRig(t)
+	rcv := newReceiver(t, r.clock)
+	asked := make(chan struct{}, 10)
+	unblock := make(chan struct{})
+	rcv.set(func(rc *receiver) {
+		rc.echo = func(challenge string) (int, string) {
+			asked <- struct{}{}
+			select {
+			case <-unblock:
+			case <-time.After(20 * time.Second):
+			}
+			return http.StatusOK, challenge
+		}
+	})
+	id := r.subscribe(rcv.URL("/hook"))
+	change := r.requestChange(id, "new")
+	stop := r.start("first", false)
+	select {
+	case <-asked:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the verification never reached the callback")
+	}
+	stop() // shutdown while the callback holds the verification
+
+	s := r.subscription(id)
+	if s.Change.ID != change.ID || !s.Change.Pending() || s.Change.LeaseOwner != "" || !s.Change.LeaseUntil.IsZero() {
+		t.Fatalf("the cut-off verification left the change %+v", s.Change)
+	}
+	if s.Options.Secret != "" || s.State != hub.SubActive {
+		t.Fatalf("the cut-off verification changed the subscription: %+v", s)
+	}
+
+	close(unblock)
+	r.start("second", false)
+	eventually(t, "the change verified by the next engine", func() bool {
+		s := r.subscription(id)
+		return !s.Change.Pending() && s.Options.Secret == "new"
+	})
+}
+
+// TestExclusiveEngineTakesBackDeadChangeLeases: the lease of a change's
+// verification that a killed process left is taken back at start by an
+// engine that is the store's only user.
+func TestExclusiveEngineTakesBackDeadChangeLeases(t *testing.T) {
+	r := newRig(t)
+	rcv := newReceiver(t, r.clock)
+	id := r.subscribe(rcv.URL("/hook"))
+	r.requestChange(id, "new")
+	now := r.clock.Now()
+	claimed, err := r.store.ClaimDeliveries(context.Background(), now, 0, 10, "killed-process", now.Add(2*time.Minute))
+	if err != nil || len(claimed) != 1 || !claimed[0].Change.Claimed {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+
+	stop := r.start("shared", false)
+	time.Sleep(300 * time.Millisecond) // thirty polls
+	stop()
+	if s := r.subscription(id); s.Change.LeaseOwner != "killed-process" || len(rcv.verifications()) != 0 {
+		t.Fatalf("an engine sharing the store took a live lease: owner %q, %d verifications", s.Change.LeaseOwner, len(rcv.verifications()))
+	}
+
+	r.start("sole", true)
+	eventually(t, "the change verified after its lease was taken back", func() bool {
+		s := r.subscription(id)
+		return !s.Change.Pending() && s.Options.Secret == "new"
+	})
+}
