@@ -459,6 +459,33 @@ type subscriberJSON struct {
 	Protocol  string       `json:"protocol,omitempty"`
 	Procedure string       `json:"procedure,omitempty"`
 	Delivery  deliveryJSON `json:"delivery"`
+	// PendingChange is a request about the subscription waiting for its
+	// subscriber to verify it; the subscription is served as it is until
+	// then.
+	PendingChange *changeJSON `json:"pending_change,omitempty"`
+}
+
+// changeJSON is a pending change as the admin API shows it: the settings
+// asked for, but not the secret.
+type changeJSON struct {
+	Mode      string    `json:"mode"`
+	Requested time.Time `json:"requested"`
+	Method    string    `json:"method,omitempty"`
+	Diff      string    `json:"diff,omitempty"`
+	Lease     int       `json:"lease_seconds,omitempty"`
+	HasSecret bool      `json:"has_secret,omitempty"`
+	Protocol  string    `json:"protocol,omitempty"`
+	Procedure string    `json:"procedure,omitempty"`
+}
+
+// changeFrom shows a subscription's pending change; nil when none waits.
+func changeFrom(c hub.SubChange) *changeJSON {
+	if !c.Pending() {
+		return nil
+	}
+	return &changeJSON{Mode: c.Mode, Requested: c.RequestedAt, Method: c.Options.Method, Diff: c.Options.Diff,
+		Lease: c.Options.LeaseSeconds, HasSecret: c.Options.Secret != "", Protocol: c.Options.Protocol,
+		Procedure: c.Options.Procedure}
 }
 
 type deliveryJSON struct {
@@ -501,6 +528,7 @@ func subscriberFrom(s *hub.Subscription) subscriberJSON {
 			LastDelivered:     s.LastDeliveredAt,
 			LastStatus:        s.LastStatus,
 		},
+		PendingChange: changeFrom(s.Change),
 	}
 }
 

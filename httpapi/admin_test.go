@@ -338,6 +338,45 @@ func TestAdminWhitelist(t *testing.T) {
 	wantStatus(t, e.admin(http.MethodDelete, "/api/nodes/nope/whitelist/bob@example.com", nil), http.StatusNotFound)
 }
 
+// TestAdminSubscribersShowPendingChange: a request waiting for
+// verification shows beside the subscription it would change, without
+// its secret.
+func TestAdminSubscribersShowPendingChange(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.createNode("n", hub.AccessOpen)
+	sub, _, err := e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindWebhook,
+		Address: "http://127.0.0.1:9/hook", Options: hub.Options{Method: "POST", Secret: "victim-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.store.ApplySubscriptionChange(ctx, sub.ID, sub.Change.ID, time.Time{}); err != nil || !ok {
+		t.Fatalf("verify: %v %v", ok, err)
+	}
+	if _, _, err := e.hub.RequestSubscription(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindWebhook,
+		Address: "http://127.0.0.1:9/hook", Options: hub.Options{Method: "NOTIFY", Secret: "stranger-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.admin(http.MethodGet, "/api/nodes/n/subscribers", nil)
+	wantStatus(t, resp, http.StatusOK)
+	body := readBody(t, resp)
+	if strings.Contains(string(body), "secret\":\"") || strings.Contains(string(body), "stranger-secret") {
+		t.Fatalf("subscribers answer shows a secret: %s", body)
+	}
+	var subs struct{ Subscribers []subscriberJSON }
+	if err := jsonUnmarshal(body, &subs); err != nil {
+		t.Fatal(err)
+	}
+	if len(subs.Subscribers) != 1 {
+		t.Fatalf("subscribers = %s", body)
+	}
+	w := subs.Subscribers[0]
+	if w.State != hub.SubActive || w.Method != "POST" || w.PendingChange == nil || w.PendingChange.Mode != hub.ChangeSubscribe ||
+		w.PendingChange.Method != "NOTIFY" || !w.PendingChange.HasSecret || w.PendingChange.Requested.IsZero() {
+		t.Fatalf("subscriber = %+v (change %+v)", w, w.PendingChange)
+	}
+}
+
 func TestAdminSubscribersAndStatus(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
