@@ -346,9 +346,10 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *CNWSChange)
 	writeCNWSResult(w, http.StatusOK, true, "", "", "")
 }
 
-// cnwsSubscribe adds (or renews) a subscriber and answers with the
-// resource's title and description. A repeated subscribe is the renewal
-// the draft asks subscribers to send after 30 days without notification.
+// cnwsSubscribe adds a subscriber and answers with the resource's title
+// and description. A repeated subscribe is the re-confirmation the draft
+// asks subscribers to send after 30 days without notification: the
+// subscriber is on the list, so the status is true.
 func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *CNWSSubscribe) {
 	ctx := r.Context()
 	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
@@ -381,15 +382,13 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *CNWSSubsc
 			fmt.Sprintf("%s belongs to a whitelist node: subscribing needs its bearer token", s.ResourceID))
 		return
 	}
-	address := subscriberAddress(s.NotificationURL, s.ResourceID)
-	err = a.hub.ClearDeliveryBackoff(ctx, n, hub.KindCNWS, address)
-	renewed := false
-	if err == nil {
-		_, renewed, err = a.hub.Subscribe(ctx, hub.Subscription{
-			NodeName: n.Name, Kind: hub.KindCNWS, Address: address, State: hub.SubActive,
-			Options: hub.Options{Topic: s.ResourceID},
-		})
-	}
+	// CNWS has no verification of intent, so a repeated <subscribe> (which
+	// anyone may send) leaves the subscription as it is: true, and nothing
+	// else (hub.Subscribe).
+	_, renewed, err := a.hub.Subscribe(ctx, hub.Subscription{
+		NodeName: n.Name, Kind: hub.KindCNWS, Address: subscriberAddress(s.NotificationURL, s.ResourceID),
+		State: hub.SubActive, Options: hub.Options{Topic: s.ResourceID},
+	})
 	if err != nil {
 		a.log.ErrorContext(ctx, "CNWS subscribe", "url", s.ResourceID, "err", err)
 		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the subscription could not be stored; please try again later")

@@ -25,7 +25,7 @@ import (
 
 // The dialect tests run everything for real on loopback: the API on an
 // HTTP server, the hub with its fetch loop and the real feed fetcher, the
-// delivery engine with the rssCloud, CNWS and WebSub senders, an origin
+// delivery engine with the rssCloud, CNWS, WebSub and webhook senders, an origin
 // serving the resources, and receivers standing for the subscribers.
 
 const dialectAdminToken = "dialect-admin-token"
@@ -72,6 +72,7 @@ func newDialectEnv(t *testing.T, tune ...func(*httpapi.Config)) *dialectEnv {
 			hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: sender},
 			hub.KindCNWS:     &delivery.CNWS{HTTPSender: sender},
 			hub.KindWebSub:   &delivery.WebSub{HTTPSender: sender, Store: st},
+			hub.KindWebhook:  &delivery.Webhook{HTTPSender: sender},
 		},
 		Logger:       log,
 		PollInterval: 20 * time.Millisecond,

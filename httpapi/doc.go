@@ -32,6 +32,11 @@
 // subscription requests, dispatched on their Content-Type to the whitelist
 // Service or to the webhook parser (ParseWebhookRequest); webhook
 // subscriptions are stored pending and verified by the delivery engine.
+// Anyone can name any callback, so in every dialect a request about a
+// verified subscription only records a pending change
+// (hub.RequestSubscription, hub.RequestUnsubscription) that the engine
+// applies once the callback confirms it; a repeated CNWS subscribe, which
+// nothing can verify, changes nothing.
 // The nodes' own feeds (nodefeeds.go): Atom and RSS with strong ETags,
 // conditional GET, gzip and RFC 3229 deltas. Whatever reads a whitelist
 // node's content over HTTP (its feeds, webhook and WebSub subscriptions)

@@ -257,11 +257,15 @@ func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.No
 	}
 }
 
-// webhookRequest stores a webhook subscription as pending, or marks one
-// as unsubscribing, and leaves the verification of intent to the delivery
-// engine: 202. A subscription that was never verified is cancelled at once
-// by an unsubscribe request (200): verifying the unsubscription would let a
-// failed check activate a subscription no one confirmed.
+// webhookRequest stores a webhook subscribe or unsubscribe request and
+// leaves the verification of intent to the delivery engine: 202. A
+// request naming the href of a verified subscription changes nothing
+// until the callback verifies it (hub.RequestSubscription): anyone may
+// send one, and the subscription, its method, secret and deliveries stay
+// as they are meanwhile and after a refusal. A subscription that was never
+// verified is cancelled at once by an unsubscribe request (200):
+// verifying the unsubscription would let a failed check activate a
+// subscription no one confirmed.
 func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
 	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
@@ -287,11 +291,10 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 			writeText(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		_, existed, err := a.hub.Subscribe(ctx, hub.Subscription{
+		_, outcome, err := a.hub.RequestSubscription(ctx, hub.Subscription{
 			NodeName: n.Name,
 			Kind:     hub.KindWebhook,
 			Address:  req.Href,
-			State:    hub.SubPending,
 			Options:  hub.Options{Method: req.Method, Diff: req.Diff, Secret: req.Secret},
 		})
 		if err != nil {
@@ -299,31 +302,21 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 			return
 		}
 		log.InfoContext(ctx, "webhook subscription requested; verifying intent", "method", req.Method, "diff", req.Diff,
-			"signed", req.Secret != "", "renewal", existed)
+			"signed", req.Secret != "", "request", outcome)
 		writeAnswer(w, http.StatusAccepted, webhookAnswer("pending", "subscribe", n.Name, req.Href))
 		return
 	}
-	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebhook, Address: req.Href})
-	if err != nil {
-		a.writeSubscribeError(w, r, err)
-		return
-	}
-	if len(subs) == 0 {
+	_, outcome, err := a.hub.RequestUnsubscription(ctx, n.Name, hub.KindWebhook, req.Href)
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
 		writeText(w, http.StatusNotFound, fmt.Sprintf("no webhook subscription of that URL to %q", n.Name))
 		return
-	}
-	sub := subs[0]
-	if sub.State == hub.SubPending {
-		if _, err := a.hub.Unsubscribe(ctx, n.Name, hub.KindWebhook, req.Href); err != nil {
-			a.writeSubscribeError(w, r, err)
-			return
-		}
+	case err != nil:
+		a.writeSubscribeError(w, r, err)
+		return
+	case outcome == hub.RequestCancelled:
 		log.InfoContext(ctx, "unverified webhook subscription cancelled")
 		writeAnswer(w, http.StatusOK, webhookAnswer("unsubscribed", "unsubscribe", n.Name, req.Href))
-		return
-	}
-	if err := a.hub.SetSubscriptionState(ctx, &sub, hub.SubUnsubscribing); err != nil {
-		a.writeSubscribeError(w, r, err)
 		return
 	}
 	log.InfoContext(ctx, "webhook unsubscription requested; verifying intent")

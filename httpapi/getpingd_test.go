@@ -359,8 +359,8 @@ func TestWebhookSubscription(t *testing.T) {
 		t.Errorf("left: %+v", subs)
 	}
 
-	// An active one is marked for verification of the unsubscription,
-	// keeping its options.
+	// An active one stays active, options and all, with the unsubscription
+	// as its pending change until the callback verifies it.
 	wantStatus(t, e.subscribe("news", typeHTTPSub, "", `<subscribe><url href="https://r.example/a" method="POST" diff="none" secret="k"/></subscribe>`), http.StatusAccepted)
 	s = e.webhooks("news")[0]
 	if err := e.store.SetSubscriptionState(ctx, s.ID, hub.SubActive, time.Time{}); err != nil {
@@ -371,7 +371,8 @@ func TestWebhookSubscription(t *testing.T) {
 	if a := decodeAnswer(t, resp); a.XMLName.Local != "pending" || a.Mode != "unsubscribe" {
 		t.Errorf("answer = %+v", a)
 	}
-	if subs := e.webhooks("news"); len(subs) != 1 || subs[0].State != hub.SubUnsubscribing || subs[0].Options.Secret != "k" {
+	if subs := e.webhooks("news"); len(subs) != 1 || subs[0].State != hub.SubActive || subs[0].Options.Secret != "k" ||
+		subs[0].Change.Mode != hub.ChangeUnsubscribe {
 		t.Errorf("after unsubscribe: %+v", subs)
 	}
 	// Unknown callback: 404.

@@ -268,21 +268,20 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegist
 	if reg.Domain != "" {
 		opts.Verify = map[string]string{delivery.CloudVerifyDomain: reg.Domain}
 	}
-	subs := make([]*hub.Subscription, len(reg.URLs))
+	subs := make([]cloudRequest, len(reg.URLs))
 	for i, u := range reg.URLs {
 		o := opts
 		o.Topic = u
-		address := subscriberAddress(callback, u)
-		if err := a.hub.ClearDeliveryBackoff(ctx, nodes[i], hub.KindRSSCloud, address); err != nil {
-			return cloudOutcome{}, err
-		}
-		sub, _, err := a.hub.Subscribe(ctx, hub.Subscription{
-			NodeName: nodes[i].Name, Kind: hub.KindRSSCloud, Address: address, State: hub.SubPending, Options: o,
+		// A registration naming the callback of a verified one is its
+		// pending change: the registration stays as it is unless the new
+		// one passes its check.
+		sub, outcome, err := a.hub.RequestSubscription(ctx, hub.Subscription{
+			NodeName: nodes[i].Name, Kind: hub.KindRSSCloud, Address: subscriberAddress(callback, u), Options: o,
 		})
 		if err != nil {
 			return cloudOutcome{}, fmt.Errorf("register %s for %s: %w", redactCallback(callback), u, err)
 		}
-		subs[i] = sub
+		subs[i] = cloudRequest{sub: sub, change: outcome == hub.RequestChangePending}
 	}
 	failed := a.awaitVerified(ctx, subs, cloudVerifyWait)
 	if len(failed) > 0 {
@@ -298,38 +297,54 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegist
 		"Register again within 24 hours: registrations expire after 25."}, nil
 }
 
-// awaitVerified waits until each subscription has left the pending state
-// and returns the topics of those that did not become active (removed by
-// a failed check, or still pending when the wait ended).
-func (a *API) awaitVerified(ctx context.Context, subs []*hub.Subscription, wait time.Duration) []string {
+// cloudRequest is one stored registration request: a subscription, new or
+// not verified yet, or the pending change of a verified one.
+type cloudRequest struct {
+	sub    *hub.Subscription
+	change bool
+}
+
+// awaitVerified waits until each request has been decided and returns the
+// topics of those that did not succeed: a subscription removed by a failed
+// check, a change refused or replaced by a newer request, or either still
+// waiting when the wait ended.
+func (a *API) awaitVerified(ctx context.Context, reqs []cloudRequest, wait time.Duration) []string {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	waiting := slices.Clone(subs)
+	waiting := slices.Clone(reqs)
 	var failed []string
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for len(waiting) > 0 {
 		select {
 		case <-ctx.Done():
-			for _, s := range waiting {
-				failed = append(failed, s.Options.Topic)
+			for _, r := range waiting {
+				failed = append(failed, r.sub.Options.Topic)
 			}
 			return failed
 		case <-tick.C:
 		}
 		still := waiting[:0]
-		for _, s := range waiting {
+		for _, r := range waiting {
+			s := r.sub
 			now, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: s.NodeID, Kind: s.Kind, Address: s.Address})
 			switch {
 			case err != nil && ctx.Err() == nil:
 				a.log.WarnContext(ctx, "read subscription state", "err", err)
-				still = append(still, s)
+				still = append(still, r)
 			case err != nil:
-				still = append(still, s)
+				still = append(still, r)
 			case len(now) == 0:
 				failed = append(failed, s.Options.Topic)
+			case r.change && now[0].Change.ID != s.Change.ID:
+				failed = append(failed, s.Options.Topic) // replaced by a newer registration
+			case r.change && now[0].Change.Pending():
+				still = append(still, r)
+			case r.change && now[0].Change.Outcome != hub.ChangeApplied:
+				failed = append(failed, s.Options.Topic)
+			case r.change:
 			case now[0].State == hub.SubPending:
-				still = append(still, s)
+				still = append(still, r)
 			case now[0].State != hub.SubActive:
 				failed = append(failed, s.Options.Topic)
 			}

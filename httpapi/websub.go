@@ -305,13 +305,12 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 		opts.Secret = "" // nothing will be signed
 		log.InfoContext(ctx, "WebSub subscription denied", "reason", reason)
 	}
-	err = a.hub.ClearDeliveryBackoff(ctx, n, hub.KindWebSub, address)
-	renewed := false
-	if err == nil {
-		_, renewed, err = a.hub.Subscribe(ctx, hub.Subscription{
-			NodeName: n.Name, Kind: hub.KindWebSub, Address: address, State: hub.SubPending, Options: opts,
-		})
-	}
+	// A request about a verified subscription is its pending change:
+	// "If verification fails, the subscription state MUST be left
+	// unchanged" (§5.1), and it is served as it is meanwhile.
+	_, outcome, err := a.hub.RequestSubscription(ctx, hub.Subscription{
+		NodeName: n.Name, Kind: hub.KindWebSub, Address: address, Options: opts,
+	})
 	if err != nil {
 		log.ErrorContext(ctx, "WebSub subscribe", "err", err)
 		writeText(w, http.StatusInternalServerError, "the subscription could not be stored; please try again later")
@@ -319,16 +318,17 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 	}
 	if opts.Verify == nil {
 		log.InfoContext(ctx, "WebSub subscription requested; verifying intent", "lease_seconds", opts.LeaseSeconds,
-			"signed", opts.Secret != "", "renewal", renewed)
+			"signed", opts.Secret != "", "request", outcome)
 	}
 	writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
 }
 
-// webSubUnsubscribe marks the subscription for removal, which the engine
-// verifies with the callback (202). A subscription that was never
-// verified is cancelled at once, and a callback without a subscription
-// has nothing to verify: both get 202 too, so the answer tells nobody
-// which callbacks are subscribed.
+// webSubUnsubscribe stores an unsubscription, which the engine verifies
+// with the callback (202); the subscription is served as it is until then,
+// and stays so if the callback does not confirm. A subscription that was
+// never verified is cancelled at once, and a callback without a
+// subscription has nothing to verify: both get 202 too, so the answer
+// tells nobody which callbacks are subscribed.
 func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
 	ctx := r.Context()
 	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
@@ -357,36 +357,17 @@ func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebS
 		return
 	}
 	address := subscriberAddress(req.Callback, req.Topic)
-	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebSub, Address: address})
-	if err != nil {
-		a.log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
+	log := a.log.With("node", n.Name, "callback", redactCallback(req.Callback))
+	_, outcome, err := a.hub.RequestUnsubscription(ctx, n.Name, hub.KindWebSub, address)
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
+	case err != nil:
+		log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
 		writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
 		return
-	}
-	if len(subs) == 0 {
-		accepted()
-		return
-	}
-	sub := subs[0]
-	log := a.log.With("node", n.Name, "callback", redactCallback(req.Callback))
-	switch sub.State {
-	case hub.SubPending:
-		if _, err := a.hub.Unsubscribe(ctx, n.Name, hub.KindWebSub, address); err != nil && !errors.Is(err, hub.ErrNotFound) {
-			log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
-			writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
-			return
-		}
+	case outcome == hub.RequestCancelled:
 		log.InfoContext(ctx, "unverified WebSub subscription cancelled")
-	case hub.SubUnsubscribing:
 	default:
-		if err := a.hub.ClearDeliveryBackoff(ctx, n, hub.KindWebSub, address); err != nil {
-			log.WarnContext(ctx, "WebSub unsubscribe: clear backoff", "err", err)
-		}
-		if err := a.hub.SetSubscriptionState(ctx, &sub, hub.SubUnsubscribing); err != nil && !errors.Is(err, hub.ErrNotFound) {
-			log.ErrorContext(ctx, "WebSub unsubscribe", "err", err)
-			writeText(w, http.StatusInternalServerError, "the request could not be stored; please try again later")
-			return
-		}
 		log.InfoContext(ctx, "WebSub unsubscription requested; verifying intent")
 	}
 	accepted()

@@ -56,7 +56,8 @@ func (e *dialectEnv) subscribeWebSub(rc *receiver, callback, topic string, extra
 	}
 	waitFor(e.t, "the subscription to be active", func() bool {
 		for _, s := range e.webSubSubs(topic) {
-			if callbackOf(s) == callback && s.State == hub.SubActive {
+			// A renewal is a pending change until it is applied.
+			if callbackOf(s) == callback && s.State == hub.SubActive && !s.Change.Pending() {
 				return true
 			}
 		}

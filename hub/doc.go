@@ -25,6 +25,12 @@
 // adapters canonicalise what they key on themselves (rate limits,
 // callbacks); the hub canonicalises every URL that reaches it.
 //
+// Subscribers that verify their requests (webhooks, WebSub, rssCloud)
+// change a verified subscription only through a verified request:
+// RequestSubscription and RequestUnsubscription store it as the
+// subscription's pending change (SubChange), and the delivery side applies
+// it once the callback confirms.
+//
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its
 // source back, due at once, and with Config.Exclusive (one process per
 // store) Run takes back the leases a killed process left.

@@ -492,8 +492,10 @@ func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]E
 
 // Subscribe adds or renews a subscription. For an existing subscription
 // of the same node, kind and address, it is returned unchanged if it is an
-// active XMPP subscription (subscribing twice gives the same subscription),
-// and otherwise updated in place, keeping its cursor. XMPP subscriptions to
+// active XMPP subscription (subscribing twice gives the same subscription)
+// or a CNWS one (see below), and otherwise updated in place, keeping its
+// cursor. Kinds whose subscribers verify their requests go through
+// RequestSubscription instead. XMPP subscriptions to
 // a whitelist node need an affiliation that allows reading (ErrNotMember).
 // A new subscription starts at the node's newest event: it gets what comes
 // after, not what came before. A subscription to a node whose source has
@@ -525,6 +527,19 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		}
 		if s.SubID == "" {
 			s.SubID = RandomID()
+		}
+	}
+	if s.Kind == KindCNWS {
+		// CNWS has no verification of intent: anyone may send a
+		// <subscribe> naming any callback, so a repeated one proves
+		// nothing. "If the subscriber is already on the list … the status
+		// should be true", and nothing else: its delivery record stays.
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindCNWS, Address: s.Address})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(existing) > 0 {
+			return &existing[0], true, nil
 		}
 	}
 	if s.State == "" {

@@ -481,6 +481,33 @@ func TestRequestSubscription(t *testing.T) {
 	mustErrIs(t, "request to a missing node", err, hub.ErrNotFound)
 }
 
+// TestRepeatedCNWSSubscribeChangesNothing: CNWS has no verification, so a
+// repeated subscribe returns the subscription as it is.
+func TestRepeatedCNWSSubscribeChangesNothing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	e.createNode("n", "")
+	cnws := hub.Subscription{NodeName: "n", Kind: hub.KindCNWS, Address: "http://127.0.0.1:1/cnws#x", State: hub.SubActive,
+		Options: hub.Options{Topic: "http://example.org/x"}}
+	first, existed, err := e.hub.Subscribe(ctx, cnws)
+	if err != nil || existed {
+		t.Fatalf("subscribe: %v (existed %v)", err, existed)
+	}
+	record := hub.DeliveryState{Attempts: 2, ConsecutiveErrors: 1, FirstFailureAt: t0, NextAttemptAt: t0.Add(time.Minute), LastError: "HTTP 503"}
+	if err := e.store.SaveDeliveryState(ctx, first.ID, record); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.store.Subscription(ctx, first.ID)
+	again, existed, err := e.hub.Subscribe(ctx, cnws)
+	if err != nil || !existed || again.ID != first.ID {
+		t.Fatalf("repeated subscribe: %+v %v (existed %v)", again, err, existed)
+	}
+	after, _ := e.store.Subscription(ctx, first.ID)
+	if !reflect.DeepEqual(after, before) {
+		t.Fatalf("a repeated subscribe changed the subscription:\n got %+v\nwant %+v", after, before)
+	}
+}
+
 func TestUnsubscribe(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := t.Context()
