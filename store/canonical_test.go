@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -17,7 +19,9 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, _ := bc.connect(t)
-			before := latestVersion(bc.name) - 1
+			// The schema just before the migration; its later columns do
+			// not exist yet, so subscriptions are written in SQL below.
+			before := versionNamed(t, bc.name, "canonical_urls") - 1
 			if err := s.migrate(ctx, before); err != nil {
 				t.Fatal(err)
 			}
@@ -56,13 +60,14 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 			}
 			// Two spellings of one webhook callback, and one rssCloud
 			// subscription whose callback and topic are not canonical.
-			for _, sub := range []hub.Subscription{
-				{NodeID: na.ID, Kind: hub.KindWebhook, Address: "http://CB.example:080/hook", State: hub.SubActive},
-				{NodeID: na.ID, Kind: hub.KindWebhook, Address: "http://cb.example/hook", State: hub.SubActive},
-				{NodeID: na.ID, Kind: hub.KindRSSCloud, Address: "http://cb.example:80/rpc#http%3A%2F%2FExample.org%2F.%2Ffeed", State: hub.SubActive},
-				{NodeID: na.ID, Kind: hub.KindXMPP, Address: "Reader@Example.org", BareJID: "Reader@Example.org", State: hub.SubActive},
+			for _, sub := range []struct{ kind, address, bareJID string }{
+				{"webhook", "http://CB.example:080/hook", ""},
+				{"webhook", "http://cb.example/hook", ""},
+				{"rsscloud", "http://cb.example:80/rpc#http%3A%2F%2FExample.org%2F.%2Ffeed", ""},
+				{"xmpp", "Reader@Example.org", "Reader@Example.org"},
 			} {
-				if _, err := s.PutSubscription(ctx, &sub); err != nil {
+				if _, err := s.write.ExecContext(ctx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, state, options, created_at, updated_at)
+					VALUES ($1, $2, $3, $4, 'active', '{}', $5, $5)`, na.ID, sub.kind, sub.address, sub.bareJID, s.dialect.timeArg(time.Now())); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -121,4 +126,21 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// versionNamed is the version of the backend's migration called name
+// (its file name without the number).
+func versionNamed(t *testing.T, backend, name string) int {
+	t.Helper()
+	ms, err := migrationsFor(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if strings.TrimSuffix(m.name[strings.IndexByte(m.name, '_')+1:], ".sql") == name {
+			return m.version
+		}
+	}
+	t.Fatalf("no %s migration %q", backend, name)
+	return 0
 }
