@@ -27,6 +27,8 @@
 //   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
 //     publisher and owner), carried out through the hub's methods so the
 //     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
+//   - rsm.go: XEP-0059 result set management on items retrieval. Children
+//     of <pubsub/> in namespaces pingd does not handle are ignored.
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).

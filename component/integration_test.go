@@ -370,7 +370,7 @@ func TestDisco(t *testing.T) {
 	for _, f := range q.childrenNamed(nsDiscoInfo, "feature") {
 		features = append(features, f.attr("var"))
 	}
-	want := []string{nsDiscoInfo, nsDiscoItems, nsCommands, nsPubsub}
+	want := []string{nsDiscoInfo, nsDiscoItems, nsCommands, nsPubsub, nsRSM}
 	for _, f := range pubsubFeatures {
 		want = append(want, nsPubsub+"#"+f)
 	}

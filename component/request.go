@@ -55,6 +55,9 @@ type request struct {
 	SubID string
 	// MaxItems is items' max_items (0: not given).
 	MaxItems int
+	// Page is the XEP-0059 result set management of items retrieval; nil
+	// when the request carries none.
+	Page *pageRequest
 	// ItemIDs are the ids of items (retrieve by id) and retract.
 	ItemIDs []string
 	// Item is the one item of a publish.
@@ -154,33 +157,41 @@ func wantType(got, want stanza.IQType, verb string) *stanzaError {
 
 // verbs splits a <pubsub/> element's children into the one main verb and
 // its allowed companion (configure with create, options with subscribe,
-// publish-options with publish).
-func verbs(p *element) (main, companion *element, err *stanzaError) {
-	if len(p.Children) == 0 {
-		return nil, nil, badRequest("", "empty <pubsub/> element")
+// publish-options with publish). Children of other namespaces are not
+// verbs: they are returned apart (others), for the verbs that take them
+// (XEP-0059's <set/> beside <items/>), and otherwise ignored, as XEP-0059
+// §8 asks of an entity that does not understand an extension.
+func verbs(p *element) (main, companion *element, others []*element, err *stanzaError) {
+	var own []*element
+	for _, ch := range p.Children {
+		if ch.Name.Space == p.Name.Space {
+			own = append(own, ch)
+		} else {
+			others = append(others, ch)
+		}
 	}
-	main = p.Children[0]
-	if len(p.Children) == 1 {
-		return main, nil, nil
+	if len(own) == 0 {
+		return nil, nil, nil, badRequest("", "empty <pubsub/> element")
 	}
-	companion = p.Children[1]
-	ok := len(p.Children) == 2 && main.Name.Space == p.Name.Space && companion.Name.Space == p.Name.Space &&
+	main = own[0]
+	if len(own) == 1 {
+		return main, nil, others, nil
+	}
+	companion = own[1]
+	ok := len(own) == 2 &&
 		((main.Name.Local == "create" && companion.Name.Local == "configure") ||
 			(main.Name.Local == "subscribe" && companion.Name.Local == "options") ||
 			(main.Name.Local == "publish" && companion.Name.Local == "publish-options"))
 	if !ok {
-		return nil, nil, badRequest("", "a <pubsub/> request holds one action, not %d elements", len(p.Children))
+		return nil, nil, nil, badRequest("", "a <pubsub/> request holds one action, not %d elements", len(own))
 	}
-	return main, companion, nil
+	return main, companion, others, nil
 }
 
 func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
-	v, companion, serr := verbs(p)
+	v, companion, others, serr := verbs(p)
 	if serr != nil {
 		return nil, serr
-	}
-	if v.Name.Space != nsPubsub {
-		return nil, badRequest("", "unexpected element {%s}%s in <pubsub/>", v.Name.Space, v.Name.Local)
 	}
 	r := &request{}
 	r.Node, r.HasNode = v.lookupAttr("node")
@@ -246,6 +257,14 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 				return nil, badRequest("item-required", "an <item/> asked for needs an id")
 			}
 			r.ItemIDs = append(r.ItemIDs, id)
+		}
+		for _, o := range others {
+			if o.Name.Space == nsRSM && o.Name.Local == "set" {
+				if r.Page, serr = parsePageRequest(o); serr != nil {
+					return nil, serr
+				}
+				break
+			}
 		}
 	case "publish":
 		if err := wantType(typ, stanza.SetIQ, "publish"); err != nil {
@@ -380,13 +399,17 @@ func parsePublishItem(v *element) (*publishItem, *stanzaError) {
 }
 
 func parseOwner(typ stanza.IQType, p *element) (*request, *stanzaError) {
-	if len(p.Children) != 1 {
-		return nil, badRequest("", "a <pubsub xmlns=%q/> request holds one action, not %d elements", nsPubsubOwner, len(p.Children))
+	// Children of other namespaces are ignored, as in the pubsub namespace.
+	var own []*element
+	for _, ch := range p.Children {
+		if ch.Name.Space == nsPubsubOwner {
+			own = append(own, ch)
+		}
 	}
-	v := p.Children[0]
-	if v.Name.Space != nsPubsubOwner {
-		return nil, badRequest("", "unexpected element {%s}%s in <pubsub/>", v.Name.Space, v.Name.Local)
+	if len(own) != 1 {
+		return nil, badRequest("", "a <pubsub xmlns=%q/> request holds one action, not %d elements", nsPubsubOwner, len(own))
 	}
+	v := own[0]
 	r := &request{}
 	r.Node, r.HasNode = v.lookupAttr("node")
 	switch v.Name.Local {

@@ -43,6 +43,7 @@ var pubsubFeatures = []string{
 	"retrieve-default-sub",
 	"retrieve-items",
 	"retrieve-subscriptions",
+	"rsm",
 	"subscribe",
 	"subscription-notifications",
 	"subscription-options",
@@ -326,6 +327,9 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 		for _, f := range pubsubFeatures {
 			b.empty("feature", "var", nsPubsub+"#"+f)
 		}
+		// XEP-0059 on items retrieval; XEP-0060 §6.5.4 asks for pubsub#rsm
+		// too, so it is not taken for another protocol's result sets.
+		b.empty("feature", "var", nsRSM)
 		b.close("query")
 		return nil
 	}
@@ -536,11 +540,24 @@ func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *req
 	if err != nil {
 		return err
 	}
+	// A result set request pages through what the request names (XEP-0059);
+	// the node keeps at most max_items, so the page is cut in memory.
+	page, first := items, 0
+	if r.Page != nil {
+		var serr *stanzaError
+		if page, first, serr = pageOf(items, r.Page); serr != nil {
+			return serr
+		}
+	}
 	b.open("pubsub", "xmlns", nsPubsub).open("items", "node", n.Name)
-	for _, it := range items {
+	for _, it := range page {
 		writeItem(b, it.ItemID, c.payload(it), true)
 	}
-	b.close("items").close("pubsub")
+	b.close("items")
+	if r.Page != nil {
+		writePageResult(b, page, first, len(items))
+	}
+	b.close("pubsub")
 	return nil
 }
 

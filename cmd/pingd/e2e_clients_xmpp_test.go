@@ -174,7 +174,7 @@ func TestClientsSlixmpp(t *testing.T) {
 			"publisher-affiliation": "publisher_publish", "purge-nodes": "owner_purge",
 			"retract-items": "owner_retract", "retrieve-affiliations": "owner_affiliations",
 			"retrieve-default": "owner_default_config", "retrieve-items": "items_all",
-			"retrieve-subscriptions": "subscriptions", "subscribe": "subscribe",
+			"retrieve-subscriptions": "subscriptions", "subscribe": "subscribe", "rsm": "items_page",
 			"subscription-notifications": "owner_affiliation_none",
 			"subscription-options":       "subscription_options_set", "retrieve-default-sub": "subscription_options_default",
 		}
@@ -252,6 +252,13 @@ func TestClientsSlixmpp(t *testing.T) {
 		}
 	}
 	wantItems("items_max_1", "slix-2")
+	if got, ok := field[struct {
+		IDs   []string `json:"ids"`
+		First string   `json:"first"`
+		Count string   `json:"count"`
+	}](t, report, "items_page"); ok && (!slices.Equal(got.IDs, []string{"slix-2"}) || got.First != "slix-2" || got.Count != "2") {
+		t.Errorf("items_page: %+v, want slix-2 alone, first slix-2, count 2", got)
+	}
 	if got := wantItems("items_by_id", "slix-1"); len(got) == 1 && got[0].Entry != nil {
 		wantEntry("items_by_id", *got[0].Entry, "Slix one")
 	}

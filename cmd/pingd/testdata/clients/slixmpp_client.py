@@ -323,6 +323,24 @@ class Scenario:
         await self.step("items_max_1", items(max_items=1))
         await self.step("items_by_id", items(item_ids=["slix-1"]))
 
+        async def items_page():
+            # What StanzaJS sends by default: an XEP-0059 <set/> beside
+            # <items/>, built by hand as slixmpp's get_items has no RSM.
+            iq = c.Iq(sto=comp, stype="get")
+            iq.append(ET.fromstring(
+                '<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="%s"/>'
+                '<set xmlns="http://jabber.org/protocol/rsm"><max>1</max></set></pubsub>' % node))
+            r = await iq.send(timeout=IQ_TIMEOUT)
+            rsm = "{http://jabber.org/protocol/rsm}"
+            s = r.xml.find(".//%sset" % rsm)
+            return {
+                "ids": [it.get("id") for it in r.xml.iter("{http://jabber.org/protocol/pubsub}item")],
+                "first": s.findtext(rsm + "first") if s is not None else None,
+                "count": s.findtext(rsm + "count") if s is not None else None,
+            }
+
+        await self.step("items_page", items_page())
+
         async def item_ids():
             r = await c["xep_0030"].get_items(jid=comp, node=node, timeout=IQ_TIMEOUT)
             return [list(i) for i in r["disco_items"]["items"]]
