@@ -287,39 +287,54 @@ func allNodeNames(ctx context.Context, c *Component) ([]string, error) {
 func messageTypeField(value string) form.Field {
 	return form.List(fieldMessageType, form.Label("Message type of notifications"),
 		form.Value(value),
-		form.ListItem("Headline (shown, not stored offline)", hub.NotifyHeadline),
-		form.ListItem("Normal (stored offline)", hub.NotifyNormal),
-		form.ListItem("Chat (shown in a conversation)", hub.NotifyChat))
+		form.ListItem("Chat (shown in a conversation, kept while you are offline)", hub.NotifyChat),
+		form.ListItem("Normal (kept while you are offline)", hub.NotifyNormal),
+		form.ListItem("Headline (shown, not kept while you are offline)", hub.NotifyHeadline))
 }
 
 func subscribeForm(ctx context.Context, c *Component, sender jid.JID) (*form.Data, error) {
 	return form.New(
 		form.Title("Subscribe"),
-		form.Instructions("Name a node, a feed's URL or a web page's URL. New items come to you as messages."),
+		form.Instructions("Name a node, a feed's URL or a web page's URL. New entries come to you as messages."),
 		form.Text(cmdFieldTarget, form.Label("Node, feed URL or page URL"), form.Required),
-		form.Boolean(fieldIncludeBody, form.Label("Add a readable text to each notification"), form.Value("1")),
-		messageTypeField(hub.NotifyHeadline),
+		formatField(hub.FormatMessage),
+		messageTypeField(hub.NotifyChat),
+		form.Boolean(fieldIncludeBody, form.Label("With pubsub events: add a readable text to each"), form.Value("1")),
 	), nil
 }
 
+// runSubscribe subscribes with the options of the form: by default plain
+// messages of type chat, like a subscription by chat. An existing
+// subscription takes the fields the form carries and keeps the others.
 func runSubscribe(ctx context.Context, c *Component, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-	opts := hub.Options{IncludeBody: true}
-	if v := f.value(fieldIncludeBody); v != "" {
-		b, ok := parseXSDBool(v)
-		if !ok {
-			return errNote(fmt.Sprintf("%q is not a yes or no.", v)), nil
+	var problem string
+	apply := func(opts hub.Options) hub.Options {
+		if v := f.value(fieldFormat); v != "" {
+			if !hub.ValidFormat(v) {
+				problem = fmt.Sprintf("%q is not a format (%s or %s).", v, hub.FormatMessage, hub.FormatPubsub)
+			}
+			opts.Format = v
 		}
-		opts.IncludeBody = b
-	}
-	if v := f.value(fieldMessageType); v != "" {
-		if !hub.ValidMessageType(v) {
-			return errNote(fmt.Sprintf("%q is not a message type (headline, normal or chat).", v)), nil
+		if v := f.value(fieldIncludeBody); v != "" {
+			b, ok := parseXSDBool(v)
+			if !ok {
+				problem = fmt.Sprintf("%q is not a yes or no.", v)
+			}
+			opts.IncludeBody = b
 		}
-		if v != hub.NotifyHeadline {
+		if v := f.value(fieldMessageType); v != "" {
+			if !hub.ValidMessageType(v) {
+				problem = fmt.Sprintf("%q is not a message type (headline, normal or chat).", v)
+			}
 			opts.MessageType = v
 		}
+		return opts
 	}
-	ans, err := c.subscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldTarget), opts, "ad-hoc command")
+	opts := apply(hub.Options{Format: hub.FormatMessage, IncludeBody: true})
+	if problem != "" {
+		return errNote(problem), nil
+	}
+	ans, err := c.subscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldTarget), opts, apply, "ad-hoc command")
 	return infoOrError(ans), err
 }
 

@@ -226,13 +226,15 @@ func (c *Component) chatNode(ctx context.Context, name string) (*hub.Node, strin
 }
 
 // chatSubscriptionOptions are the options of subscriptions made by chat:
-// the people who use it read bodies, not pubsub events. The message type
-// stays the node's (headline unless its owner chose normal); the ad-hoc
-// command and XEP-0060 subscription options change it.
-var chatSubscriptionOptions = hub.Options{IncludeBody: true}
+// plain messages of type chat, which every client shows in a conversation
+// and servers keep for readers who are offline (and archive). The ad-hoc
+// command and XEP-0060 subscription options change them.
+var chatSubscriptionOptions = hub.Options{Format: hub.FormatMessage}
 
+// chatSubscribe subscribes by chat. Subscribing again keeps the options
+// the subscription has, whoever chose them.
 func (c *Component) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
-	return c.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, "chat")
+	return c.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, nil, "chat")
 }
 
 func (c *Component) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {

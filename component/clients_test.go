@@ -37,6 +37,38 @@ func nextMessage(t testing.TB, c *testenv.Client, d time.Duration, keep func(*el
 
 func isEvent(el *element) bool { return el.child(nsPubsubEvent, "event") != nil }
 
+// isNotification reports whether a message is one of pingd's notifications
+// (its id names a node), not an answer to a command.
+func isNotification(el *element) bool {
+	_, ok := nodeOfStanzaID(el.attr("id"))
+	return ok && el.attr("type") != "error"
+}
+
+// isPlain reports whether a message is a plain notification: pingd's, with
+// a body and without a pubsub#event.
+func isPlain(el *element) bool { return isNotification(el) && !isEvent(el) && bodyOf(el) != "" }
+
+// oobURL is the XEP-0066 link of a message ("" without one).
+func oobURL(el *element) string {
+	return el.child(nsOOB, "x").child(nsOOB, "url").text()
+}
+
+// noNotifications checks that no notification of pingd arrives for a while.
+func noNotifications(t testing.TB, c *testenv.Client, d time.Duration) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case raw := <-c.Stanzas:
+			if el, err := parseDocument(raw); err == nil && el.Name.Local == "message" && (isNotification(el) || isEvent(el)) {
+				t.Fatalf("%s: unexpected notification %s", c.JID, raw)
+			}
+		case <-timeout:
+			return
+		}
+	}
+}
+
 // bodyOf is a message's body text ("" without one).
 func bodyOf(el *element) string {
 	if b := el.child(el.Name.Space, "body"); b != nil {
@@ -53,7 +85,7 @@ func chatSay(t *testing.T, e *env, c *testenv.Client, body string) string {
 	if _, err := c.SendRaw(e.ctx, b.String()); err != nil {
 		t.Fatal(err)
 	}
-	ans := nextMessage(t, c, 10*time.Second, func(el *element) bool { return el.attr("type") == "chat" && !isEvent(el) })
+	ans := nextMessage(t, c, 10*time.Second, func(el *element) bool { return el.attr("type") == "chat" && !isNotification(el) && !isEvent(el) })
 	return bodyOf(ans)
 }
 
@@ -77,9 +109,12 @@ func TestReadableNotifications(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	msg := nextMessage(t, alice, 10*time.Second, isEvent)
-	if msg.attr("type") != "headline" {
-		t.Errorf("chat subscriber's notification is of type %q, want headline", msg.attr("type"))
+	// A chat subscriber gets a plain message of type chat: the readable
+	// text, an XEP-0066 link, and no pubsub#event (which Profanity, for
+	// one, would drop the message for).
+	msg := nextMessage(t, alice, 10*time.Second, isNotification)
+	if msg.attr("type") != "chat" || isEvent(msg) {
+		t.Errorf("chat subscriber's notification: %s, want a plain chat message", msg.standalone())
 	}
 	body := bodyOf(msg)
 	for _, want := range []string{"[Demo feed]", "Hello <readers>", "http://example.org/r1", "A short text about what changed."} {
@@ -87,12 +122,15 @@ func TestReadableNotifications(t *testing.T) {
 			t.Errorf("body %q lacks %q", body, want)
 		}
 	}
-	if it := itemsOf(t, &event{msg: msg, ev: msg.child(nsPubsubEvent, "event")}, "demo"); len(it) != 1 || it[0].id != "r1" {
-		t.Errorf("the event beside the body carries %v", it)
+	if u := oobURL(msg); u != "http://example.org/r1" {
+		t.Errorf("the XEP-0066 link is %q in %s", u, msg.standalone())
 	}
 	plain := nextMessage(t, bob, 10*time.Second, isEvent)
 	if b := bodyOf(plain); b != "" {
 		t.Errorf("a plain XEP-0060 subscriber got a body %q", b)
+	}
+	if plain.attr("id") != msg.attr("id") {
+		t.Errorf("the event's id %q is not the plain message's %q: one id per item", plain.attr("id"), msg.attr("id"))
 	}
 
 	// Bob reads his options, asks for a body and chat messages, and gets them.
@@ -140,7 +178,7 @@ func TestReadableNotifications(t *testing.T) {
 	if msg.attr("type") != "chat" || !strings.Contains(bodyOf(msg), "Title r2") || !strings.Contains(bodyOf(msg), "http://example.org/r2") {
 		t.Errorf("after the options: %s", msg.standalone())
 	}
-	if got := nextMessage(t, alice, 10*time.Second, isEvent); !strings.Contains(bodyOf(got), "Title r2") || got.attr("type") != "headline" {
+	if got := nextMessage(t, alice, 10*time.Second, isNotification); !strings.Contains(bodyOf(got), "Title r2") || got.attr("type") != "chat" || isEvent(got) {
 		t.Errorf("alice after bob's options: %s", got.standalone())
 	}
 
@@ -263,8 +301,8 @@ func TestAdhocCommands(t *testing.T) {
 		t.Errorf("subscribe note %q", note)
 	}
 	e.publish("demo", "a3")
-	if got := nextMessage(t, alice, 10*time.Second, isEvent); !strings.Contains(bodyOf(got), "Title a3") {
-		t.Errorf("ad-hoc subscriber got %s", got.standalone())
+	if got := nextMessage(t, alice, 10*time.Second, func(el *element) bool { return isPlain(el) && strings.Contains(bodyOf(el), "a3") }); got.attr("type") != "chat" {
+		t.Errorf("ad-hoc subscriber got %s, want a plain chat message", got.standalone())
 	}
 	if n := completedNote(t, command(t, e, alice, "pingd#list", "", "", ""), "info"); !strings.Contains(n, "demo") {
 		t.Errorf("list note %q", n)

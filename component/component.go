@@ -362,7 +362,11 @@ func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subs
 			continue
 		}
 		if id == "" {
-			id = c.stanzaIDs.next() // one for every copy
+			id = c.stanzaIDs.forNode(n.ID) // one for every copy
+		}
+		if s.Options.Format == hub.FormatMessage {
+			msgs = append(msgs, c.renderDeletePlain(n, s, id))
+			continue
 		}
 		msgs = append(msgs, c.renderDelete(n, s.Address, id))
 	}

@@ -34,8 +34,9 @@
 //     package's, given by cmd/pingd).
 //   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
-//     cursor, renders each event once, writes it to every subscriber with
-//     only the "to" changed and flushes.
+//     cursor, renders each event once per format, writes it to every
+//     subscriber with only the "to" changed and flushes. A notification's
+//     id names its node, so an error that answers it can be traced back.
 //   - acks.go: the cursor advances when the server has processed the
 //     write: an IQ the component sends itself comes back through the
 //     server after everything written before it; what was not
@@ -56,10 +57,12 @@
 //     feed's or page's URL (Config.Resolver, Config.OpenSources).
 //   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
 //     plus owner commands for PINGD_ADMINS; stateless between stages.
-//   - subopts.go, readable.go: XEP-0060 subscription options
-//     (pubsub#include_body and the message type; registered fields pingd
-//     does not offer are taken only when they ask for what it does anyway)
-//     and the plain-text body added to notifications for subscriptions
-//     that ask for one.
+//   - subopts.go, readable.go: XEP-0060 subscription options (the format,
+//     pubsub#include_body and the message type; registered fields pingd
+//     does not offer are taken only when they ask for what it does anyway),
+//     the plain messages of readers (the message format: a readable body
+//     and an XEP-0066 link, no pubsub#event; chat and ad-hoc subscriptions
+//     get them), the body added to pubsub events that ask for one, and
+//     bursts: the items of one append sent to readers as one message.
 //   - presence.go: answers to presence subscriptions and probes.
 package component

@@ -2,6 +2,7 @@ package component
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -307,18 +308,35 @@ func errorText(st *element) string {
 }
 
 // resendBounced sends a refused multicast notification to each of its
-// addresses on its own, so that no subscriber misses it.
+// addresses on its own, so that no subscriber misses it. Each copy gets
+// the message type of its subscription (the bounce, of type error, no
+// longer says what it was).
 func (c *Component) resendBounced(ctx context.Context, cn *connection, msg *element) {
-	ev := msg.child(nsPubsubEvent, "event")
-	typ := hub.NotifyHeadline
-	if name := eventNode(ev); name != "" {
-		if n, err := c.store.Node(ctx, name); err == nil && n.NotificationType == hub.NotifyNormal {
-			typ = hub.NotifyNormal
+	var n *hub.Node
+	if id, ok := nodeOfStanzaID(msg.attr("id")); ok {
+		n, _ = c.store.NodeByID(ctx, id)
+	} else if name := eventNode(msg.child(nsPubsubEvent, "event")); name != "" {
+		n, _ = c.store.Node(ctx, name)
+	}
+	types := map[string]string{}
+	if n != nil {
+		subs, err := c.store.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+		if err != nil {
+			c.log.WarnContext(ctx, "a refused multicast notification is sent again with the node's message type", "node", n.Name, "err", err)
+		}
+		for i := range subs {
+			types[subs[i].Address] = hub.MessageTypeOf(n, subs[i].Options)
 		}
 	}
-	out, count := renderBounced(msg, typ, c.domainStr)
+	typeOf := func(to string) string {
+		if t, ok := types[to]; ok {
+			return t
+		}
+		return hub.MessageTypeOf(n, hub.Options{})
+	}
+	out, count := renderBounced(msg, typeOf, c.domainStr)
 	if count == 0 {
-		c.log.Error("a refused multicast notification came back without its addresses or event; its subscribers miss it",
+		c.log.Error("a refused multicast notification came back without its addresses or content; its subscribers miss it",
 			"error", errorText(msg))
 		return
 	}
@@ -335,14 +353,24 @@ func (c *Component) resendBounced(ctx context.Context, cn *connection, msg *elem
 
 // renderBounced renders the notification of a bounced multicast stanza once
 // per address it carried (to, cc and bcc addresses with a JID), from the
-// component; count is 0 when it carried no event or no such address.
-func renderBounced(msg *element, typ, from string) (out []byte, count int) {
+// component, with what it carried besides the addresses and the error (a
+// pubsub#event, a body, a link); typeOf gives each address's message
+// type. count is 0 when it carried nothing else or no such address.
+func renderBounced(msg *element, typeOf func(to string) string, from string) (out []byte, count int) {
 	addrs := msg.child(nsAddress, "addresses")
-	ev := msg.child(nsPubsubEvent, "event")
-	if addrs == nil || ev == nil {
+	if addrs == nil {
 		return nil, 0
 	}
-	body := ev.standalone()
+	var content bytes.Buffer
+	for _, ch := range msg.Children {
+		if ch.Name.Space == nsAddress || (ch.Name.Local == "error" && ch.Name.Space == msg.Name.Space) {
+			continue
+		}
+		content.Write(ch.standalone())
+	}
+	if content.Len() == 0 {
+		return nil, 0
+	}
 	for _, a := range addrs.childrenNamed(nsAddress, "address") {
 		switch a.attr("type") {
 		case "to", "cc", "bcc":
@@ -355,8 +383,8 @@ func renderBounced(msg *element, typ, from string) (out []byte, count int) {
 		}
 		var b xmlBuf
 		// The same notification again: it keeps its id.
-		b.open("message", "type", typ, "id", msg.attr("id"), "from", from, "to", to.String())
-		b.Write(body)
+		b.open("message", "type", typeOf(to.String()), "id", msg.attr("id"), "from", from, "to", to.String())
+		b.Write(content.Bytes())
 		b.close("message")
 		out = append(out, b.Bytes()...)
 		count++

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,8 +220,17 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		if err != nil {
 			return err
 		}
-		if k := max(1, messagesPerFlush/max(1, len(subs))); len(events) > k {
-			events, more = events[:k], true // the rest in the next round
+		end := len(events)
+		if k := max(1, messagesPerFlush/max(1, len(subs))); end > k {
+			end = k // the rest in the next round
+		}
+		if slices.ContainsFunc(subs, isPlainReader) {
+			// Readers of plain messages get each append's items together
+			// (bursts): a round does not end inside one.
+			end = roundEnd(events, end, more)
+		}
+		if end < len(events) {
+			events, more = events[:end], true
 		}
 		if err := c.waitForRoom(ctx, conn); err != nil {
 			if ctx.Err() != nil {
@@ -258,6 +268,36 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 	}
 }
 
+// isPlainReader reports whether a subscription gets plain messages.
+func isPlainReader(s hub.Subscription) bool { return s.Options.Format == hub.FormatMessage }
+
+// roundEnd moves the end of a round of events (end, the events' count
+// when the whole read is sent; more, the read was full so the log may go
+// on) off the middle of an append: back to the append's start, or, when
+// the append begins the round, forward to its end within the read. An
+// append larger than a whole read is split anyway, into burst messages of
+// their own.
+func roundEnd(events []hub.Event, end int, more bool) int {
+	if end == 0 || (end == len(events) && !more) {
+		return end
+	}
+	last := events[end-1].Created
+	if end < len(events) && !events[end].Created.Equal(last) {
+		return end // the cut falls between two appends
+	}
+	start := end - 1
+	for start > 0 && events[start-1].Created.Equal(last) {
+		start--
+	}
+	if start > 0 {
+		return start
+	}
+	for end < len(events) && events[end].Created.Equal(last) {
+		end++
+	}
+	return end
+}
+
 // recipient is a subscriber with its address escaped once per batch.
 type recipient struct {
 	to     []byte
@@ -265,11 +305,13 @@ type recipient struct {
 }
 
 // variant is what a subscription's options change in its notifications:
-// the message type and whether a readable <body> is added. Subscribers
-// of one variant share every rendered byte but the "to".
+// the format (pubsub#event or plain message), the message type and
+// whether a readable <body> is added to the event. Subscribers of one
+// variant share every rendered byte but the "to".
 type variant struct {
-	typ  string
-	body bool
+	format string
+	typ    string
+	body   bool
 }
 
 // audience is the subscribers of one variant: those written one stanza
@@ -290,11 +332,24 @@ func nodeMessageType(n *hub.Node) string {
 
 // variantOf is the variant a subscription's options ask for.
 func variantOf(n *hub.Node, s *hub.Subscription) variant {
-	v := variant{typ: nodeMessageType(n), body: s.Options.IncludeBody}
-	if hub.ValidMessageType(s.Options.MessageType) && s.Options.MessageType != "" {
-		v.typ = s.Options.MessageType
+	if s.Options.Format == hub.FormatMessage {
+		return variant{format: hub.FormatMessage, typ: hub.MessageTypeOf(n, s.Options)}
 	}
-	return v
+	return variant{format: hub.FormatPubsub, typ: hub.MessageTypeOf(n, s.Options), body: s.Options.IncludeBody}
+}
+
+// rendered is one event's notification, rendered once for every variant
+// that shows it: the bytes after the "to" value.
+type rendered struct {
+	seq int64
+	// suffix is the pubsub#event, withBody the same with a readable body,
+	// plain the plain message (nil: readers of plain messages are not told
+	// of this event, or it is part of a burst sent with an earlier one).
+	suffix, withBody, plain []byte
+	// head is the length of the suffixes' start, up to the end of the
+	// message's start tag (the id); the multicast addresses go there.
+	head int
+	only []byte // a single recipient (revoke, subscribed), else nil
 }
 
 // writeEvents renders each event once per variant and writes it to every
@@ -327,7 +382,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			a.rcpts = append(a.rcpts, r)
 		}
 	}
-	needBody := false
+	needBody, needPlain := false, false
 	for _, a := range auds {
 		// The share of the service's subscribers written one by one
 		// (Config.MulticastShare).
@@ -343,20 +398,17 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			a.mcHead = b.Bytes()
 		}
 		needBody = needBody || a.body
+		needPlain = needPlain || a.format == hub.FormatMessage
+	}
+	var roles []burstRole
+	if needPlain {
+		roles = burstRoles(events)
 	}
 	prefix := c.messagePrefix(n)
-	type rendered struct {
-		seq              int64
-		suffix, withBody []byte
-		// head is the length of the suffixes' start, up to the end of the
-		// message's start tag (the id); the multicast addresses go there.
-		head int
-		only []byte // a single recipient (revoke, subscribed), else nil
-	}
 	var out []rendered
-	for _, ev := range events {
+	for i, ev := range events {
 		// One id per event, shared by all its copies: only "to" varies.
-		id := c.stanzaIDs.next()
+		id := c.stanzaIDs.forNode(n.ID)
 		suffix := c.renderEvent(n, ev, id, "")
 		if suffix == nil {
 			continue
@@ -366,8 +418,17 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
-		} else if needBody && ev.Kind == hub.EventItem {
-			r.withBody = c.renderEvent(n, ev, id, readableBody(n, ev))
+		} else if ev.Kind == hub.EventItem {
+			if needBody {
+				r.withBody = c.renderEvent(n, ev, id, readableBody(n, ev))
+			}
+			switch {
+			case !needPlain:
+			case roles[i].entries != nil:
+				r.plain = c.renderBurst(n, roles[i], id)
+			case !roles[i].in:
+				r.plain = c.renderPlain(n, ev, id, time.Time{})
+			}
 		}
 		out = append(out, r)
 	}
@@ -388,8 +449,14 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			}
 			for _, a := range auds {
 				suffix := r.suffix
-				if a.body {
+				switch {
+				case a.format == hub.FormatMessage:
+					suffix = r.plain
+				case a.body:
 					suffix = r.withBody
+				}
+				if suffix == nil {
+					continue
 				}
 				// The multicast stanzas first: the server's multicast
 				// service fans them out while its end of the connection
@@ -505,6 +572,20 @@ func (c *Component) renderDelete(n hub.Node, to, id string) []byte {
 	return b.Bytes()
 }
 
+// renderDeletePlain tells a reader of plain messages that the node is
+// gone, in words.
+func (c *Component) renderDeletePlain(n hub.Node, s hub.Subscription, id string) []byte {
+	var b xmlBuf
+	b.Write(c.messagePrefixOfType(hub.MessageTypeOf(&n, s.Options)))
+	escapeAttr(&b.Buffer, s.Address)
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	b.element("body", sanitizeText(fmt.Sprintf("[%s] This node was deleted: nothing more will come from it.", nodeName(&n))))
+	b.close("message")
+	return b.Bytes()
+}
+
 // stanzaIDs gives the messages the component sends on its own
 // (notifications, chat answers) their ids, which RFC 6120 §8.1.3
 // recommends and clients use to match errors and receipts. A random
@@ -528,4 +609,31 @@ func (s *stanzaIDs) next() string {
 	var buf [32]byte
 	b := append(buf[:0], s.prefix...)
 	return string(strconv.AppendUint(b, s.n.Add(1), 36))
+}
+
+// forNode is a new id of a notification about a node: the node's id goes
+// into it ("n<node>."), so that an error answering the notification
+// (XEP-0060 §12.3) names the node whose subscription bounced, whatever
+// process sent it and however long ago.
+func (s *stanzaIDs) forNode(nodeID int64) string {
+	var buf [48]byte
+	b := append(buf[:0], s.prefix...)
+	b = append(b, 'n')
+	b = strconv.AppendInt(b, nodeID, 36)
+	b = append(b, '.')
+	return string(strconv.AppendUint(b, s.n.Add(1), 36))
+}
+
+// nodeOfStanzaID returns the node a notification id of forNode names.
+func nodeOfStanzaID(id string) (int64, bool) {
+	_, rest, ok := strings.Cut(id, "-n")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(num, 36, 64)
+	if !ok || err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
 }

@@ -1,32 +1,157 @@
 package component
 
 import (
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pingd/pingd/hub"
 )
 
-// Readable notifications: most Jabber clients show no pubsub events, so a
-// subscription with pubsub#include_body gets a plain-text <body> beside
-// the event: the node, the entry's title and link, and a short summary.
-// The Atom payload stays as it is for clients that read it (XEP-0277).
+// Readable notifications: most Jabber clients show no pubsub events, and
+// some (Profanity, and clients that use PEP themselves) drop a message
+// that carries one, whatever else it holds. A subscription of the message
+// format (hub.FormatMessage; chat and ad-hoc subscriptions) therefore
+// gets plain messages: the readable text below as the <body> and the
+// entry's link as an XEP-0066 out-of-band URL, no pubsub#event. A
+// pubsub-format subscription with pubsub#include_body gets the same text
+// as a <body> beside the event, whose Atom payload stays as it is for
+// clients that read it (XEP-0277).
+//
+// Bursts: when one append to a node's log (one fetch of its feed, or the
+// publishes carried out together) brings more than burstThreshold items,
+// readers of plain messages get one message listing their titles and
+// links instead of one message each, at most maxBurstEntries entries to a
+// message. A feed that adds 30 entries at once is one message, not 30.
 
-// maxBodySummaryRunes caps the summary in a notification's body.
-const maxBodySummaryRunes = 300
+const (
+	// maxBodySummaryRunes caps the summary in a notification's body.
+	maxBodySummaryRunes = 300
+	// burstThreshold is the most items of one append sent as messages of
+	// their own; more become one message listing them.
+	burstThreshold = 3
+	// maxBurstEntries caps the entries one burst message lists (titles
+	// and links, about 200 bytes each); a larger burst is several.
+	maxBurstEntries = 50
+	nsOOB           = "jabber:x:oob"
+	nsDelay         = "urn:xmpp:delay"
+)
+
+// nodeName is how messages name a node: its title, else its name.
+func nodeName(n *hub.Node) string {
+	if n.Title != "" {
+		return collapseSpace(n.Title)
+	}
+	return collapseSpace(n.Name)
+}
+
+// renderPlain renders the rest of an item's plain message, after the "to"
+// value: the id, the readable body, the XEP-0066 link to the entry and,
+// when delay is set, an XEP-0203 delay (an item sent again later, such as
+// the last one to a new subscriber).
+func (c *Component) renderPlain(n *hub.Node, ev hub.Event, id string, delay time.Time) []byte {
+	var b xmlBuf
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	b.element("body", readableBody(n, ev))
+	if link := hub.WebLink(ev.Link); link != "" {
+		b.open("x", "xmlns", nsOOB).element("url", sanitizeText(link))
+		if t := collapseSpace(ev.Title); t != "" {
+			b.element("desc", sanitizeText(t))
+		}
+		b.close("x")
+	}
+	writeDelay(&b, delay, c.domainStr)
+	b.close("message")
+	return b.Bytes()
+}
+
+// writeDelay writes an XEP-0203 delay element when at is set.
+func writeDelay(b *xmlBuf, at time.Time, from string) {
+	if !at.IsZero() {
+		b.empty("delay", "xmlns", nsDelay, "from", from, "stamp", at.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+}
+
+// burstRole is what an event of a batch is to the readers of plain
+// messages.
+type burstRole struct {
+	// in is set for every item of a burst: it is not sent on its own.
+	in bool
+	// entries is set on the first item of each chunk of a burst: the
+	// chunk's items, listed in one message sent in that item's place.
+	entries []hub.Event
+	// from is the position of the chunk's first item in the burst (0 for
+	// the first chunk), total the number of items of the whole burst.
+	from, total int
+}
+
+// burstRoles finds the bursts of a batch: runs of more than
+// burstThreshold item events appended together (the same Created time:
+// one transaction), cut into chunks of maxBurstEntries.
+func burstRoles(events []hub.Event) []burstRole {
+	roles := make([]burstRole, len(events))
+	for i := 0; i < len(events); {
+		j := i
+		for j < len(events) && events[j].Kind == hub.EventItem && events[j].Created.Equal(events[i].Created) {
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		if j-i > burstThreshold {
+			for k := i; k < j; k++ {
+				roles[k].in = true
+			}
+			for k := i; k < j; k += maxBurstEntries {
+				end := min(j, k+maxBurstEntries)
+				roles[k].entries, roles[k].from, roles[k].total = events[k:end], k-i, j-i
+			}
+		}
+		i = j
+	}
+	return roles
+}
+
+// renderBurst renders the plain message of one chunk of a burst, after
+// the "to" value.
+func (c *Component) renderBurst(n *hub.Node, role burstRole, id string) []byte {
+	var t strings.Builder
+	fmt.Fprintf(&t, "[%s] %d new entries", nodeName(n), role.total)
+	if len(role.entries) < role.total {
+		fmt.Fprintf(&t, " (%d to %d)", role.from+1, role.from+len(role.entries))
+	}
+	t.WriteString(":")
+	for i, ev := range role.entries {
+		title := collapseSpace(ev.Title)
+		if title == "" {
+			title = "New item " + ev.ItemID
+		}
+		fmt.Fprintf(&t, "\n%d. %s", role.from+i+1, truncateRunes(title, maxBodySummaryRunes))
+		if link := hub.WebLink(ev.Link); link != "" {
+			t.WriteString("\n   " + link)
+		}
+	}
+	var b xmlBuf
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	b.element("body", sanitizeText(t.String()))
+	b.close("message")
+	return b.Bytes()
+}
 
 // readableBody is the plain text of an item notification.
 func readableBody(n *hub.Node, ev hub.Event) string {
 	var b strings.Builder
-	name := n.Title
-	if name == "" {
-		name = n.Name
-	}
 	title := collapseSpace(ev.Title)
 	if title == "" {
 		title = "New item " + ev.ItemID
 	}
-	b.WriteString("[" + collapseSpace(name) + "] " + title)
+	b.WriteString("[" + nodeName(n) + "] " + title)
 	if link := hub.WebLink(ev.Link); link != "" { // clients make links clickable
 		b.WriteString("\n" + link)
 	}

@@ -428,7 +428,7 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	if err != nil {
 		return err
 	}
-	if existed && r.Form != nil && (sub.Options.IncludeBody != opts.IncludeBody || sub.Options.MessageType != opts.MessageType) {
+	if existed && r.Form != nil && !sameXMPPOptions(sub.Options, opts) {
 		// Subscribing again with options changes them (§6.3.7).
 		if sub, err = c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 			return err
@@ -441,7 +441,7 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	b.empty("subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID, "subscription", "subscribed")
 	if r.Form != nil {
 		b.open("options", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
-		renderForm(b, subOptionsForm(sub.Options, nodeMessageType(n), true))
+		renderForm(b, subOptionsForm(sub.Options, n, true))
 		b.close("options")
 	}
 	b.close("pubsub")

@@ -17,36 +17,54 @@ import (
 
 // XEP-0060 subscription options (§6.3): a subscriber reads and changes
 // the options of its subscription with a pubsub#subscribe_options form, or
-// gives them with the subscribe request itself (§6.3.7). pingd offers two:
+// gives them with the subscribe request itself (§6.3.7). pingd offers
 // pubsub#include_body, a readable <body> beside each event for clients
-// that show no pubsub events, and the message type of the notifications.
-// XEP-0060 registers no field for the latter, so it is implementation-
-// specific and named with the "x-" prefix XEP-0068 asks for.
+// that show no pubsub events, and two fields of its own: the format of
+// the notifications (the pubsub#event, or a plain message without one)
+// and their message type. XEP-0060 registers no field for either, so they
+// are implementation-specific and named with the "x-" prefix XEP-0068
+// asks for.
 
 const (
 	formSubscribeOptions = nsPubsub + "#subscribe_options"
 	fieldIncludeBody     = "pubsub#include_body"
 	fieldMessageType     = "x-pingd#message_type"
+	fieldFormat          = "x-pingd#format"
 )
 
-// subOptionsForm is the options form filled with opts (type form, or
-// result when answering a subscribe-and-configure).
-func subOptionsForm(opts hub.Options, nodeType string, result bool) *form.Data {
-	typ := opts.MessageType
-	if typ == "" {
-		typ = nodeType
+// subOptionsForm is the options form filled with opts for a subscription
+// to n (nil: any node), of type form, or result when answering a
+// subscribe-and-configure.
+func subOptionsForm(opts hub.Options, n *hub.Node, result bool) *form.Data {
+	format := opts.Format
+	if format == "" {
+		format = hub.FormatPubsub
 	}
 	fields := []form.Field{
 		form.Title("Subscription options"),
 		form.Hidden("FORM_TYPE", form.Value(formSubscribeOptions)),
-		form.Boolean(fieldIncludeBody, form.Label("Add a readable message body to each notification"),
+		formatField(format),
+		form.Boolean(fieldIncludeBody, form.Label("Add a readable message body to each pubsub event"),
 			form.Value(boolValue(opts.IncludeBody))),
-		messageTypeField(typ),
+		messageTypeField(hub.MessageTypeOf(n, opts)),
 	}
 	if result {
 		fields = append([]form.Field{form.Result}, fields...)
 	}
 	return form.New(fields...)
+}
+
+// formatField offers the notification formats.
+func formatField(value string) form.Field {
+	return form.List(fieldFormat, form.Label("What a notification is"), form.Value(value),
+		form.ListItem("A plain message every client shows (text and link)", hub.FormatMessage),
+		form.ListItem("An XEP-0060 pubsub event (for clients that read pubsub)", hub.FormatPubsub))
+}
+
+// sameXMPPOptions reports whether two subscriptions' XMPP options are
+// the same.
+func sameXMPPOptions(a, b hub.Options) bool {
+	return a.Format == b.Format && a.IncludeBody == b.IncludeBody && a.MessageType == b.MessageType
 }
 
 // invalidOptions is the error for a subscription options form pingd
@@ -98,6 +116,14 @@ func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaErro
 		}
 		opts.MessageType = v
 	}
+	if v, ok, serr := f.single(fieldFormat); serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	} else if ok {
+		if v == "" || !hub.ValidFormat(v) {
+			return opts, invalidOptions("%s must be %s or %s, not %q", fieldFormat, hub.FormatMessage, hub.FormatPubsub, v)
+		}
+		opts.Format = v
+	}
 	return opts, nil
 }
 
@@ -125,7 +151,7 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 		var ok bool
 		var why string
 		switch name {
-		case "FORM_TYPE", fieldIncludeBody, fieldMessageType:
+		case "FORM_TYPE", fieldIncludeBody, fieldMessageType, fieldFormat:
 			continue // checked and applied by applySubOptionsForm
 		case "pubsub#deliver":
 			b, valid := parseXSDBool(values[0])
@@ -151,7 +177,7 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 			if !strings.HasPrefix(name, "pubsub#") && !strings.HasPrefix(name, "x-pingd#") {
 				continue // not this form type's field
 			}
-			why = "it offers " + fieldIncludeBody + " and " + fieldMessageType + " only" // a field pingd does not know
+			why = "it offers " + fieldIncludeBody + ", " + fieldFormat + " and " + fieldMessageType + " only" // a field pingd does not know
 		}
 		if !ok {
 			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), why)
@@ -191,7 +217,7 @@ func (c *Component) optionsGet(ctx context.Context, b *xmlBuf, sender jid.JID, r
 	}
 	b.open("pubsub", "xmlns", nsPubsub)
 	b.open("options", "node", n.Name, "jid", sub.Address, "subid", sub.SubID)
-	renderForm(b, subOptionsForm(sub.Options, nodeMessageType(n), false))
+	renderForm(b, subOptionsForm(sub.Options, n, false))
 	b.close("options").close("pubsub")
 	return nil
 }
@@ -206,35 +232,34 @@ func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) 
 	if serr != nil {
 		return serr
 	}
-	if opts.IncludeBody == sub.Options.IncludeBody && opts.MessageType == sub.Options.MessageType {
+	if sameXMPPOptions(opts, sub.Options) {
 		return nil
 	}
 	if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 		return err
 	}
 	c.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
-		"include_body", opts.IncludeBody, "message_type", opts.MessageType)
+		"format", opts.Format, "include_body", opts.IncludeBody, "message_type", opts.MessageType)
 	return nil
 }
 
 // subscriptionDefaults answers a request for the default subscription
 // options (§6.4).
 func (c *Component) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *request) error {
-	nodeType := hub.NotifyHeadline
+	var n *hub.Node
 	if r.HasNode && r.Node != "" {
-		n, err := c.node(ctx, r.Node)
-		if err != nil {
+		var err error
+		if n, err = c.node(ctx, r.Node); err != nil {
 			return err
 		}
-		nodeType = nodeMessageType(n)
 	}
 	b.open("pubsub", "xmlns", nsPubsub)
-	if r.HasNode && r.Node != "" {
+	if n != nil {
 		b.open("default", "node", r.Node)
 	} else {
 		b.open("default")
 	}
-	renderForm(b, subOptionsForm(hub.Options{}, nodeType, false))
+	renderForm(b, subOptionsForm(hub.Options{}, n, false))
 	b.close("default").close("pubsub")
 	return nil
 }

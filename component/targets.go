@@ -94,7 +94,9 @@ func nilUnlessInternal(err error) error {
 }
 
 // subscribeTarget subscribes bare to the node target names, with opts.
-func (c *Component) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, via string) (string, error) {
+// An existing subscription keeps its options unless change (nil: keep)
+// gives other ones.
+func (c *Component) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
 	n, msg, err := c.findTarget(ctx, target, true)
 	if n == nil {
 		return msg, err
@@ -108,11 +110,13 @@ func (c *Component) subscribeTarget(ctx context.Context, bare, target string, op
 	case err != nil:
 		return "", err
 	case existed:
-		if sub.Options.IncludeBody != opts.IncludeBody || sub.Options.MessageType != opts.MessageType {
-			if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
-				return "", err
+		if change != nil {
+			if opts := change(sub.Options); !sameXMPPOptions(opts, sub.Options) {
+				if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("You are already subscribed to %q; your notification settings are updated.", n.Name), nil
 			}
-			return fmt.Sprintf("You are already subscribed to %q; your notification settings are updated.", n.Name), nil
 		}
 		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
 	}

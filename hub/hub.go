@@ -515,6 +515,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if s.BareJID == "" {
 			return nil, false, fmt.Errorf("%w: XMPP subscription without a bare JID", ErrInvalid)
 		}
+		if !ValidFormat(s.Options.Format) || !ValidMessageType(s.Options.MessageType) {
+			return nil, false, fmt.Errorf("%w: notification format %q, message type %q", ErrInvalid, s.Options.Format, s.Options.MessageType)
+		}
 		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
 		}

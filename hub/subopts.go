@@ -19,11 +19,46 @@ func ValidMessageType(t string) bool {
 	return false
 }
 
+// The formats of XMPP notifications (Options.Format). FormatPubsub is the
+// XEP-0060 event (with a readable <body> when IncludeBody asks for one),
+// for clients that read pubsub; FormatMessage is a plain message every
+// client shows: the readable body and an XEP-0066 link, no pubsub#event
+// element, which some clients (Profanity, and others that use PEP
+// themselves) drop whatever else the message carries.
+const (
+	FormatPubsub  = "pubsub"
+	FormatMessage = "message"
+)
+
+// ValidFormat reports whether f is a notification format ("" is pubsub).
+func ValidFormat(f string) bool {
+	return f == "" || f == FormatPubsub || f == FormatMessage
+}
+
+// MessageTypeOf is the message type of an XMPP subscription's
+// notifications on node n: the subscription's own, else chat for plain
+// messages (stored offline and archived by servers, shown in a
+// conversation by every client), else the node's.
+func MessageTypeOf(n *Node, o Options) string {
+	switch {
+	case o.MessageType != "" && ValidMessageType(o.MessageType):
+		return o.MessageType
+	case o.Format == FormatMessage:
+		return NotifyChat
+	case n != nil && n.NotificationType == NotifyNormal:
+		return NotifyNormal
+	}
+	return NotifyHeadline
+}
+
 // SetSubscriptionOptions replaces the options of an existing subscription
 // (XEP-0060 §6.3); its state, cursor and delivery state are kept.
 func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
 	if !ValidMessageType(opts.MessageType) {
 		return nil, fmt.Errorf("%w: message type %q", ErrInvalid, opts.MessageType)
+	}
+	if !ValidFormat(opts.Format) {
+		return nil, fmt.Errorf("%w: notification format %q", ErrInvalid, opts.Format)
 	}
 	sub.Options = opts
 	if _, err := h.store.PutSubscription(ctx, &sub); err != nil {

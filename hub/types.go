@@ -381,10 +381,13 @@ type Options struct {
 	// to call (xml-rpc, soap).
 	Protocol  string `json:"protocol,omitempty"`
 	Procedure string `json:"procedure,omitempty"`
-	// XMPP (XEP-0060 subscription options): IncludeBody adds a readable
-	// <body> (title, link, summary) to each notification, for clients that
-	// show no pubsub events; MessageType is the notification's message
-	// type (headline, normal or chat), "" for the node's own.
+	// XMPP: Format is what a notification is, FormatPubsub ("" too) or
+	// FormatMessage. IncludeBody (XEP-0060 subscription option) adds a
+	// readable <body> (title, link, summary) to each pubsub#event;
+	// MessageType is the notification's message type (headline, normal or
+	// chat), "" for the default: the node's own for FormatPubsub, chat for
+	// FormatMessage.
+	Format      string `json:"format,omitempty"`
 	IncludeBody bool   `json:"include_body,omitempty"`
 	MessageType string `json:"message_type,omitempty"`
 	// Verify carries a pending request's verification parameters (for

@@ -414,7 +414,20 @@ func TestClientsSlixmpp(t *testing.T) {
 	if got, ok := field[[]string](t, report, "chat_subscription_in_pubsub"); ok && !slices.Equal(got, []string{"news"}) {
 		t.Errorf("after subscribing by chat, XEP-0060 subscriptions: %q", got)
 	}
-	wantEvents("chat_subscriber_notified", slixEvent{Kind: "publish", Node: "news", ID: "chat-1"})
+	if got, ok := field[struct {
+		Notes []struct {
+			Type  string `json:"type"`
+			Body  string `json:"body"`
+			URL   string `json:"url"`
+			Event bool   `json:"event"`
+		} `json:"notes"`
+		Events []slixEvent `json:"events"`
+	}](t, report, "chat_subscriber_notified"); ok {
+		if len(got.Notes) != 1 || got.Notes[0].Type != "chat" || !strings.Contains(got.Notes[0].Body, "For the chat subscriber") ||
+			got.Notes[0].URL == "" || got.Notes[0].Event || len(got.Events) != 0 {
+			t.Errorf("chat_subscriber_notified: %+v, want one plain chat message with the title and an XEP-0066 link, no event", got)
+		}
+	}
 
 	// An affiliation set over XMPP is the node's whitelist over HTTP.
 	if got, ok := field[string](t, report, "whitelist_member_subscribe"); ok && got != "subscribed" {

@@ -40,6 +40,8 @@ class Client(slixmpp.ClientXMPP):
             self.register_plugin(plugin)
         self.events = asyncio.Queue()
         self.chats = asyncio.Queue()
+        # Plain notifications: messages with a body and an XEP-0066 link.
+        self.notes = asyncio.Queue()
         self.started = asyncio.get_event_loop().create_future()
         self.add_event_handler("session_start", self._on_start)
         self.add_event_handler("failed_auth", self._on_failed_auth)
@@ -60,7 +62,14 @@ class Client(slixmpp.ClientXMPP):
 
     def _on_message(self, msg):
         if msg["type"] in ("chat", "normal") and msg["body"]:
-            self.chats.put_nowait({"from": str(msg["from"]), "type": msg["type"], "body": msg["body"]})
+            rec = {"from": str(msg["from"]), "type": msg["type"], "body": msg["body"]}
+            oob = msg.xml.find("{jabber:x:oob}x")
+            if oob is not None:
+                rec["url"] = oob.findtext("{jabber:x:oob}url") or ""
+                rec["event"] = msg.xml.find("{http://jabber.org/protocol/pubsub#event}event") is not None
+                self.notes.put_nowait(rec)
+            else:
+                self.chats.put_nowait(rec)
 
     def _on_event(self, msg):
         for child in msg["pubsub_event"].xml:
@@ -623,9 +632,12 @@ class Scenario:
         await self.step("chat_subscription_in_pubsub", subscriptions())
 
         async def notified():
+            # A chat subscription gets plain chat messages, not events.
             drain(c.events)
+            drain(c.notes)
             await self.change_feed("chat-1", "For the chat subscriber")
-            return await collect(c.events, 1, 20, 0.5)
+            notes = await collect(c.notes, 1, 20, 0.5)
+            return {"notes": notes, "events": await collect(c.events, 0, 0, 0)}
 
         await self.step("chat_subscriber_notified", notified())
 

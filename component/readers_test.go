@@ -1,0 +1,218 @@
+package component
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
+)
+
+// Tests of what readers on plain Jabber clients get: plain messages,
+// bursts as one message, options kept when subscribing again.
+
+// publishMany publishes entries n1 … nk of a node in one append, as one
+// fetch of a feed brings them.
+func (e *env) publishMany(node, prefix string, k int) {
+	e.t.Helper()
+	ids := make([]string, k)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%d", prefix, i+1)
+	}
+	e.publish(node, ids...)
+}
+
+// TestBurstIsOneMessage: a reader of plain messages gets the entries of
+// one append beyond the burst threshold as one message listing them; a
+// few entries come one by one; pubsub subscribers get one event each.
+func TestBurstIsOneMessage(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("demo", "Demo feed", hub.AccessOpen)
+	alice := e.dial("alice", "reader")
+	bob := e.dial("bob", "pubsub")
+	if got := chatSay(t, e, alice, "subscribe demo"); !strings.Contains(got, `Subscribed to "demo"`) {
+		t.Fatalf("subscribe answered %q", got)
+	}
+	result(t, e.request(bob, "set", subscribePayload("demo", bob.JID.String())))
+
+	e.publishMany("demo", "b", 30)
+	msg := nextMessage(t, alice, 10*time.Second, isPlain)
+	body := bodyOf(msg)
+	if !strings.Contains(body, "[Demo feed] 30 new entries") {
+		t.Errorf("burst message %q", body)
+	}
+	for i := 1; i <= 30; i++ {
+		for _, want := range []string{fmt.Sprintf("Title b%d\n", i), fmt.Sprintf("http://example.org/b%d", i)} {
+			if !strings.Contains(body+"\n", want) {
+				t.Errorf("burst message lacks %q:\n%s", want, body)
+			}
+		}
+	}
+	noNotifications(t, alice, 500*time.Millisecond) // one message, not 30
+	if got := collectItems(t, bob, "demo", 30); len(got) != 30 {
+		t.Errorf("the pubsub subscriber got %d items", len(got))
+	}
+
+	// A few entries at once (up to the threshold) come one by one, with
+	// their links.
+	e.publishMany("demo", "f", burstThreshold)
+	for i := 1; i <= burstThreshold; i++ {
+		m := nextMessage(t, alice, 10*time.Second, isPlain)
+		if want := fmt.Sprintf("Title f%d", i); !strings.Contains(bodyOf(m), want) || oobURL(m) != fmt.Sprintf("http://example.org/f%d", i) {
+			t.Errorf("message %d: %s, want %s alone", i, m.standalone(), want)
+		}
+	}
+	noNotifications(t, alice, 300*time.Millisecond)
+
+	// A burst larger than one message holds is several, each saying which
+	// entries it lists.
+	e.publishMany("demo", "m", maxBurstEntries+5)
+	first := bodyOf(nextMessage(t, alice, 10*time.Second, isPlain))
+	second := bodyOf(nextMessage(t, alice, 10*time.Second, isPlain))
+	if !strings.Contains(first, fmt.Sprintf("%d new entries (1 to %d)", maxBurstEntries+5, maxBurstEntries)) ||
+		!strings.Contains(second, fmt.Sprintf("(%d to %d)", maxBurstEntries+1, maxBurstEntries+5)) ||
+		!strings.Contains(second, fmt.Sprintf("Title m%d\n", maxBurstEntries+1)) {
+		t.Errorf("a burst of %d: %q then %q", maxBurstEntries+5, first, second)
+	}
+}
+
+func TestBurstRoles(t *testing.T) {
+	at := func(sec int) time.Time { return time.Unix(int64(sec), 0) }
+	var events []hub.Event
+	add := func(kind hub.EventKind, created time.Time, n int) {
+		for range n {
+			events = append(events, hub.Event{Kind: kind, ItemID: fmt.Sprint(len(events)), Created: created})
+		}
+	}
+	add(hub.EventItem, at(1), burstThreshold)    // 0-2: on their own
+	add(hub.EventItem, at(2), burstThreshold+1)  // 3-6: one burst
+	add(hub.EventRetract, at(3), 1)              // 7
+	add(hub.EventItem, at(4), maxBurstEntries+2) // 8-59: two chunks
+	roles := burstRoles(events)
+	for i := range 3 {
+		if roles[i].in || roles[i].entries != nil {
+			t.Errorf("event %d of a small append: %+v", i, roles[i])
+		}
+	}
+	if r := roles[3]; !r.in || len(r.entries) != burstThreshold+1 || r.total != burstThreshold+1 || r.from != 0 {
+		t.Errorf("burst start: %+v", r)
+	}
+	for i := 4; i <= 6; i++ {
+		if !roles[i].in || roles[i].entries != nil {
+			t.Errorf("event %d inside a burst: %+v", i, roles[i])
+		}
+	}
+	if roles[7].in {
+		t.Errorf("a retraction is in a burst")
+	}
+	if r := roles[8]; len(r.entries) != maxBurstEntries || r.total != maxBurstEntries+2 {
+		t.Errorf("first chunk: %d entries of %d", len(r.entries), r.total)
+	}
+	if r := roles[8+maxBurstEntries]; len(r.entries) != 2 || r.from != maxBurstEntries {
+		t.Errorf("second chunk: %d entries from %d", len(r.entries), r.from)
+	}
+}
+
+func TestRoundEnd(t *testing.T) {
+	at := func(sec int) time.Time { return time.Unix(int64(sec), 0) }
+	// Appends of 3, 4 and 2 events.
+	var events []hub.Event
+	for i, n := range []int{3, 4, 2} {
+		for range n {
+			events = append(events, hub.Event{Created: at(i)})
+		}
+	}
+	for _, c := range []struct {
+		end  int
+		more bool
+		want int
+	}{
+		{9, false, 9}, // the whole read, and the log ends there
+		{3, false, 3}, // a cut between two appends stays
+		{5, false, 3}, // inside the second append: back to its start
+		{2, false, 3}, // inside the first: forward to its end
+		{9, true, 7},  // the log may go on: the last append may be cut by the read
+		{1, true, 3},
+	} {
+		if got := roundEnd(events, c.end, c.more); got != c.want {
+			t.Errorf("roundEnd(end %d, more %v) = %d, want %d", c.end, c.more, got, c.want)
+		}
+	}
+	// One append filling the whole read is sent as it is.
+	one := make([]hub.Event, 5)
+	if got := roundEnd(one, 5, true); got != 5 {
+		t.Errorf("one append filling the read: %d", got)
+	}
+}
+
+// TestSubscribingAgainKeepsOptions: options chosen with the ad-hoc command
+// or XEP-0060 stay when the reader subscribes again by chat.
+func TestSubscribingAgainKeepsOptions(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	n := e.createNode("demo", "Demo feed", hub.AccessOpen)
+	alice := e.dial("alice", "keep")
+	options := func() hub.Options {
+		t.Helper()
+		subs, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+		if err != nil || len(subs) != 1 {
+			t.Fatalf("subscriptions %+v, %v", subs, err)
+		}
+		return subs[0].Options
+	}
+	// A chat subscription: plain messages of type chat.
+	chatSay(t, e, alice, "subscribe demo")
+	if o := options(); o.Format != hub.FormatMessage || hub.MessageTypeOf(n, o) != hub.NotifyChat {
+		t.Fatalf("a chat subscription has options %+v", o)
+	}
+	// The reader chooses normal messages with the ad-hoc command …
+	note := completedNote(t, command(t, e, alice, "pingd#subscribe", "complete", "s1",
+		submitFields(map[string]string{"target": "demo", fieldMessageType: hub.NotifyNormal})), "info")
+	if !strings.Contains(note, "settings are updated") {
+		t.Errorf("ad-hoc subscribe again: %q", note)
+	}
+	// … and subscribing by chat again keeps them.
+	if got := chatSay(t, e, alice, "subscribe demo"); !strings.Contains(got, "already subscribed") || strings.Contains(got, "updated") {
+		t.Errorf("subscribing again by chat answered %q", got)
+	}
+	if o := options(); o.Format != hub.FormatMessage || o.MessageType != hub.NotifyNormal {
+		t.Errorf("after subscribing again by chat the options are %+v, want the normal messages chosen before", o)
+	}
+	e.publish("demo", "k1")
+	if m := nextMessage(t, alice, 10*time.Second, isPlain); m.attr("type") != hub.NotifyNormal {
+		t.Errorf("notification %s, want type normal", m.standalone())
+	}
+	// The ad-hoc form offers the format: pubsub events with a body.
+	completedNote(t, command(t, e, alice, "pingd#subscribe", "complete", "s2",
+		submitFields(map[string]string{"target": "demo", fieldFormat: hub.FormatPubsub, fieldMessageType: hub.NotifyHeadline, fieldIncludeBody: "1"})), "info")
+	chatSay(t, e, alice, "subscribe demo")
+	e.publish("demo", "k2")
+	if m := nextMessage(t, alice, 10*time.Second, isNotification); !isEvent(m) || m.attr("type") != hub.NotifyHeadline || !strings.Contains(bodyOf(m), "Title k2") {
+		t.Errorf("after choosing pubsub events: %s", m.standalone())
+	}
+	// XEP-0060 options can choose plain messages too.
+	opts := result(t, e.request(alice, "get", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q/></pubsub>`, nsPubsub, alice.JID.Bare())))
+	if f, serr := parseForm(find(opts, "pubsub", "options", "x")); serr != nil || len(f.Values[fieldFormat]) != 1 || f.Values[fieldFormat][0] != hub.FormatPubsub {
+		t.Errorf("options form %s", opts.standalone())
+	}
+	result(t, e.request(alice, "set", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q><x xmlns="jabber:x:data" type="submit">`+
+		`<field var="FORM_TYPE" type="hidden"><value>%s</value></field><field var="%s"><value>message</value></field>`+
+		`<field var="%s"><value>chat</value></field></x></options></pubsub>`, nsPubsub, alice.JID.Bare(), formSubscribeOptions, fieldFormat, fieldMessageType)))
+	e.publish("demo", "k3")
+	if m := nextMessage(t, alice, 10*time.Second, isNotification); isEvent(m) || m.attr("type") != hub.NotifyChat || oobURL(m) != "http://example.org/k3" {
+		t.Errorf("after choosing plain messages over XEP-0060: %s", m.standalone())
+	}
+	stanzaErr(t, e.request(alice, "set", fmt.Sprintf(`<pubsub xmlns=%q><options node="demo" jid=%q><x xmlns="jabber:x:data" type="submit">`+
+		`<field var="%s"><value>smoke-signals</value></field></x></options></pubsub>`, nsPubsub, alice.JID.Bare(), fieldFormat)), "modify", "bad-request", "invalid-options")
+
+	// Deleting the node tells a reader of plain messages in words.
+	if err := e.hub.DeleteNode(e.ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, alice, 10*time.Second, isNotification); isEvent(m) || !strings.Contains(bodyOf(m), "was deleted") {
+		t.Errorf("delete notification to a reader: %s", m.standalone())
+	}
+}
