@@ -107,6 +107,8 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 		return
 	}
 	cmd := parseChatCommand(body.text())
+	ctx, after := withFollowUps(ctx)
+	defer after.run(ctx)
 	answer := c.runChatCommand(ctx, from, cmd)
 	var b xmlBuf
 	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())

@@ -2,6 +2,7 @@ package component
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"strconv"
@@ -23,6 +24,7 @@ const (
 	fieldMaxItems         = "pubsub#max_items"
 	fieldDeliverPayloads  = "pubsub#deliver_payloads"
 	fieldNotificationType = "pubsub#notification_type"
+	fieldSendLastItem     = "pubsub#send_last_published_item"
 )
 
 // renderForm writes a mellium form as XML.
@@ -58,6 +60,10 @@ func configForm(cfg hub.NodeConfig) *form.Data {
 			form.Value(cfg.NotificationType),
 			form.ListItem("Messages of type normal", hub.NotifyNormal),
 			form.ListItem("Messages of type headline", hub.NotifyHeadline)),
+		form.List(fieldSendLastItem, form.Label("When to send the last published item"),
+			form.Value(cmp.Or(cfg.SendLastPublished, hub.SendLastOnSub)),
+			form.ListItem("When a new subscription is processed", hub.SendLastOnSub),
+			form.ListItem("Never", hub.SendLastNever)),
 	)
 }
 
@@ -183,6 +189,19 @@ func applyConfigForm(cfg hub.NodeConfig, f *submittedForm) (hub.NodeConfig, *sta
 			return cfg, notAcceptable("", "pubsub#notification_type must be normal or headline, not %q", v)
 		}
 		cfg.NotificationType = v
+	}
+	if v, ok, err := f.single(fieldSendLastItem); err != nil {
+		return cfg, err
+	} else if ok {
+		switch v {
+		case hub.SendLastOnSub, hub.SendLastNever:
+			cfg.SendLastPublished = v
+		case hub.SendLastOnSubAndPresence:
+			return cfg, notAcceptable("", "%s %s is not supported: pingd does not follow its subscribers' presence; "+
+				"it sends the last item to new subscriptions (%s) or never", fieldSendLastItem, v, hub.SendLastOnSub)
+		default:
+			return cfg, notAcceptable("", "%s must be %s or %s, not %q", fieldSendLastItem, hub.SendLastOnSub, hub.SendLastNever, v)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, notAcceptable("", "%v", err)

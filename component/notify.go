@@ -349,7 +349,9 @@ type rendered struct {
 	// head is the length of the suffixes' start, up to the end of the
 	// message's start tag (the id); the multicast addresses go there.
 	head int
-	only []byte // a single recipient (revoke, subscribed), else nil
+	// only is a single recipient (revoke, subscribed, last), else nil;
+	// onlyPrefix its message start when it is not the node's.
+	only, onlyPrefix []byte
 }
 
 // writeEvents renders each event once per variant and writes it to every
@@ -409,6 +411,12 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	for i, ev := range events {
 		// One id per event, shared by all its copies: only "to" varies.
 		id := c.stanzaIDs.forNode(n.ID)
+		if ev.Kind == hub.EventLast {
+			if r, ok := c.renderLast(n, ev, id, subs); ok {
+				out = append(out, r)
+			}
+			continue
+		}
 		suffix := c.renderEvent(n, ev, id, "")
 		if suffix == nil {
 			continue
@@ -441,7 +449,11 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		var batch [][]byte
 		for _, r := range out {
 			if r.only != nil {
-				w.Write(prefix)
+				if r.onlyPrefix != nil {
+					w.Write(r.onlyPrefix)
+				} else {
+					w.Write(prefix)
+				}
 				w.Write(r.only)
 				w.Write(r.suffix)
 				unicast++
@@ -510,6 +522,33 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	return err
 }
 
+// renderLast renders the newest item sent to a new subscription
+// (hub.EventLast) as that subscription's options ask, with a delay that
+// says it is not new; false when the subscription is gone meanwhile.
+func (c *Component) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.Subscription) (rendered, bool) {
+	i := slices.IndexFunc(subs, func(s hub.Subscription) bool { return s.Address == ev.Address })
+	if i < 0 {
+		return rendered{}, false
+	}
+	v := variantOf(n, &subs[i])
+	var to bytes.Buffer
+	escapeAttr(&to, ev.Address)
+	r := rendered{seq: ev.Seq, only: to.Bytes(), onlyPrefix: c.messagePrefixOfType(v.typ)}
+	switch {
+	case v.format == hub.FormatMessage:
+		r.suffix = c.renderPlain(n, ev, id, lastStamp(ev))
+	case v.body:
+		r.suffix = c.renderEvent(n, ev, id, readableBody(n, ev))
+	default:
+		r.suffix = c.renderEvent(n, ev, id, "")
+	}
+	return r, true
+}
+
+// lastStamp is the time an item sent again is stamped with (XEP-0203):
+// its entry's; none without one.
+func lastStamp(ev hub.Event) time.Time { return ev.Updated }
+
 // messagePrefix is the start of every notification of the node, up to the
 // value of the "to" attribute.
 func (c *Component) messagePrefix(n *hub.Node) []byte {
@@ -539,7 +578,7 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string) []by
 	}
 	b.open("event", "xmlns", nsPubsubEvent)
 	switch ev.Kind {
-	case hub.EventItem:
+	case hub.EventItem, hub.EventLast:
 		b.open("items", "node", n.Name)
 		writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
 		b.close("items")
@@ -554,7 +593,11 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string) []by
 	default:
 		return nil // changes without items are for URL-level subscribers
 	}
-	b.close("event").close("message")
+	b.close("event")
+	if ev.Kind == hub.EventLast {
+		writeDelay(&b, lastStamp(ev), c.domainStr)
+	}
+	b.close("message")
 	return b.Bytes()
 }
 

@@ -193,3 +193,36 @@ func (p *requestPool) close() {
 	close(p.runnable)
 	p.workers.Wait()
 }
+
+// followUps is work a request leaves for after its answer is written:
+// what the answer announces (the newest item to a new subscription)
+// comes after it on the stream.
+type followUps struct {
+	fns []func(context.Context)
+}
+
+type followUpsKey struct{}
+
+// withFollowUps gives a request's context a list of follow-ups.
+func withFollowUps(ctx context.Context) (context.Context, *followUps) {
+	f := &followUps{}
+	return context.WithValue(ctx, followUpsKey{}, f), f
+}
+
+// afterAnswer runs fn once the answer of the request ctx belongs to is
+// written, or at once outside a request.
+func afterAnswer(ctx context.Context, fn func(context.Context)) {
+	if f, ok := ctx.Value(followUpsKey{}).(*followUps); ok {
+		f.fns = append(f.fns, fn)
+		return
+	}
+	fn(ctx)
+}
+
+// run carries the follow-ups out, in order.
+func (f *followUps) run(ctx context.Context) {
+	for _, fn := range f.fns {
+		fn(ctx)
+	}
+	f.fns = nil
+}

@@ -216,3 +216,121 @@ func TestSubscribingAgainKeepsOptions(t *testing.T) {
 		t.Errorf("delete notification to a reader: %s", m.standalone())
 	}
 }
+
+// TestLastItemOnSubscribe: a new subscription gets the node's newest
+// item at once, after the answer (XEP-0060 §12.5, on_sub by default); a
+// subscription returned again does not; an owner can say never, and
+// on_sub_and_presence is refused.
+func TestLastItemOnSubscribe(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("demo", "Demo feed", hub.AccessOpen)
+	e.createNode("empty", "", hub.AccessOpen)
+	e.publish("demo", "l1", "l2")
+	alice := e.dial("alice", "last")
+	bob := e.dial("bob", "last")
+	admin := e.dial("admin", "last")
+
+	// By chat: the answer says the newest entry follows, and it does, as
+	// a plain message stamped with its time.
+	say := func(c *testenv.Client, body string) {
+		t.Helper()
+		var b xmlBuf
+		b.open("message", "type", "chat", "to", e.p.ComponentDomain).element("body", body).close("message")
+		if _, err := c.SendRaw(e.ctx, b.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say(alice, "subscribe demo")
+	first := nextMessage(t, alice, 10*time.Second, func(el *element) bool { return el.attr("type") == "chat" })
+	if isNotification(first) || !strings.Contains(bodyOf(first), "newest entry follows") {
+		t.Fatalf("the first message after subscribing is %s, want the answer saying the newest entry follows", first.standalone())
+	}
+	last := nextMessage(t, alice, 10*time.Second, isPlain)
+	if !strings.Contains(bodyOf(last), "Title l2") || oobURL(last) != "http://example.org/l2" ||
+		last.child(nsDelay, "delay") == nil || last.attr("type") != hub.NotifyChat {
+		t.Errorf("the newest entry came as %s", last.standalone())
+	}
+	// Subscribing again returns the subscription, and nothing is resent.
+	if got := chatSay(t, e, alice, "subscribe demo"); !strings.Contains(got, "already subscribed") {
+		t.Errorf("subscribe again: %q", got)
+	}
+	noNotifications(t, alice, 500*time.Millisecond)
+	// A node without items: the answer says so.
+	if got := chatSay(t, e, alice, "subscribe empty"); !strings.Contains(got, "no entry yet") {
+		t.Errorf("subscribe to an empty node: %q", got)
+	}
+
+	// Over XEP-0060: the IQ result first, then the event with a delay.
+	// Sent without waiting for the answer, so it arrives among the
+	// messages in the order the server routed them.
+	sendNoWait(t, e.ctx, bob, fmt.Sprintf(`<iq type="set" id="sub-last" to=%q>%s</iq>`, e.p.ComponentDomain,
+		subscribePayload("demo", bob.JID.String())))
+	var order []string
+	for len(order) < 2 {
+		select {
+		case raw := <-bob.Stanzas:
+			el, err := parseDocument(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case el.Name.Local == "iq" && el.attr("id") == "sub-last":
+				order = append(order, "result")
+			case el.Name.Local == "message" && isEvent(el):
+				order = append(order, "event")
+				if it := itemsOf(t, &event{msg: el, ev: el.child(nsPubsubEvent, "event")}, "demo"); len(it) != 1 || it[0].id != "l2" ||
+					el.child(nsDelay, "delay") == nil {
+					t.Errorf("the last item event: %s", el.standalone())
+				}
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("bob got %v", order)
+		}
+	}
+	if order[0] != "result" {
+		t.Errorf("bob got %v, want the subscription's result before the item", order)
+	}
+	result(t, e.request(bob, "set", subscribePayload("demo", bob.JID.String())))
+	noEvents(t, bob, 500*time.Millisecond)
+
+	// The owner's configuration: never, and on_sub_and_presence refused.
+	configure := func(value string) *element {
+		return e.request(admin, "set", fmt.Sprintf(`<pubsub xmlns=%q><configure node="demo"><x xmlns="jabber:x:data" type="submit">`+
+			`<field var="FORM_TYPE" type="hidden"><value>%s</value></field><field var=%q><value>%s</value></field>`+
+			`</x></configure></pubsub>`, nsPubsubOwner, formNodeConfig, fieldSendLastItem, value))
+	}
+	cfg := result(t, e.request(admin, "get", fmt.Sprintf(`<pubsub xmlns=%q><configure node="demo"/></pubsub>`, nsPubsubOwner)))
+	if f, serr := parseForm(find(cfg, "pubsub", "configure", "x")); serr != nil || len(f.Values[fieldSendLastItem]) != 1 || f.Values[fieldSendLastItem][0] != hub.SendLastOnSub {
+		t.Errorf("configuration form %s", cfg.standalone())
+	}
+	if el := stanzaErr(t, configure(hub.SendLastOnSubAndPresence), "modify", "not-acceptable", ""); !strings.Contains(string(el.standalone()), "presence") {
+		t.Errorf("on_sub_and_presence refused without saying why: %s", el.standalone())
+	}
+	result(t, configure(hub.SendLastNever))
+	if n, _ := e.hub.Node(e.ctx, "demo"); n.SendLastPublished != hub.SendLastNever {
+		t.Fatalf("send_last_published_item is %q after configuring never", n.SendLastPublished)
+	}
+	result(t, e.request(admin, "set", subscribePayload("demo", admin.JID.String())))
+	noEvents(t, admin, 500*time.Millisecond)
+	result(t, configure(hub.SendLastOnSub))
+
+	// An owner subscribing someone: told, and sent the newest item.
+	e.p.Register("carol", password)
+	carol := e.dial("carol", "granted")
+	result(t, e.request(admin, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscriptions node="demo">`+
+		`<subscription jid=%q subscription="subscribed"/></subscriptions></pubsub>`, nsPubsubOwner, carol.JID.Bare())))
+	var kinds []string
+	for len(kinds) < 2 {
+		ev := nextEvent(t, carol, 10*time.Second)
+		switch {
+		case ev.ev.child(nsPubsubEvent, "subscription") != nil:
+			kinds = append(kinds, "subscription")
+		case ev.ev.child(nsPubsubEvent, "items") != nil:
+			kinds = append(kinds, "item "+itemsOf(t, ev, "demo")[0].id)
+		}
+	}
+	if kinds[0] != "subscription" || kinds[1] != "item l2" {
+		t.Errorf("an owner's grant told carol %v", kinds)
+	}
+}

@@ -98,8 +98,10 @@ func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *request
 
 // answerIQ carries out one parsed IQ request and answers it.
 func (c *Component) answerIQ(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID) {
+	ctx, after := withFollowUps(ctx)
 	payload, serr := c.execute(ctx, from, req)
 	c.answer(ctx, cn, iq, req, from, payload, serr)
+	after.run(ctx)
 }
 
 // answer sends the result with payload, or the error serr.
@@ -436,6 +438,9 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	}
 	if !existed {
 		c.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
+		if _, err := c.sendLastAfterAnswer(ctx, n, sub); err != nil {
+			return err
+		}
 	}
 	b.open("pubsub", "xmlns", nsPubsub)
 	b.empty("subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID, "subscription", "subscribed")

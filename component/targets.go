@@ -121,11 +121,40 @@ func (c *Component) subscribeTarget(ctx context.Context, bare, target string, op
 		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
 	}
 	c.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
-	answer := fmt.Sprintf("Subscribed to %q: its new items will come to %s.", n.Name, bare)
+	answer := fmt.Sprintf("Subscribed to %q: its new entries will come to %s.", n.Name, bare)
 	if n.Title != "" {
-		answer = fmt.Sprintf("Subscribed to %q (%s): its new items will come to %s.", n.Name, n.Title, bare)
+		answer = fmt.Sprintf("Subscribed to %q (%s): its new entries will come to %s.", n.Name, n.Title, bare)
+	}
+	switch sent, err := c.sendLastAfterAnswer(ctx, n, sub); {
+	case err != nil:
+		return "", err
+	case sent:
+		answer += " Its newest entry follows."
+	case n.SendLastPublished != hub.SendLastNever:
+		answer += " It has no entry yet: the first comes when it changes."
 	}
 	return answer, nil
+}
+
+// sendLastAfterAnswer has the node's newest item sent to a new
+// subscription once the answer is written (XEP-0060 §12.5, on_sub), so
+// the subscriber sees at once that the subscription works; it reports
+// whether there is one to send.
+func (c *Component) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *hub.Subscription) (bool, error) {
+	if n.SendLastPublished == hub.SendLastNever {
+		return false, nil
+	}
+	items, err := c.hub.Items(ctx, n, nil, 1)
+	if err != nil || len(items) == 0 {
+		return false, err
+	}
+	s := *sub
+	afterAnswer(ctx, func(ctx context.Context) {
+		if _, err := c.hub.SendLastPublished(ctx, &s); err != nil {
+			c.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", s.Address, "err", err)
+		}
+	})
+	return true, nil
 }
 
 // unsubscribeTarget removes bare's subscriptions to the node target names.

@@ -82,6 +82,7 @@ type nodeJSON struct {
 	MaxItems         int             `json:"max_items"`
 	DeliverPayloads  bool            `json:"deliver_payloads"`
 	NotificationType string          `json:"notification_type"`
+	SendLastItem     string          `json:"send_last_published_item"`
 	Polling          hub.FeedPolling `json:"polling"`
 	Implicit         bool            `json:"implicit"`
 	Created          time.Time       `json:"created"`
@@ -124,6 +125,7 @@ func (a *API) nodeJSON(n *hub.Node) nodeJSON {
 		MaxItems:         n.MaxItems,
 		DeliverPayloads:  n.DeliverPayloads,
 		NotificationType: n.NotificationType,
+		SendLastItem:     n.SendLastPublished,
 		Polling:          n.Polling,
 		Implicit:         n.Implicit,
 		Created:          n.CreatedAt,
@@ -144,6 +146,8 @@ type createNodeRequest struct {
 	MaxItems         int             `json:"max_items"`
 	DeliverPayloads  *bool           `json:"deliver_payloads"`
 	NotificationType string          `json:"notification_type"`
+	// SendLastItem is XEP-0060's send_last_published_item: on_sub or never.
+	SendLastItem string `json:"send_last_published_item"`
 	// Polling are the hints the node's own feeds give their readers.
 	Polling *hub.FeedPolling `json:"polling"`
 }
@@ -157,6 +161,7 @@ type patchNodeRequest struct {
 	MaxItems         *int             `json:"max_items"`
 	DeliverPayloads  *bool            `json:"deliver_payloads"`
 	NotificationType *string          `json:"notification_type"`
+	SendLastItem     *string          `json:"send_last_published_item"`
 	Polling          *hub.FeedPolling `json:"polling"`
 	AccessModel      *hub.AccessModel `json:"access_model"`
 }
@@ -187,6 +192,9 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.NotificationType != nil {
 		cfg.NotificationType = *req.NotificationType // "": the default
+	}
+	if req.SendLastItem != nil {
+		cfg.SendLastPublished = *req.SendLastItem // "": the default
 	}
 	if req.Polling != nil {
 		cfg.Polling = *req.Polling
@@ -231,6 +239,9 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.NotificationType != "" {
 		cfg.NotificationType = req.NotificationType
+	}
+	if req.SendLastItem != "" {
+		cfg.SendLastPublished = req.SendLastItem
 	}
 	if req.Polling != nil {
 		cfg.Polling = *req.Polling

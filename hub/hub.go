@@ -809,11 +809,66 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 	if err != nil || existed {
 		return sub, existed, err
 	}
-	if _, err := h.store.Append(ctx, sub.NodeID, []Event{{Kind: EventSubscribed, Address: sub.Address}}); err != nil {
+	events := []Event{{Kind: EventSubscribed, Address: sub.Address}}
+	last, err := h.lastPublishedFor(ctx, sub)
+	if err != nil {
+		return nil, false, err
+	}
+	if last != nil {
+		events = append(events, *last) // approval by an owner sends it too (§12.5)
+	}
+	if _, err := h.store.Append(ctx, sub.NodeID, events); err != nil {
 		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	h.wake(sub.NodeID, KindXMPP)
 	return sub, false, nil
+}
+
+// SendLastPublished sends the node's newest item to a new XMPP
+// subscription alone, when the node's configuration says so (XEP-0060
+// §12.5, on_sub): one event in the node's log, written to that address,
+// so it is delivered like every notification (acknowledged, sent again
+// after a lost connection). It reports whether there was an item to send.
+// A subscription that existed already is not sent it again: the caller
+// calls this for new ones only.
+func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+	last, err := h.lastPublishedFor(ctx, sub)
+	if err != nil || last == nil {
+		return false, err
+	}
+	if _, err := h.store.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
+		return false, fmt.Errorf("send the newest item of %q to %s: %w", sub.NodeName, sub.Address, err)
+	}
+	h.wake(sub.NodeID, KindXMPP)
+	return true, nil
+}
+
+// lastPublishedFor is the EventLast that sends the node's newest item to
+// the XMPP subscription, nil when there is none to send.
+func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+	if sub.Kind != KindXMPP {
+		return nil, nil
+	}
+	n, err := h.store.NodeByID(ctx, sub.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if n.SendLastPublished == SendLastNever {
+		return nil, nil
+	}
+	items, err := h.store.Items(ctx, n.ID, nil, 1)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	it := items[0]
+	// Its Updated is the time the copy is stamped with: the entry's, else
+	// when the item was published.
+	updated := it.Updated
+	if updated.IsZero() {
+		updated = it.Created
+	}
+	return &Event{Kind: EventLast, Address: sub.Address, ItemID: it.ItemID, Payload: it.Payload,
+		Title: it.Title, Summary: it.Summary, Link: it.Link, Updated: updated, Publisher: it.Publisher}, nil
 }
 
 // NodeForURL returns the node that follows url (in any spelling: it is

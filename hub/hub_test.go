@@ -107,14 +107,15 @@ func TestCreateNodeConfigDefaultsAndBounds(t *testing.T) {
 	}
 	stored := e.node("zero")
 	for _, got := range []*hub.Node{n, stored} {
-		if got.AccessModel != hub.AccessOpen || got.MaxItems != hub.DefaultMaxItems || got.NotificationType != hub.NotifyHeadline {
+		if got.AccessModel != hub.AccessOpen || got.MaxItems != hub.DefaultMaxItems || got.NotificationType != hub.NotifyHeadline ||
+			got.SendLastPublished != hub.SendLastOnSub {
 			t.Errorf("zero config became %+v, want open, %d, headline", got.NodeConfig, hub.DefaultMaxItems)
 		}
 	}
 
 	// What an owner sets is kept.
 	cfg := hub.NodeConfig{Title: "Mine", AccessModel: hub.AccessWhitelist, MaxItems: hub.MaxItemsLimit,
-		DeliverPayloads: true, NotificationType: hub.NotifyNormal,
+		DeliverPayloads: true, NotificationType: hub.NotifyNormal, SendLastPublished: hub.SendLastNever,
 		Polling: hub.FeedPolling{TTLMinutes: 15, SkipDays: []string{"Saturday"}, UpdatePeriod: "hourly", UpdateFrequency: 4}}
 	if _, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "set", Config: cfg}); err != nil {
 		t.Fatal(err)
@@ -129,6 +130,8 @@ func TestCreateNodeConfigDefaultsAndBounds(t *testing.T) {
 		{MaxItems: -1},
 		{MaxItems: hub.MaxItemsLimit + 1},
 		{NotificationType: "chat"},
+		{SendLastPublished: hub.SendLastOnSubAndPresence},
+		{SendLastPublished: "sometimes"},
 		{Title: strings.Repeat("t", 1025)},
 		{Polling: hub.FeedPolling{SkipHours: []int{24}}},
 		{Polling: hub.FeedPolling{SkipHours: []int{3, 3}}},

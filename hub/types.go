@@ -80,6 +80,10 @@ type NodeConfig struct {
 	MaxItems         int         `json:"max_items"`
 	DeliverPayloads  bool        `json:"deliver_payloads"`
 	NotificationType string      `json:"notification_type"`
+	// SendLastPublished says when the node's newest item goes to a
+	// subscriber (XEP-0060 pubsub#send_last_published_item): SendLastOnSub
+	// ("" too) or SendLastNever.
+	SendLastPublished string `json:"send_last_published_item"`
 	// Polling is what the node's own feeds tell readers about polling.
 	Polling FeedPolling `json:"polling"`
 }
@@ -135,6 +139,19 @@ func (p *FeedPolling) Validate() error {
 	return nil
 }
 
+// The values of NodeConfig.SendLastPublished (XEP-0060 §12.5). pingd
+// sends the newest item to each new subscription (on_sub, its default,
+// so a reader sees at once that the subscription works) or never;
+// on_sub_and_presence, which also sends it whenever a subscriber comes
+// online, needs the subscribers' presence, which pingd does not ask for
+// (a presence subscription would make their clients ask them), and is
+// refused.
+const (
+	SendLastNever            = "never"
+	SendLastOnSub            = "on_sub"
+	SendLastOnSubAndPresence = "on_sub_and_presence"
+)
+
 // DefaultMaxItems is how many items a node keeps when its owner does not say.
 const DefaultMaxItems = 50
 
@@ -144,10 +161,11 @@ const MaxItemsLimit = 1000
 // DefaultNodeConfig is the configuration of a node created without one.
 func DefaultNodeConfig() NodeConfig {
 	return NodeConfig{
-		AccessModel:      AccessOpen,
-		MaxItems:         DefaultMaxItems,
-		DeliverPayloads:  true,
-		NotificationType: NotifyHeadline,
+		AccessModel:       AccessOpen,
+		MaxItems:          DefaultMaxItems,
+		DeliverPayloads:   true,
+		NotificationType:  NotifyHeadline,
+		SendLastPublished: SendLastOnSub,
 	}
 }
 
@@ -170,6 +188,16 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.NotificationType != NotifyNormal && c.NotificationType != NotifyHeadline {
 		return fmt.Errorf("%w: notification_type %q (want normal or headline)", ErrInvalid, c.NotificationType)
+	}
+	switch c.SendLastPublished {
+	case "":
+		c.SendLastPublished = SendLastOnSub
+	case SendLastOnSub, SendLastNever:
+	case SendLastOnSubAndPresence:
+		return fmt.Errorf("%w: send_last_published_item %q: pingd does not follow its subscribers' presence; "+
+			"it sends the newest item to new subscriptions (on_sub) or never", ErrInvalid, c.SendLastPublished)
+	default:
+		return fmt.Errorf("%w: send_last_published_item %q (want on_sub or never)", ErrInvalid, c.SendLastPublished)
 	}
 	if len(c.Title) > 1024 {
 		return fmt.Errorf("%w: title longer than 1024 bytes", ErrInvalid)
@@ -263,6 +291,12 @@ const (
 	// EventSubscribed records that an owner subscribed the JID Address
 	// (XEP-0060 §8.8.2); XMPP tells that JID, as it does for a revoke.
 	EventSubscribed EventKind = "subscribed"
+	// EventLast sends the node's newest item (a copy of it: ItemID,
+	// Payload and the plain fields; Updated is the entry's time, else when
+	// the item was published) to the new XMPP subscription of the JID
+	// Address alone (XEP-0060 §12.5, send_last_published_item on_sub). It
+	// is not an item of the node and tells no one else.
+	EventLast EventKind = "last"
 )
 
 // IsChange reports whether the event changes the node's content, the

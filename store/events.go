@@ -43,7 +43,7 @@ func validEvent(e *hub.Event) error {
 		if e.ItemID == "" {
 			return fmt.Errorf("%w: %s event without an item id", hub.ErrInvalid, e.Kind)
 		}
-	case hub.EventPurge, hub.EventChange, hub.EventRevoke, hub.EventSubscribed:
+	case hub.EventPurge, hub.EventChange, hub.EventRevoke, hub.EventSubscribed, hub.EventLast:
 	default:
 		return fmt.Errorf("%w: event kind %q", hub.ErrInvalid, e.Kind)
 	}

@@ -233,6 +233,9 @@ func checkSeeded(t *testing.T, s Store) {
 		!bytes.Equal(n.TokenHash, []byte{0, 0xff}) || !n.UpdatedAt.Equal(time.Date(2031, 1, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("node = %+v", n)
 	}
+	if n.SendLastPublished != hub.SendLastOnSub && n.SendLastPublished != hub.SendLastNever {
+		t.Fatalf("send_last_published_item = %q", n.SendLastPublished)
+	}
 	items, err := s.Items(ctx, n.ID, nil, 0)
 	if err != nil || len(items) != 1 || items[0].ItemID != "e1" || string(items[0].Payload) != "<entry/>" ||
 		items[0].Link != "https://example.org/e1" {

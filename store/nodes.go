@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -13,7 +14,7 @@ import (
 
 const nodeColumns = `n.id, n.name, n.title, n.access_model, n.max_items, n.deliver_payloads,
 	n.notification_type, COALESCE(n.source_id, 0), COALESCE(src.url, ''), n.is_implicit,
-	n.token_hash, n.last_seq, n.xmpp_seq, n.created_at, n.updated_at, n.polling`
+	n.token_hash, n.last_seq, n.xmpp_seq, n.created_at, n.updated_at, n.polling, n.send_last_published_item`
 
 const nodesFrom = ` FROM nodes n LEFT JOIN sources src ON src.id = n.source_id`
 
@@ -24,7 +25,7 @@ func scanNode(r rowScanner) (hub.Node, error) {
 	var access, notify, polling string
 	err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.MaxItems, &n.DeliverPayloads,
 		&notify, &n.SourceID, &n.SourceURL, &n.Implicit,
-		&n.TokenHash, &n.LastSeq, &n.XMPPSeq, tc(&n.CreatedAt), tc(&n.UpdatedAt), &polling)
+		&n.TokenHash, &n.LastSeq, &n.XMPPSeq, tc(&n.CreatedAt), tc(&n.UpdatedAt), &polling, &n.SendLastPublished)
 	if err == nil && polling != "" && polling != "{}" {
 		if jerr := json.Unmarshal([]byte(polling), &n.Polling); jerr != nil {
 			return n, fmt.Errorf("node %q: polling hints: %w", n.Name, jerr)
@@ -86,11 +87,12 @@ func (s *sqlStore) CreateNode(ctx context.Context, n *hub.Node) error {
 	}
 	var id int64
 	err = s.queryRow(ctx, s.write, `INSERT INTO nodes (name, title, access_model, max_items,
-		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at, polling)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
+		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at, polling,
+		send_last_published_item)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
 		ON CONFLICT (name) DO NOTHING RETURNING id`,
 		[]any{n.Name, n.Title, string(n.AccessModel), n.MaxItems, n.DeliverPayloads, n.NotificationType,
-			source, n.Implicit, n.TokenHash, s.timeArg(now), string(polling)}, &id)
+			source, n.Implicit, n.TokenHash, s.timeArg(now), string(polling), cmp.Or(n.SendLastPublished, hub.SendLastOnSub)}, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("node %q: %w", n.Name, hub.ErrExists)
 	}
@@ -161,8 +163,10 @@ func (s *sqlStore) UpdateNodeConfig(ctx context.Context, name string, cfg hub.No
 		return fmt.Errorf("configure node %q: polling hints: %w", name, err)
 	}
 	return s.updateNode(ctx, "configure", name,
-		`title = $1, access_model = $2, max_items = $3, deliver_payloads = $4, notification_type = $5, polling = $6`,
-		cfg.Title, string(cfg.AccessModel), cfg.MaxItems, cfg.DeliverPayloads, cfg.NotificationType, string(polling))
+		`title = $1, access_model = $2, max_items = $3, deliver_payloads = $4, notification_type = $5, polling = $6,
+		send_last_published_item = $7`,
+		cfg.Title, string(cfg.AccessModel), cfg.MaxItems, cfg.DeliverPayloads, cfg.NotificationType, string(polling),
+		cmp.Or(cfg.SendLastPublished, hub.SendLastOnSub))
 }
 
 // SetNodeToken replaces the hash of the node's token.

@@ -372,9 +372,13 @@ func TestClientsSlixmpp(t *testing.T) {
 	}
 	wantError("outcast_subscribe", "auth", "forbidden", "")
 	if got, ok := field[struct {
+		Newest      []slixEvent `json:"newest"`
 		Events      []slixEvent `json:"events"`
 		StillListed bool        `json:"still_listed"`
 	}](t, report, "owner_delete"); ok {
+		if len(got.Newest) != 1 || got.Newest[0].Kind != "publish" || got.Newest[0].ID != "r2" {
+			t.Errorf("delete: subscribing first sent %+v, want the newest item r2", got.Newest)
+		}
 		if len(got.Events) != 1 || got.Events[0].Kind != "delete" || got.StillListed {
 			t.Errorf("delete: %+v", got)
 		}
@@ -411,6 +415,10 @@ func TestClientsSlixmpp(t *testing.T) {
 	chat("unknown_node", "no-such-node")
 	chat("unsubscribe", "unsubscribed", "news")
 	chat("list_after", "no subscriptions")
+	if got, ok := field[[]slixChat](t, report, "chat_subscribe_newest"); ok &&
+		(len(got) != 1 || got[0].Type != "chat" || !strings.Contains(got[0].Body, "Slix three")) {
+		t.Errorf("after subscribing by chat: %+v, want the newest entry (Slix three) as one chat message", got)
+	}
 	if got, ok := field[[]string](t, report, "chat_subscription_in_pubsub"); ok && !slices.Equal(got, []string{"news"}) {
 		t.Errorf("after subscribing by chat, XEP-0060 subscriptions: %q", got)
 	}

@@ -77,6 +77,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pings", testPings},
 		{"Prune", testPrune},
 		{"Times", testTimes},
+		{"NodeSendLastPublished", testNodeSendLastPublished},
+		{"LastEvent", testLastEvent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

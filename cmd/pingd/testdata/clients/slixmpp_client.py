@@ -578,12 +578,14 @@ class Scenario:
         async def delete():
             await self.step("owned_resubscribe_for_delete", set_affiliation("member"))
             await rps.subscribe(comp, node, timeout=IQ_TIMEOUT)
+            # A new subscription is sent the node's newest item at once.
+            newest = await collect(reader.events, 1, 10, 0.3)
             drain(reader.events)
             await ps.delete_node(comp, node, timeout=IQ_TIMEOUT)
             events = await collect(reader.events, 1, 10, 0.5)
             r = await owner["xep_0030"].get_items(jid=comp, timeout=IQ_TIMEOUT)
             nodes = [i[1] for i in r["disco_items"]["items"]]
-            return {"events": events, "still_listed": node in nodes}
+            return {"newest": newest, "events": events, "still_listed": node in nodes}
 
         await self.step("owner_delete", delete())
 
@@ -627,8 +629,11 @@ class Scenario:
             return [s["node"] for s in r["pubsub"]["subscriptions"]]
 
         # A chat subscription is a pubsub subscription like any other.
+        drain(c.notes)  # what the first chat subscription was sent
         c.send_message(mto=self.comp, mbody="subscribe " + self.cfg["open_node"], mtype="chat")
         await collect(c.chats, 1, 10, 0)
+        # The node's newest entry follows the answer, as a plain message.
+        await self.step("chat_subscribe_newest", collect(c.notes, 1, 10, 0.3))
         await self.step("chat_subscription_in_pubsub", subscriptions())
 
         async def notified():
