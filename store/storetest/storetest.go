@@ -228,7 +228,7 @@ func testNodeUpdates(t *testing.T, s store.Store) {
 	ctx := ctxOf(t)
 	n := newNode(t, s, "n")
 	cfg := hub.NodeConfig{Title: "T", AccessModel: hub.AccessWhitelist, MaxItems: 3, DeliverPayloads: false, NotificationType: hub.NotifyNormal,
-		Polling: hub.FeedPolling{TTLMinutes: 30, SkipHours: []int{0, 23}, SkipDays: []string{"Sunday"}, UpdatePeriod: "daily", UpdateFrequency: 2}}
+		SendLastPublished: hub.SendLastNever, Polling: hub.FeedPolling{TTLMinutes: 30, SkipHours: []int{0, 23}, SkipDays: []string{"Sunday"}, UpdatePeriod: "daily", UpdateFrequency: 2}}
 	noErr(t, s.UpdateNodeConfig(ctx, "n", cfg))
 	got := must(s.Node(ctx, "n"))(t)
 	if !reflect.DeepEqual(got.NodeConfig, cfg) {
