@@ -67,8 +67,13 @@ func parseChatCommand(body string) chatCommand {
 func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *requestPool, msg *element) {
 	typ := msg.attr("type")
 	if typ == "error" {
-		if c.isMulticastBounce(cn, msg) {
+		switch {
+		case c.isMulticastBounce(cn, msg):
 			pool.submit(ctx, &job{msg: msg, bounced: true})
+		case isNotificationBounce(msg):
+			// In order with the sender's chat commands, which clear the
+			// bounces of its subscriptions.
+			pool.submit(ctx, &job{key: "chat\x00" + msg.attr("from"), msg: msg, notificationError: true})
 		}
 		return
 	}
@@ -123,6 +128,11 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 // runChatCommand executes a command for sender and returns the answer.
 func (c *Component) runChatCommand(ctx context.Context, sender jid.JID, cmd chatCommand) string {
 	bare := sender.Bare().String()
+	// Whoever sends a command is there: its notifications' bounces are
+	// forgotten (bounces.go).
+	if err := c.hub.SubscriberIsThere(ctx, bare); err != nil {
+		c.log.WarnContext(ctx, "clear the bounces of a subscriber", "jid", bare, "err", err)
+	}
 	var answer string
 	var err error
 	switch cmd.Name {

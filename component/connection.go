@@ -271,6 +271,8 @@ func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
 		c.answerPresence(ctx, cn, j.presence)
 	case j.bounced:
 		c.resendBounced(ctx, cn, j.msg)
+	case j.notificationError:
+		c.notificationBounced(ctx, j.msg)
 	case j.msg != nil:
 		c.handleMessage(ctx, cn, j.msg)
 	}

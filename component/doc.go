@@ -64,5 +64,8 @@
 //     and an XEP-0066 link, no pubsub#event; chat and ad-hoc subscriptions
 //     get them), the body added to pubsub events that ask for one, and
 //     bursts: the items of one append sent to readers as one message.
+//   - bounces.go: errors answering notifications (XEP-0060 §12.3) are
+//     matched to their subscription by the notification's id and sender;
+//     the hub ends the subscription or counts the bounce.
 //   - presence.go: answers to presence subscriptions and probes.
 package component

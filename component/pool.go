@@ -59,10 +59,13 @@ type job struct {
 	iq   *element
 	req  *request
 	from jid.JID
-	// msg is set for a message: a chat command, or a multicast
-	// notification the server bounced (bounced).
+	// msg is set for a message: a chat command, a multicast notification
+	// the server bounced (bounced), or an error answering a notification.
 	msg     *element
 	bounced bool
+	// notificationError is set for an error answering a notification
+	// (bounces.go).
+	notificationError bool
 	// presence is a presence to answer (subscribe, unsubscribe, probe).
 	presence *element
 	// batch, when set, holds publishes carried out together (this job is

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -469,7 +470,13 @@ type subscriberJSON struct {
 	HasSecret bool         `json:"has_secret,omitempty"`
 	Protocol  string       `json:"protocol,omitempty"`
 	Procedure string       `json:"procedure,omitempty"`
-	Delivery  deliveryJSON `json:"delivery"`
+	// XMPP: the notifications' format (pubsub or message), message type
+	// and readable body. For XMPP the delivery's consecutive_errors,
+	// first_failure and last_error count and explain bounced notifications.
+	Format      string       `json:"format,omitempty"`
+	MessageType string       `json:"message_type,omitempty"`
+	IncludeBody bool         `json:"include_body,omitempty"`
+	Delivery    deliveryJSON `json:"delivery"`
 	// PendingChange is a request about the subscription waiting for its
 	// subscriber to verify it; the subscription is served as it is until
 	// then.
@@ -511,7 +518,7 @@ type deliveryJSON struct {
 }
 
 func subscriberFrom(s *hub.Subscription) subscriberJSON {
-	return subscriberJSON{
+	out := subscriberJSON{
 		ID:        s.ID,
 		Kind:      s.Kind,
 		Address:   s.Address,
@@ -541,6 +548,11 @@ func subscriberFrom(s *hub.Subscription) subscriberJSON {
 		},
 		PendingChange: changeFrom(s.Change),
 	}
+	if s.Kind == hub.KindXMPP {
+		out.Format = cmp.Or(s.Options.Format, hub.FormatPubsub)
+		out.MessageType, out.IncludeBody = s.Options.MessageType, s.Options.IncludeBody
+	}
+	return out
 }
 
 func (a *API) getSubscribers(w http.ResponseWriter, r *http.Request) {

@@ -237,11 +237,14 @@ type reportView struct {
 	QueueEventsBehind                                      int64
 	OldestFailure                                          timeView
 	Deliveries                                             []deliveryView
-	PingsRecent, PingsMore                                 int
-	PingsTotal                                             int64
-	Pings                                                  []pingView
-	Subscribers                                            []subscriberView
-	SubscribersMore                                        int
+	// Bouncing are the XMPP subscriptions whose notifications bounce.
+	Bouncing                    []bounceView
+	BouncingTotal, BouncingMore int
+	PingsRecent, PingsMore      int
+	PingsTotal                  int64
+	Pings                       []pingView
+	Subscribers                 []subscriberView
+	SubscribersMore             int
 }
 
 type nodeView struct {
@@ -286,6 +289,17 @@ type deliveryView struct {
 	LastStatus                int
 	LastError                 string
 	Flags                     []flagView
+}
+
+// bounceView is an XMPP subscription whose notifications bounce; the
+// address and the error only in the admin view.
+type bounceView struct {
+	ID             int64
+	Node, NodeLink string
+	Address        string
+	Bounces        int
+	FirstBounce    timeView
+	LastError      string
 }
 
 type pingView struct {
@@ -504,6 +518,15 @@ func (v *statusPageView) fill(rep *store.StatusReport, now time.Time) {
 			dv.Flags = append(dv.Flags, flagView{Text: fmt.Sprintf("%d behind", dv.Behind)})
 		}
 		r.Deliveries = append(r.Deliveries, dv)
+	}
+	r.BouncingTotal, r.BouncingMore = rep.BouncingTotal, max(rep.BouncingTotal-len(rep.Bouncing), 0)
+	for _, b := range rep.Bouncing {
+		bv := bounceView{ID: b.ID, Node: b.NodeName, NodeLink: "/feeds/" + url.PathEscape(b.NodeName),
+			Bounces: b.Bounces, FirstBounce: timeOf(b.FirstBounce, now)}
+		if v.Admin {
+			bv.Address, bv.LastError = b.Address, clip(b.LastError)
+		}
+		r.Bouncing = append(r.Bouncing, bv)
 	}
 	for _, p := range rep.Pings {
 		pv := pingView{When: timeOf(p.ReceivedAt, now), Dialect: p.Dialect, Name: clip(p.Name), URL: redactURL(p.URL)}

@@ -526,6 +526,11 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 			return nil, false, err
 		}
 		if len(existing) > 0 && existing[0].State == SubActive {
+			// Subscribing again shows the subscriber is there.
+			if err := h.clearBounces(ctx, existing[:1]); err != nil {
+				return nil, false, err
+			}
+			existing[0].ConsecutiveErrors, existing[0].FirstFailureAt, existing[0].LastError = 0, time.Time{}, ""
 			return &existing[0], true, nil
 		}
 		if s.SubID == "" {

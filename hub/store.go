@@ -176,6 +176,15 @@ type Store interface {
 	// and returns them.
 	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)
 
+	// RecordBounce counts one bounced notification of the XMPP
+	// subscription id at `at` with its reason: it adds one to its
+	// ConsecutiveErrors, sets FirstFailureAt if unset and LastError to
+	// reason, and returns the count and the first bounce's time.
+	// ErrNotFound if there is no such XMPP subscription.
+	RecordBounce(ctx context.Context, id int64, reason string, at time.Time) (count int, first time.Time, err error)
+	// ClearBounces forgets the bounces of the XMPP subscriptions ids.
+	ClearBounces(ctx context.Context, ids []int64) error
+
 	// SetAffiliation sets jid's affiliation on the node; AffNone removes it.
 	SetAffiliation(ctx context.Context, nodeID int64, jid string, a Affiliation) error
 	// Affiliation returns jid's affiliation (AffNone if it has none).

@@ -57,6 +57,10 @@ type StatusReport struct {
 	// suspended or behind their node), worst first: failing and suspended
 	// ones by their oldest failure, then the furthest behind.
 	Deliveries []DeliveryStatus
+	// Bouncing are the XMPP subscriptions whose notifications bounce, the
+	// oldest first bounce first; BouncingTotal counts them all.
+	Bouncing      []BouncingStatus
+	BouncingTotal int
 
 	// Pings are the newest pings since PingsSince; PingsRecent counts all
 	// of them and PingsTotal every ping ever received.
@@ -192,6 +196,7 @@ func (s *sqlStore) StatusReport(ctx context.Context, q StatusQuery) (*StatusRepo
 		{"nodes", s.statusNodes},
 		{"sources", s.statusSources},
 		{"deliveries", s.statusDeliveries},
+		{"bouncing XMPP subscriptions", s.statusBouncing},
 		{"pings", s.statusPings},
 	}
 	if q.Subscribers {

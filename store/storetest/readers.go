@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/store"
@@ -42,5 +44,43 @@ func testLastEvent(t *testing.T, s store.Store) {
 	items := must(s.Items(ctx, n.ID, nil, 0))(t)
 	if len(items) != 1 || items[0].Kind != hub.EventItem || items[0].Seq != 1 {
 		t.Errorf("current items after a last-item event: %+v", items)
+	}
+}
+
+// testBounces: RecordBounce counts an XMPP subscription's bounces from
+// the first one's time, ClearBounces forgets them; HTTP subscriptions are
+// not touched.
+func testBounces(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := newNode(t, s, "bounces")
+	x := &hub.Subscription{NodeID: n.ID, Kind: hub.KindXMPP, Address: "r@example.org", BareJID: "r@example.org"}
+	must(s.PutSubscription(ctx, x))(t)
+	h := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1/cb"}
+	must(s.PutSubscription(ctx, h))(t)
+	count, first, err := s.RecordBounce(ctx, x.ID, "service-unavailable", t0)
+	if err != nil || count != 1 || !first.Equal(t0) {
+		t.Fatalf("first bounce: %d since %v, %v", count, first, err)
+	}
+	count, first, err = s.RecordBounce(ctx, x.ID, "remote-server-timeout: slow", t0.Add(time.Hour))
+	if err != nil || count != 2 || !first.Equal(t0) {
+		t.Fatalf("second bounce: %d since %v, %v", count, first, err)
+	}
+	got := must(s.Subscription(ctx, x.ID))(t)
+	if got.ConsecutiveErrors != 2 || !got.FirstFailureAt.Equal(t0) || got.LastError != "remote-server-timeout: slow" {
+		t.Errorf("after two bounces: %+v", got.DeliveryState)
+	}
+	if _, _, err := s.RecordBounce(ctx, h.ID, "x", t0); !errors.Is(err, hub.ErrNotFound) {
+		t.Errorf("a bounce of an HTTP subscription: %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.RecordBounce(ctx, 999999, "x", t0); !errors.Is(err, hub.ErrNotFound) {
+		t.Errorf("a bounce of no subscription: %v, want ErrNotFound", err)
+	}
+	noErr(t, s.ClearBounces(ctx, []int64{x.ID, h.ID}))
+	got = must(s.Subscription(ctx, x.ID))(t)
+	if got.ConsecutiveErrors != 0 || !got.FirstFailureAt.IsZero() || got.LastError != "" {
+		t.Errorf("after clearing: %+v", got.DeliveryState)
+	}
+	if count, first, _ := s.RecordBounce(ctx, x.ID, "gone", t0.Add(2*time.Hour)); count != 1 || !first.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("a bounce after clearing: %d since %v", count, first)
 	}
 }

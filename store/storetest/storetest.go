@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Times", testTimes},
 		{"NodeSendLastPublished", testNodeSendLastPublished},
 		{"LastEvent", testLastEvent},
+		{"Bounces", testBounces},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
