@@ -111,19 +111,25 @@ type ackWindow struct {
 	// markerPrefix is ackIDPrefix and the connection's nonce: every
 	// marker id of this connection starts with it.
 	markerPrefix string
+	// digesting are the subscriptions whose digest was written and is
+	// not recorded yet: they are not sent another meanwhile.
+	digesting map[int64]bool
 }
 
 type pendingBatch struct {
 	marker uint64
 	node   int64
 	cursor int64
+	// digest, when set, is a digest written (digests.go) instead of a
+	// node's batch: acknowledged, its subscription's cursor is recorded.
+	digest *digestDone
 }
 
 func newAckWindow(timeout time.Duration) *ackWindow {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read does not fail
 	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout,
-		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-"}
+		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-", digesting: map[int64]bool{}}
 }
 
 // probeID is the id of the connection's probe.
@@ -217,6 +223,39 @@ func (w *ackWindow) written(node, cursor int64) {
 	w.pending = append(w.pending, pendingBatch{node: node, cursor: cursor})
 }
 
+// writtenDigest records a digest written to the stream (after the
+// write); it is recorded once acknowledged, like a batch.
+func (w *ackWindow) writtenDigest(d digestDone) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.digesting[d.sub.ID] = true
+	if w.bypass {
+		w.acked = append(w.acked, pendingBatch{digest: &d})
+		w.wake()
+		return
+	}
+	w.pending = append(w.pending, pendingBatch{digest: &d})
+}
+
+// isDigesting reports whether a digest of the subscription is written
+// and not recorded yet.
+func (w *ackWindow) isDigesting(subID int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.digesting[subID]
+}
+
+// digestRecorded forgets a digest once its subscription's cursor is
+// recorded.
+func (w *ackWindow) digestRecorded(subID int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.digesting, subID)
+}
+
 // probed records that the probe came back: the server routes markers.
 func (w *ackWindow) probed() {
 	w.mu.Lock()
@@ -305,19 +344,23 @@ func (w *ackWindow) ack(id string) (more bool) {
 	return len(w.pending) > 0
 }
 
-// take returns the acknowledged batches, newest cursor per node, and
-// whether the window is closed.
-func (w *ackWindow) take() (cursors map[int64]int64, closed bool) {
+// take returns the acknowledged batches, newest cursor per node, the
+// acknowledged digests, and whether the window is closed.
+func (w *ackWindow) take() (cursors map[int64]int64, digests []digestDone, closed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.acked) > 0 {
 		cursors = make(map[int64]int64, len(w.acked))
 		for _, b := range w.acked {
+			if b.digest != nil {
+				digests = append(digests, *b.digest)
+				continue
+			}
 			cursors[b.node] = max(cursors[b.node], b.cursor)
 		}
 		w.acked = w.acked[:0]
 	}
-	return cursors, w.closed
+	return cursors, digests, w.closed
 }
 
 // recorded forgets what a node was sent once its cursor is recorded at
@@ -505,7 +548,10 @@ func (c *Component) recordAcks(ctx context.Context, conn *connection) {
 	check := time.NewTicker(max(c.ackTimeout/4, time.Millisecond))
 	defer check.Stop()
 	for {
-		cursors, closed := conn.acks.take()
+		cursors, digests, closed := conn.acks.take()
+		for _, d := range digests {
+			c.recordDigest(ctx, conn, d)
+		}
 		for node, cursor := range cursors {
 			// Acknowledged means routed by the server: record it even when
 			// pingd is stopping, or it would be sent again.
@@ -520,10 +566,10 @@ func (c *Component) recordAcks(ctx context.Context, conn *connection) {
 			}
 			conn.acks.recorded(node, cursor)
 		}
-		if closed && cursors == nil {
+		if closed && cursors == nil && digests == nil {
 			return
 		}
-		if cursors == nil {
+		if cursors == nil && digests == nil {
 			select {
 			case <-conn.acks.recorderWake:
 			case <-check.C:

@@ -203,13 +203,13 @@ func TestAckWindow(t *testing.T) {
 			t.Errorf("%q acknowledged something", id)
 		}
 	}
-	if cursors, _ := w.take(); cursors != nil {
+	if cursors, _, _ := w.take(); cursors != nil {
 		t.Fatalf("unknown marker acknowledged %v", cursors)
 	}
 	if more := w.ack(m1); !more {
 		t.Error("the batch written after the marker is not reported as waiting")
 	}
-	cursors, closed := w.take()
+	cursors, _, closed := w.take()
 	if closed || len(cursors) != 2 || cursors[1] != 7 || cursors[2] != 3 {
 		t.Fatalf("acknowledged %v (closed %v), want node 1 at 7 and node 2 at 3", cursors, closed)
 	}
@@ -228,7 +228,7 @@ func TestAckWindow(t *testing.T) {
 	if more := w.ack(m2); more {
 		t.Error("acknowledged after close")
 	}
-	if cursors, closed := w.take(); cursors != nil || !closed {
+	if cursors, _, closed := w.take(); cursors != nil || !closed {
 		t.Errorf("after close: %v, closed %v", cursors, closed)
 	}
 }
@@ -289,7 +289,7 @@ func TestAckCursor(t *testing.T) {
 	w.ackCursor(4, 12)
 	w.ackCursor(4, 17)
 	w.ackCursor(9, 2) // written by another process
-	cursors, _ := w.take()
+	cursors, _, _ := w.take()
 	if len(cursors) != 2 || cursors[4] != 17 || cursors[9] != 2 {
 		t.Fatalf("acknowledged %v, want node 4 at 17 and node 9 at 2", cursors)
 	}
@@ -316,11 +316,11 @@ func TestAckWindowUnrouted(t *testing.T) {
 	if !w.giveUpUnrouted() {
 		t.Fatal("did not give up with nothing routed")
 	}
-	if cursors, _ := w.take(); len(cursors) != 1 || cursors[1] != 5 {
+	if cursors, _, _ := w.take(); len(cursors) != 1 || cursors[1] != 5 {
 		t.Fatalf("after giving up: %v, want node 1 at 5", cursors)
 	}
 	w.written(2, 3)
-	if cursors, _ := w.take(); len(cursors) != 1 || cursors[2] != 3 {
+	if cursors, _, _ := w.take(); len(cursors) != 1 || cursors[2] != 3 {
 		t.Fatalf("written after giving up: %v, want node 2 at 3", cursors)
 	}
 	if id := w.nextMarker(false); id != "" || w.overdue(time.Now()) {

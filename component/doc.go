@@ -64,6 +64,10 @@
 //     and an XEP-0066 link, no pubsub#event; chat and ad-hoc subscriptions
 //     get them), the body added to pubsub events that ask for one, and
 //     bursts: the items of one append sent to readers as one message.
+//   - digests.go: subscriptions asking for digests (XEP-0060
+//     pubsub#digest) are left out of the fan-out and get, on the
+//     dispatcher, one notification per interval with their items since
+//     their own cursor, recorded once the server took it.
 //   - bounces.go: errors answering notifications (XEP-0060 §12.3) are
 //     matched to their subscription by the notification's id and sender;
 //     the hub ends the subscription or counts the bounce.

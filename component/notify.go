@@ -91,15 +91,20 @@ const (
 	cursorTimeout     = 10 * time.Second
 )
 
-// dispatchLoop serves the work queue until ctx ends.
+// dispatchLoop serves the work queue, and sends the digests that are due,
+// until ctx ends.
 func (c *Component) dispatchLoop(ctx context.Context) {
+	digests := time.NewTicker(digestCheckEvery)
+	defer digests.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.work.signal:
+			c.dispatch(ctx)
+		case <-digests.C:
+			c.sendDueDigests(ctx)
 		}
-		c.dispatch(ctx)
 	}
 }
 
@@ -269,7 +274,9 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 }
 
 // isPlainReader reports whether a subscription gets plain messages.
-func isPlainReader(s hub.Subscription) bool { return s.Options.Format == hub.FormatMessage }
+func isPlainReader(s hub.Subscription) bool {
+	return s.Options.Format == hub.FormatMessage && !s.Options.Digest
+}
 
 // roundEnd moves the end of a round of events (end, the events' count
 // when the whole read is sent; more, the read was full so the log may go
@@ -368,6 +375,9 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	byVariant := map[variant]*audience{}
 	for i := range subs {
 		s := &subs[i]
+		if s.Options.Digest {
+			continue // served by its digests (digests.go)
+		}
 		v := variantOf(n, s)
 		a := byVariant[v]
 		if a == nil {

@@ -119,6 +119,17 @@ func burstRoles(events []hub.Event) []burstRole {
 // renderBurst renders the plain message of one chunk of a burst, after
 // the "to" value.
 func (c *Component) renderBurst(n *hub.Node, role burstRole, id string) []byte {
+	var b xmlBuf
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	b.element("body", burstText(n, role))
+	b.close("message")
+	return b.Bytes()
+}
+
+// burstText is the readable list of one chunk of a burst.
+func burstText(n *hub.Node, role burstRole) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "[%s] %d new entries", nodeName(n), role.total)
 	if len(role.entries) < role.total {
@@ -135,13 +146,7 @@ func (c *Component) renderBurst(n *hub.Node, role burstRole, id string) []byte {
 			t.WriteString("\n   " + link)
 		}
 	}
-	var b xmlBuf
-	b.WriteString(`" id="`)
-	escapeAttr(&b.Buffer, id)
-	b.WriteString(`">`)
-	b.element("body", sanitizeText(t.String()))
-	b.close("message")
-	return b.Bytes()
+	return sanitizeText(t.String())
 }
 
 // readableBody is the plain text of an item notification.

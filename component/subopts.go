@@ -30,6 +30,8 @@ const (
 	fieldIncludeBody     = "pubsub#include_body"
 	fieldMessageType     = "x-pingd#message_type"
 	fieldFormat          = "x-pingd#format"
+	fieldDigest          = "pubsub#digest"
+	fieldDigestFrequency = "pubsub#digest_frequency"
 )
 
 // subOptionsForm is the options form filled with opts for a subscription
@@ -47,6 +49,11 @@ func subOptionsForm(opts hub.Options, n *hub.Node, result bool) *form.Data {
 		form.Boolean(fieldIncludeBody, form.Label("Add a readable message body to each pubsub event"),
 			form.Value(boolValue(opts.IncludeBody))),
 		messageTypeField(hub.MessageTypeOf(n, opts)),
+		form.Boolean(fieldDigest, form.Label("Gather the notifications into one digest per interval"),
+			form.Value(boolValue(opts.Digest))),
+		form.Text(fieldDigestFrequency, form.Label(fmt.Sprintf("Milliseconds between two digests (%d to %d)",
+			hub.MinDigestFrequency.Milliseconds(), hub.MaxDigestFrequency.Milliseconds())),
+			form.Value(strconv.FormatInt(opts.DigestFrequency().Milliseconds(), 10))),
 	}
 	if result {
 		fields = append([]form.Field{form.Result}, fields...)
@@ -64,7 +71,8 @@ func formatField(value string) form.Field {
 // sameXMPPOptions reports whether two subscriptions' XMPP options are
 // the same.
 func sameXMPPOptions(a, b hub.Options) bool {
-	return a.Format == b.Format && a.IncludeBody == b.IncludeBody && a.MessageType == b.MessageType
+	return a.Format == b.Format && a.IncludeBody == b.IncludeBody && a.MessageType == b.MessageType &&
+		a.Digest == b.Digest && a.DigestFrequencyMS == b.DigestFrequencyMS
 }
 
 // invalidOptions is the error for a subscription options form pingd
@@ -76,8 +84,8 @@ func invalidOptions(format string, args ...any) *stanzaError {
 // applySubOptionsForm applies a submitted options form to opts. Fields
 // left out keep their values. A registered pubsub#subscribe_options field
 // pingd does not offer is taken when it asks for what pingd does anyway
-// (pubsub#deliver 1, pubsub#digest 0, …) or has no value, so clients that
-// send every field they know keep working; asking for anything else, or
+// (pubsub#deliver 1, every pubsub#show-values state, …) or has no value,
+// so clients that send every field they know keep working; asking for anything else, or
 // giving an unknown pubsub# or x-pingd# field a value, is invalid-options
 // (XEP-0060 §6.3.5.3), and nothing is applied. Fields of other namespaces
 // are not the form type's and are ignored.
@@ -116,6 +124,24 @@ func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaErro
 		}
 		opts.MessageType = v
 	}
+	if v, ok, serr := f.single(fieldDigest); serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	} else if ok && v != "" {
+		b, valid := parseXSDBool(v)
+		if !valid {
+			return opts, invalidOptions("%s must be a boolean, not %q", fieldDigest, v)
+		}
+		opts.Digest = b
+	}
+	if v, ok, serr := f.single(fieldDigestFrequency); serr != nil {
+		return opts, invalidOptions("%s", serr.Text)
+	} else if ok && v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if lo, hi := hub.MinDigestFrequency.Milliseconds(), hub.MaxDigestFrequency.Milliseconds(); err != nil || ms < lo || ms > hi {
+			return opts, invalidOptions("%s must be a number of milliseconds from %d to %d, not %q", fieldDigestFrequency, lo, hi, v)
+		}
+		opts.DigestFrequencyMS = ms
+	}
 	if v, ok, serr := f.single(fieldFormat); serr != nil {
 		return opts, invalidOptions("%s", serr.Text)
 	} else if ok {
@@ -151,17 +177,11 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 		var ok bool
 		var why string
 		switch name {
-		case "FORM_TYPE", fieldIncludeBody, fieldMessageType, fieldFormat:
+		case "FORM_TYPE", fieldIncludeBody, fieldMessageType, fieldFormat, fieldDigest, fieldDigestFrequency:
 			continue // checked and applied by applySubOptionsForm
 		case "pubsub#deliver":
 			b, valid := parseXSDBool(values[0])
 			ok, why = single && valid && b, "it always delivers notifications (unsubscribe to stop them)"
-		case "pubsub#digest":
-			b, valid := parseXSDBool(values[0])
-			ok, why = single && valid && !b, "it sends each notification on its own, never digests"
-		case "pubsub#digest_frequency":
-			_, err := strconv.ParseUint(values[0], 10, 64)
-			ok, why = single && err == nil, "it sends each notification on its own, never digests" // moot without digests
 		case "pubsub#subscription_type":
 			ok, why = single && values[0] == "items", "it notifies items" // not new nodes
 		case "pubsub#subscription_depth":
@@ -177,7 +197,8 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 			if !strings.HasPrefix(name, "pubsub#") && !strings.HasPrefix(name, "x-pingd#") {
 				continue // not this form type's field
 			}
-			why = "it offers " + fieldIncludeBody + ", " + fieldFormat + " and " + fieldMessageType + " only" // a field pingd does not know
+			why = "it offers " + fieldIncludeBody + ", " + fieldDigest + ", " + fieldDigestFrequency + ", " +
+				fieldFormat + " and " + fieldMessageType + " only" // a field pingd does not know
 		}
 		if !ok {
 			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), why)
@@ -239,7 +260,8 @@ func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) 
 		return err
 	}
 	c.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
-		"format", opts.Format, "include_body", opts.IncludeBody, "message_type", opts.MessageType)
+		"format", opts.Format, "include_body", opts.IncludeBody, "message_type", opts.MessageType,
+		"digest", opts.Digest, "digest_frequency_ms", opts.DigestFrequencyMS)
 	return nil
 }
 

@@ -16,8 +16,13 @@
 // increasing sequence numbers, one write per event whatever the number of
 // subscribers. XMPP delivery keeps one cursor per node (the component writes
 // every stanza into one stream); HTTP subscriptions keep one cursor each and
-// advance it only when their receiver accepted the change. Publishing is
-// therefore O(events), and a subscriber's state changes only when it is served.
+// advance it only when their receiver accepted the change, and so do XMPP
+// subscriptions that ask for digests (digests.go). Publishing is therefore
+// O(events), and a subscriber's state changes only when it is served.
+//
+// XMPP readers (bounces.go, digests.go, subopts.go): a notification that
+// bounces ends or counts against its subscription; a new subscription is
+// sent the node's newest item (SendLastPublished).
 //
 // URLs have one spelling (urlcanon.go, CanonicalURL): sources, node names
 // derived from URLs, look-ups and per-host keys (HostKey) use the canonical

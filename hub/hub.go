@@ -518,6 +518,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if !ValidFormat(s.Options.Format) || !ValidMessageType(s.Options.MessageType) {
 			return nil, false, fmt.Errorf("%w: notification format %q, message type %q", ErrInvalid, s.Options.Format, s.Options.MessageType)
 		}
+		if err := validDigest(s.Options); err != nil {
+			return nil, false, err
+		}
 		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
 		}
@@ -556,6 +559,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 	s.NodeID = n.ID
 	s.NodeName = n.Name
 	s.Cursor = n.LastSeq
+	if s.Kind == KindXMPP && s.Options.Digest {
+		s.NextAttemptAt = h.now().Add(s.Options.DigestFrequency())
+	}
 	created, err := h.store.PutSubscription(ctx, &s)
 	if err != nil {
 		return nil, false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)

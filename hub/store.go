@@ -184,6 +184,17 @@ type Store interface {
 	RecordBounce(ctx context.Context, id int64, reason string, at time.Time) (count int, first time.Time, err error)
 	// ClearBounces forgets the bounces of the XMPP subscriptions ids.
 	ClearBounces(ctx context.Context, ids []int64) error
+	// SetDigest replaces the options of the XMPP subscription id with its
+	// cursor and due time (zero: no digest due) in one write; ErrNotFound.
+	SetDigest(ctx context.Context, id int64, opts Options, cursor int64, next time.Time) error
+	// DueDigests lists up to limit XMPP subscriptions whose NextAttemptAt
+	// is set and not after now, the earliest first.
+	DueDigests(ctx context.Context, now time.Time, limit int) ([]Subscription, error)
+	// SaveDigest records a digest of the XMPP subscription id that was due
+	// at `due`: its cursor, the next due time (zero: none) and when it was
+	// sent (LastDeliveredAt). It changes nothing and reports false when
+	// the subscription is gone or its due time is not `due` any more.
+	SaveDigest(ctx context.Context, id int64, due time.Time, cursor int64, next, sent time.Time) (bool, error)
 
 	// SetAffiliation sets jid's affiliation on the node; AffNone removes it.
 	SetAffiliation(ctx context.Context, nodeID int64, jid string, a Affiliation) error
@@ -199,8 +210,9 @@ type Store interface {
 	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)
 
 	// Prune removes what no one needs any more: pings older than
-	// pingsBefore, and log events that every cursor has passed and that are
-	// not among the node's current items.
+	// pingsBefore, and log events that every cursor has passed (the node's
+	// XMPP cursor, HTTP subscriptions' and digest subscriptions') and that
+	// are not among the node's current items.
 	Prune(ctx context.Context, pingsBefore time.Time) error
 	// ForgetSeenEntries forgets, per source, the entry ids its fetches have
 	// not shown for `after`, counted back from the latest fetch that showed

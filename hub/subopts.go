@@ -60,6 +60,15 @@ func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts
 	if !ValidFormat(opts.Format) {
 		return nil, fmt.Errorf("%w: notification format %q", ErrInvalid, opts.Format)
 	}
+	if err := validDigest(opts); err != nil {
+		return nil, err
+	}
+	if opts.Digest || sub.Options.Digest {
+		if err := h.setDigest(ctx, sub, opts); err != nil {
+			return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
+		}
+		return h.store.Subscription(ctx, sub.ID)
+	}
 	sub.Options = opts
 	if _, err := h.store.PutSubscription(ctx, &sub); err != nil {
 		return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)

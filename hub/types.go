@@ -424,6 +424,11 @@ type Options struct {
 	Format      string `json:"format,omitempty"`
 	IncludeBody bool   `json:"include_body,omitempty"`
 	MessageType string `json:"message_type,omitempty"`
+	// Digest (XEP-0060 pubsub#digest) gathers an XMPP subscription's items
+	// into one notification every DigestFrequencyMS milliseconds
+	// (pubsub#digest_frequency) instead of one each; see Hub digests.
+	Digest            bool  `json:"digest,omitempty"`
+	DigestFrequencyMS int64 `json:"digest_frequency_ms,omitempty"`
 	// Verify carries a pending request's verification parameters (for
 	// example a subscriber's hub.verify_token) until it is verified.
 	Verify map[string]string `json:"verify,omitempty"`

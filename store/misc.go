@@ -153,9 +153,11 @@ func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	var bounds []bound
 	// A node's bound is the lowest of its XMPP cursor and the cursors of
 	// its HTTP subscriptions, whatever their state: a pending or suspended
-	// subscription still delivers from its cursor later.
+	// subscription still delivers from its cursor later; and of its XMPP
+	// subscriptions with a digest due (store/xmpp.go).
 	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq,
-		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id AND s.kind <> 'xmpp')
+		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id
+			AND (s.kind <> 'xmpp' OR s.next_attempt_at IS NOT NULL))
 		FROM nodes n WHERE EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.id)`, nil,
 		func(r *sql.Rows) error {
 			var b bound

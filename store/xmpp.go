@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // Delivery bookkeeping of XMPP subscriptions. The XMPP side keeps one
@@ -73,4 +76,48 @@ func (s *sqlStore) statusBouncing(ctx context.Context, tx *sql.Tx, q StatusQuery
 		rep.Bouncing = append(rep.Bouncing, b)
 		return nil
 	})
+}
+
+// Digests: an XMPP subscription with digests keeps its own cursor
+// (cursor_seq) and the time its next digest is due (next_attempt_at);
+// subscriptions_digests (migration 0010) finds the due ones.
+
+// SetDigest replaces an XMPP subscription's options with its digest
+// cursor and due time.
+func (s *sqlStore) SetDigest(ctx context.Context, id int64, opts hub.Options, cursor int64, next time.Time) error {
+	options, err := json.Marshal(opts)
+	if err != nil {
+		return fmt.Errorf("subscription options: %w", err)
+	}
+	n, err := s.writeCount(ctx, `UPDATE subscriptions SET options = $2, cursor_seq = $3, next_attempt_at = $4, updated_at = $5
+		WHERE id = $1 AND kind = 'xmpp'`, id, string(options), cursor, s.timeArg(next), s.timeArg(time.Now()))
+	if err != nil {
+		return fmt.Errorf("set digest of subscription %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("XMPP subscription %d: %w", id, hub.ErrNotFound)
+	}
+	return nil
+}
+
+// DueDigests lists XMPP subscriptions whose digest is due.
+func (s *sqlStore) DueDigests(ctx context.Context, now time.Time, limit int) ([]hub.Subscription, error) {
+	out, err := s.subsWhere(ctx, s.read, `WHERE s.kind = 'xmpp' AND s.next_attempt_at IS NOT NULL AND s.next_attempt_at <= $1
+		ORDER BY s.next_attempt_at, s.id LIMIT $2`, s.timeArg(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due digests: %w", err)
+	}
+	return out, nil
+}
+
+// SaveDigest records a sent digest, unless the subscription's due time
+// changed meanwhile.
+func (s *sqlStore) SaveDigest(ctx context.Context, id int64, due time.Time, cursor int64, next, sent time.Time) (bool, error) {
+	n, err := s.writeCount(ctx, `UPDATE subscriptions SET cursor_seq = $3, next_attempt_at = $4, last_delivered_at = $5
+		WHERE id = $1 AND kind = 'xmpp' AND next_attempt_at = $2`,
+		id, s.timeArg(due), cursor, s.timeArg(next), s.timeArg(sent))
+	if err != nil {
+		return false, fmt.Errorf("save digest of subscription %d: %w", id, err)
+	}
+	return n > 0, nil
 }

@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeSendLastPublished", testNodeSendLastPublished},
 		{"LastEvent", testLastEvent},
 		{"Bounces", testBounces},
+		{"Digests", testDigests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,182 @@
+package component
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Digests (XEP-0060 §6.3 pubsub#digest; the model is in hub/digests.go).
+// The dispatcher leaves digest subscriptions out of the fan-out; every
+// digestCheckEvery it looks for due digests and sends each one message
+// with the items since the subscription's cursor: a pubsub#event whose
+// <items/> holds them all (with a readable list as the body when the
+// subscription asks for one), or for readers of plain messages the list
+// a burst gets. The cursor is recorded once the XMPP server has taken the
+// digest (the acknowledgement markers of acks.go); until then that
+// subscription gets no other digest. With Config.Shared, where a marker
+// may reach another process, it is recorded right after the write.
+
+const (
+	// digestCheckEvery is how often the dispatcher looks for due digests.
+	digestCheckEvery = time.Second
+	// digestBatch bounds the digests sent per look.
+	digestBatch = 64
+	// maxDigestEvents bounds the events one digest covers; a subscription
+	// owed more gets the rest in the next digest, at once.
+	maxDigestEvents = maxBurstEntries
+)
+
+// digestDone is a digest written and waiting to be recorded.
+type digestDone struct {
+	sub    hub.Subscription
+	due    time.Time
+	cursor int64
+	sent   time.Time
+	more   bool
+}
+
+// sendDueDigests sends the digests that are due, while connected and
+// leading (on the dispatcher).
+func (c *Component) sendDueDigests(ctx context.Context) {
+	conn := c.connection()
+	if conn == nil || !c.leading.Load() {
+		return
+	}
+	subs, err := c.hub.DueDigests(ctx, digestBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.ErrorContext(ctx, "find due digests", "err", err)
+		}
+		return
+	}
+	for _, s := range subs {
+		if conn.acks.isDigesting(s.ID) {
+			continue
+		}
+		if err := c.sendDigest(ctx, conn, s); err != nil {
+			if ctx.Err() == nil {
+				c.log.WarnContext(ctx, "send a digest", "node", s.NodeName, "jid", s.Address, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// sendDigest sends one subscription's digest.
+func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subscription) error {
+	n, err := c.store.NodeByID(ctx, s.NodeID)
+	if errors.Is(err, hub.ErrNotFound) {
+		return nil // deleted meanwhile, with its subscriptions
+	}
+	if err != nil {
+		return err
+	}
+	events, err := c.store.EventsAfter(ctx, n.ID, s.Cursor, maxDigestEvents)
+	if err != nil {
+		return err
+	}
+	d := digestDone{sub: s, due: s.NextAttemptAt, cursor: s.Cursor, sent: c.hub.Now(), more: len(events) == maxDigestEvents}
+	if len(events) > 0 {
+		d.cursor = events[len(events)-1].Seq
+	}
+	items := digestItems(events)
+	if len(items) == 0 {
+		// Nothing to tell: the next digest is due one interval later.
+		_, err := c.hub.DigestSent(ctx, s, d.due, d.cursor, d.sent, d.more)
+		return err
+	}
+	msg := c.renderDigest(n, &s, items)
+	err = conn.writeThen(func(w *bufio.Writer) error {
+		_, err := w.Write(msg)
+		return err
+	}, func() {
+		if !c.shared {
+			conn.acks.writtenDigest(d)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	c.sentUnicast.Add(1)
+	c.log.DebugContext(ctx, "digest sent", "node", n.Name, "jid", s.Address, "items", len(items))
+	if c.shared {
+		c.recordDigest(ctx, conn, d)
+		return nil
+	}
+	return c.writeMarker(conn)
+}
+
+// recordDigest records a digest the server took.
+func (c *Component) recordDigest(ctx context.Context, conn *connection, d digestDone) {
+	defer conn.acks.digestRecorded(d.sub.ID)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
+	defer cancel()
+	if _, err := c.hub.DigestSent(sctx, d.sub, d.due, d.cursor, d.sent, d.more); err != nil {
+		// Not recorded, the digest is sent again: a duplicate, nothing lost.
+		c.log.ErrorContext(ctx, "record a digest", "node", d.sub.NodeName, "jid", d.sub.Address, "err", err)
+	}
+}
+
+// digestItems are the items a digest carries: each item event of the
+// batch, but not those retracted or purged later in it, newest version
+// of an item id only.
+func digestItems(events []hub.Event) []hub.Event {
+	gone := map[string]bool{}
+	purgedAt := -1
+	for i, ev := range events {
+		switch ev.Kind {
+		case hub.EventRetract:
+			gone[ev.ItemID] = true
+		case hub.EventPurge:
+			purgedAt = i
+		}
+	}
+	var out []hub.Event
+	seen := map[string]bool{}
+	for i := len(events) - 1; i > purgedAt; i-- {
+		ev := events[i]
+		switch {
+		case ev.Kind == hub.EventRetract:
+			gone[ev.ItemID] = true
+		case ev.Kind != hub.EventItem, gone[ev.ItemID], seen[ev.ItemID]:
+		default:
+			seen[ev.ItemID] = true
+			out = append(out, ev)
+		}
+	}
+	// Oldest first, as they were published.
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// renderDigest renders one subscription's digest message.
+func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event) []byte {
+	v := variantOf(n, s)
+	id := c.stanzaIDs.forNode(n.ID)
+	var b xmlBuf
+	b.Write(c.messagePrefixOfType(v.typ))
+	escapeAttr(&b.Buffer, s.Address)
+	role := burstRole{entries: items, total: len(items)}
+	if v.format == hub.FormatMessage {
+		b.Write(c.renderBurst(n, role, id))
+		return b.Bytes()
+	}
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	if v.body {
+		b.element("body", burstText(n, role))
+	}
+	b.open("event", "xmlns", nsPubsubEvent).open("items", "node", n.Name)
+	for _, ev := range items {
+		writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+	}
+	b.close("items").close("event").close("message")
+	return b.Bytes()
+}
