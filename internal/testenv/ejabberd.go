@@ -68,6 +68,10 @@ type EjabberdOptions struct {
 	// LogLevel is ejabberd's log level; default "info". Benchmarks use
 	// "warning" so thousands of logins are not logged one by one.
 	LogLevel string
+	// Offline loads mod_offline: chat and normal messages to a user who is
+	// not logged in are kept and delivered at the next login, as on most
+	// servers (Prosody does it without being asked).
+	Offline bool
 }
 
 // ejabberdUser is the system account the Debian package runs ejabberd as;
@@ -202,6 +206,10 @@ func (e *Ejabberd) config(opts EjabberdOptions) string {
 	if len(opts.Admins) > 0 {
 		admins = yamlList(opts.Admins)
 	}
+	offline := ""
+	if opts.Offline {
+		offline = "  mod_offline: {}\n" // the last entry of modules
+	}
 	// Plain auth without TLS is accepted: no certfiles, starttls not
 	// required, passwords stored plainly so SASL PLAIN works. No shapers:
 	// a benchmark measures the server, not its rate limits. Without
@@ -270,7 +278,7 @@ modules:
     access_createnode: pubsub_createnode
     plugins: [flat]
     max_items_node: 1000
-`, e.Domain, level, port(e.C2SAddr), port(e.ComponentAddr), comps.String(), admins, e.Multicast, e.RefPubsub)
+`, e.Domain, level, port(e.C2SAddr), port(e.ComponentAddr), comps.String(), admins, e.Multicast, e.RefPubsub) + offline
 }
 
 // ctl returns an ejabberdctl command for this node.
