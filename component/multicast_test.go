@@ -418,3 +418,35 @@ func TestNoMulticastOnProsody(t *testing.T) {
 		t.Errorf("%d multicast and %d single stanzas, want 0 and 4", e.comp.sentMulticast.Load(), e.comp.sentUnicast.Load()-before)
 	}
 }
+
+// TestMulticastRefusedPlainIsResent: a refused multicast stanza of plain
+// messages (readers' notifications, no pubsub#event) is sent again to each
+// of its addresses, with the readers' message type.
+func TestMulticastRefusedPlainIsResent(t *testing.T) {
+	testenv.RequireEjabberd(t)
+	e := newEjabberdEnv(t, Config{Multicast: "nosuch.localhost"})
+	if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: "news", Config: hub.DefaultNodeConfig()}); err != nil {
+		t.Fatal(err)
+	}
+	e.ej.Register("reader", password)
+	var clients []*testenv.Client
+	for i := range 3 {
+		c := e.ej.Dial(e.ctx, t, "reader", password, fmt.Sprintf("r%d", i))
+		if _, _, err := e.hub.Subscribe(e.ctx, hub.Subscription{NodeName: "news", Kind: hub.KindXMPP,
+			Address: c.JID.String(), BareJID: c.JID.Bare().String(), Options: hub.Options{Format: hub.FormatMessage}}); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	e.publish("news", "p1")
+	for _, c := range clients {
+		m := nextMessage(t, c, 20*time.Second, isNotification)
+		if m.attr("type") != hub.NotifyChat || isEvent(m) || !strings.Contains(bodyOf(m), "p1") || m.child(nsAddress, "addresses") != nil {
+			t.Errorf("%s got %s, want the plain chat message", c.JID, m.standalone())
+		}
+		noNotifications(t, c, 300*time.Millisecond)
+	}
+	if !strings.Contains(e.logs.String(), "refused a notification") {
+		t.Errorf("the refusal was not logged")
+	}
+}
