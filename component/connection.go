@@ -14,6 +14,7 @@ import (
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp"
 	mcomponent "mellium.im/xmpp/component"
+	"mellium.im/xmpp/stanza"
 	"mellium.im/xmpp/stream"
 )
 
@@ -226,11 +227,15 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 // is answered with a stanza error instead.
 func (c *Component) handleStanza(ctx context.Context, cn *connection, pool *requestPool, t xml.TokenReader, start *xml.StartElement) error {
 	el, err := readElement(t, *start)
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, errTooLarge) || errors.Is(err, errBadName) {
 		// Answer from the start element alone; Serve discards the rest.
 		el = &element{Name: start.Name, Attr: start.Attr}
 		if el.Name.Local == "iq" {
-			c.replyError(cn, el, &stanzaError{Type: "modify", Condition: "policy-violation", Text: errTooLarge.Error()})
+			cond := "policy-violation"
+			if errors.Is(err, errBadName) {
+				cond = "bad-request"
+			}
+			c.replyError(cn, el, &stanzaError{Type: "modify", Condition: stanza.Condition(cond), Text: err.Error()})
 		}
 		return nil
 	}

@@ -23,6 +23,9 @@ func FuzzParseIQ(f *testing.F) {
 		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><subscribe node="n" jid="a@localhost"/><options><x xmlns="jabber:x:data" type="submit"/></options></pubsub>`),
 		iq("set", `<command xmlns="http://jabber.org/protocol/commands" node="pingd#subscribe" action="complete" sessionid="s"><x xmlns="jabber:x:data" type="submit"><field var="target"><value>demo</value></field></x></command>`),
 		iq("set", `<command xmlns="http://jabber.org/protocol/commands" node="pingd#list"/>`),
+		iq("get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="n"/><set xmlns="http://jabber.org/protocol/rsm"><max>2</max><after>b</after></set></pubsub>`),
+		iq("get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="n"/><set xmlns="http://jabber.org/protocol/rsm"><max>2</max><before/><index>1</index></set></pubsub>`),
+		iq("set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><options node="n" jid="a@localhost"><x xmlns="jabber:x:data" type="submit"><field var="pubsub#digest"><value>1</value></field><field var="pubsub#digest_frequency"><value>60000</value></field><field var="x-pingd#format"><value>message</value></field></x></options></pubsub>`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -65,8 +68,21 @@ func FuzzParseIQ(f *testing.F) {
 			}
 		case opOptionsSet, opSubscribe:
 			if req.Form != nil {
-				if opts, serr := applySubOptionsForm(hub.Options{}, req.Form); serr == nil && !hub.ValidMessageType(opts.MessageType) {
-					t.Fatalf("accepted message type %q", opts.MessageType)
+				if opts, serr := applySubOptionsForm(hub.Options{}, req.Form); serr == nil {
+					if !hub.ValidMessageType(opts.MessageType) || !hub.ValidFormat(opts.Format) {
+						t.Fatalf("accepted message type %q, format %q", opts.MessageType, opts.Format)
+					}
+					if f := opts.DigestFrequency(); f < hub.MinDigestFrequency || f > hub.MaxDigestFrequency {
+						t.Fatalf("accepted a digest frequency of %s", f)
+					}
+				}
+			}
+		case opItems:
+			if req.Page != nil {
+				all := []hub.Event{{ItemID: "a"}, {ItemID: "b"}, {ItemID: "c"}}
+				if page, first, serr := pageOf(all, req.Page); serr == nil &&
+					(first < 0 || first > len(all) || len(page) > len(all) || (req.Page.Max >= 0 && len(page) > req.Page.Max)) {
+					t.Fatalf("page %v from %d for %+v", page, first, req.Page)
 				}
 			}
 		case opCommand:

@@ -3,6 +3,7 @@ package component
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"strings"
 	"testing"
 
@@ -287,5 +288,24 @@ func TestParseChatCommand(t *testing.T) {
 		if got := parseChatCommand(tc.body); got != tc.want {
 			t.Errorf("parseChatCommand(%q) = %+v, want %+v", tc.body, got, tc.want)
 		}
+	}
+}
+
+// TestNamesThatAreNoXMLNames: encoding/xml takes "p:0" as a name when p is
+// bound to no namespace; the tree drops such an attribute and refuses such
+// an element, so what it writes out always parses again.
+func TestNamesThatAreNoXMLNames(t *testing.T) {
+	el, err := parseDocument([]byte(`<a xmlns:m=""><b m:0="x" ok="y"/></a>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := el.Children[0]; len(b.Attr) != 1 || b.Attr[0].Name.Local != "ok" {
+		t.Errorf("attributes %v, want only ok", b.Attr)
+	}
+	if _, err := parseDocument(el.standalone()); err != nil {
+		t.Errorf("written out, the tree does not parse: %v", err)
+	}
+	if _, err := parseDocument([]byte(`<a xmlns:m=""><m:0/></a>`)); !errors.Is(err, errBadName) {
+		t.Errorf("an element named 0 after its prefix: %v, want errBadName", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Incoming stanzas are read into a small element tree: requests are tiny,
@@ -37,6 +39,20 @@ const (
 
 // errTooLarge reports a stanza beyond the limits above.
 var errTooLarge = errors.New("stanza too large or too deeply nested")
+
+// errBadName reports an element whose name is no XML name once its prefix
+// is resolved ("p:0" with p bound to no namespace): written out again it
+// would not parse. An XMPP server's parser refuses such a stanza before
+// pingd sees it; the check keeps the tree sound whatever it is fed.
+var errBadName = errors.New("an element name that is not an XML name")
+
+// nameStart reports whether s starts like an XML name. encoding/xml checks
+// a prefixed name as a whole, so the part after the prefix may begin with
+// a character only allowed inside a name.
+func nameStart(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r)
+}
 
 const nsXML = "http://www.w3.org/XML/1998/namespace"
 
@@ -119,10 +135,16 @@ func (b *treeBuilder) newElement(start xml.StartElement) (*element, error) {
 	if b.elements > maxStanzaElements {
 		return nil, errTooLarge
 	}
+	if !nameStart(start.Name.Local) {
+		return nil, errBadName
+	}
 	e := &element{Name: start.Name}
 	for _, a := range start.Attr {
 		if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
 			continue // a namespace declaration, already resolved into names
+		}
+		if !nameStart(a.Name.Local) {
+			continue // not an XML name (errBadName); nothing pingd reads
 		}
 		b.bytes += len(a.Value)
 		e.Attr = append(e.Attr, xml.Attr{Name: a.Name, Value: a.Value})
