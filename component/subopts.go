@@ -90,63 +90,64 @@ func invalidOptions(format string, args ...any) *stanzaError {
 // (XEP-0060 §6.3.5.3), and nothing is applied. Fields of other namespaces
 // are not the form type's and are ignored.
 func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaError) {
+	orig := opts // what a refusal returns: nothing is applied
 	f, serr := parseForm(x)
 	if serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	}
 	switch f.Type {
 	case string(form.TypeSubmit):
 	case string(form.TypeCancel):
 		return opts, nil
 	default:
-		return opts, invalidOptions("the options form must be of type submit, not %q", f.Type)
+		return orig, invalidOptions("the options form must be of type submit, not %q", f.Type)
 	}
 	if ft, ok := f.Values["FORM_TYPE"]; ok && (len(ft) != 1 || strings.TrimSpace(ft[0]) != formSubscribeOptions) {
-		return opts, invalidOptions("FORM_TYPE must be %s", formSubscribeOptions)
+		return orig, invalidOptions("FORM_TYPE must be %s", formSubscribeOptions)
 	}
 	if serr := checkUnofferedSubOptions(f); serr != nil {
-		return opts, serr
+		return orig, serr
 	}
 	if v, ok, serr := f.single(fieldIncludeBody); serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	} else if ok {
 		b, valid := parseXSDBool(v)
 		if !valid {
-			return opts, invalidOptions("%s must be a boolean, not %q", fieldIncludeBody, v)
+			return orig, invalidOptions("%s must be a boolean, not %q", fieldIncludeBody, v)
 		}
 		opts.IncludeBody = b
 	}
 	if v, ok, serr := f.single(fieldMessageType); serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	} else if ok {
 		if v == "" || !hub.ValidMessageType(v) {
-			return opts, invalidOptions("%s must be headline, normal or chat, not %q", fieldMessageType, v)
+			return orig, invalidOptions("%s must be headline, normal or chat, not %q", fieldMessageType, v)
 		}
 		opts.MessageType = v
 	}
 	if v, ok, serr := f.single(fieldDigest); serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	} else if ok && v != "" {
 		b, valid := parseXSDBool(v)
 		if !valid {
-			return opts, invalidOptions("%s must be a boolean, not %q", fieldDigest, v)
+			return orig, invalidOptions("%s must be a boolean, not %q", fieldDigest, v)
 		}
 		opts.Digest = b
 	}
 	if v, ok, serr := f.single(fieldDigestFrequency); serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	} else if ok && v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if lo, hi := hub.MinDigestFrequency.Milliseconds(), hub.MaxDigestFrequency.Milliseconds(); err != nil || ms < lo || ms > hi {
-			return opts, invalidOptions("%s must be a number of milliseconds from %d to %d, not %q", fieldDigestFrequency, lo, hi, v)
+			return orig, invalidOptions("%s must be a number of milliseconds from %d to %d, not %q", fieldDigestFrequency, lo, hi, v)
 		}
 		opts.DigestFrequencyMS = ms
 	}
 	if v, ok, serr := f.single(fieldFormat); serr != nil {
-		return opts, invalidOptions("%s", serr.Text)
+		return orig, invalidOptions("%s", serr.Text)
 	} else if ok {
 		if v == "" || !hub.ValidFormat(v) {
-			return opts, invalidOptions("%s must be %s or %s, not %q", fieldFormat, hub.FormatMessage, hub.FormatPubsub, v)
+			return orig, invalidOptions("%s must be %s or %s, not %q", fieldFormat, hub.FormatMessage, hub.FormatPubsub, v)
 		}
 		opts.Format = v
 	}
