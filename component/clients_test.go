@@ -197,6 +197,10 @@ func TestReadableNotifications(t *testing.T) {
 	if f := find(ans, "pubsub", "options", "x"); f == nil || f.attr("type") != "result" {
 		t.Errorf("subscribe-and-configure answered %s", ans.standalone())
 	}
+	// First the newest item, with the body asked for, then the next.
+	if got := nextMessage(t, cc, 10*time.Second, isEvent); !strings.Contains(bodyOf(got), "Title r2") || got.child(nsDelay, "delay") == nil {
+		t.Errorf("subscribe-and-configure subscriber was sent %s, want the newest item with a body and a delay", got.standalone())
+	}
 	e.publish("demo", "r3")
 	if got := nextMessage(t, cc, 10*time.Second, isEvent); !strings.Contains(bodyOf(got), "Title r3") {
 		t.Errorf("subscribe-and-configure subscriber got %s", got.standalone())

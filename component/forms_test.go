@@ -22,7 +22,7 @@ func submitForm(fields ...string) string {
 
 func TestConfigFormRoundTrip(t *testing.T) {
 	cfg := hub.NodeConfig{Title: "Demo & <friends>", AccessModel: hub.AccessWhitelist, MaxItems: 7,
-		DeliverPayloads: false, NotificationType: hub.NotifyNormal}
+		DeliverPayloads: false, NotificationType: hub.NotifyNormal, SendLastPublished: hub.SendLastNever}
 	rendered := formBytes(configForm(cfg))
 	// What a client does: take the form, change its type to submit, send it back.
 	submitted := strings.Replace(string(rendered), `type="form"`, `type="submit"`, 1)

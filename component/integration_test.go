@@ -426,7 +426,7 @@ func TestSubscribePublishRetrieve(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{})
 	e.createNode("demo", "Demo", hub.AccessOpen)
-	e.publish("demo", "old") // before anyone subscribed: never notified
+	e.publish("demo", "old") // before anyone subscribed: sent to new subscriptions only
 	alice := e.dial("alice", "phone")
 	bare := alice.JID.Bare().String()
 
@@ -434,6 +434,11 @@ func TestSubscribePublishRetrieve(t *testing.T) {
 	sub1 := find(r1, "pubsub", "subscription")
 	if sub1 == nil || sub1.attr("subscription") != "subscribed" || sub1.attr("subid") == "" || sub1.attr("jid") != bare {
 		t.Fatalf("subscribe answer %s", r1.standalone())
+	}
+	// A new subscription is sent the newest item at once (§12.5), and
+	// only that one.
+	if got := collectItems(t, alice, "demo", 1); got[0].id != "old" {
+		t.Fatalf("the new subscription was sent %v, want the newest item", got)
 	}
 	// Subscribing again gives the same subscription back.
 	r2 := result(t, e.request(alice, "set", subscribePayload("demo", bare)))
@@ -839,6 +844,9 @@ func TestOwnerSubscriptionChangesAreNotified(t *testing.T) {
 	alice := e.dial("alice", "r")
 	aliceBare := alice.JID.Bare().String()
 	result(t, e.request(alice, "set", subscribePayload("n1", aliceBare)))
+	if got := collectItems(t, alice, "n1", 1); got[0].id != "s3" { // the newest item, to a new subscription
+		t.Fatalf("alice's new subscription was sent %v", got)
+	}
 	ans := e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n1">`+
 		`<subscription jid="`+bobBare+`" subscription="subscribed"/>`+
 		`<subscription jid="`+aliceBare+`" subscription="pending"/></subscriptions></pubsub>`)
