@@ -23,7 +23,8 @@
 //     slow fetch, up to 64); requests about one node (and one sender's
 //     chat commands) keep their order, and publishes of one sender to one
 //     node that wait together become one append. Every IQ get and set is
-//     answered exactly once.
+//     answered exactly once; what an answer announces (the newest item
+//     to a new subscription) follows it (afterAnswer).
 //   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
 //     publisher and owner), carried out through the hub's methods so the
 //     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
