@@ -19,45 +19,40 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, _ := bc.connect(t)
-			// The schema just before the migration; its later columns do
-			// not exist yet, so subscriptions are written in SQL below.
+			// The schema just before the migration. Its rows are written in
+			// SQL: the Store's methods speak the newest schema, whose later
+			// columns do not exist yet.
 			before := versionNamed(t, bc.name, "canonical_urls") - 1
 			if err := s.migrate(ctx, before); err != nil {
 				t.Fatal(err)
 			}
+			now := s.dialect.timeArg(time.Now())
+			insert := func(query string, args ...any) int64 {
+				t.Helper()
+				var id int64
+				if err := s.write.QueryRowContext(ctx, query+` RETURNING id`, args...).Scan(&id); err != nil {
+					t.Fatalf("%s: %v", query, err)
+				}
+				return id
+			}
 			// Three spellings of one feed, in three sources, each with a node
 			// and seen entries; one already canonical, not the oldest.
 			spellings := []string{"HTTP://Example.org:0080/feed?", "http://example.org./feed", "http://example.org/feed"}
-			var ids []int64
+			var ids, nodeIDs []int64
 			for i, u := range spellings {
-				src, _, err := s.EnsureSource(ctx, u)
-				if err != nil {
-					t.Fatal(err)
+				id := insert(`INSERT INTO sources (original_url, url, site_url, baselined, created_at) VALUES ($1, $1, 'HTTP://Example.org:80', TRUE, $2)`, u, now)
+				ids = append(ids, id)
+				for _, entry := range []string{"shared", "only-" + string(rune('a'+i))} {
+					if _, err := s.write.ExecContext(ctx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES ($1, $2, $3)`, id, entry, now); err != nil {
+						t.Fatal(err)
+					}
 				}
-				ids = append(ids, src.ID)
-				st := src.SourceState
-				st.SiteURL = "HTTP://Example.org:80"
-				if _, err := s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true,
-					Entries: []hub.Entry{{ID: "shared"}, {ID: "only-" + string(rune('a'+i))}}}); err != nil {
-					t.Fatal(err)
-				}
-				n := &hub.Node{Name: "n" + string(rune('a'+i)), NodeConfig: hub.DefaultNodeConfig(), SourceID: src.ID}
-				if err := s.CreateNode(ctx, n); err != nil {
-					t.Fatal(err)
-				}
+				nodeIDs = append(nodeIDs, insert(`INSERT INTO nodes (name, access_model, max_items, deliver_payloads, notification_type, source_id, created_at, updated_at)
+					VALUES ($1, 'open', 10, TRUE, 'headline', $2, $3, $3)`, "n"+string(rune('a'+i)), id, now))
 			}
-			if err := s.PutUpstream(ctx, &hub.Upstream{SourceID: ids[1], Kind: hub.UpstreamWebSub, Endpoint: "https://hub.example/",
-				Topic: spellings[1], State: hub.UpstreamActive}); err != nil {
-				t.Fatal(err)
-			}
-			other, _, err := s.EnsureSource(ctx, "http://other.example/x/../feed")
-			if err != nil {
-				t.Fatal(err)
-			}
-			na, err := s.Node(ctx, "na")
-			if err != nil {
-				t.Fatal(err)
-			}
+			insert(`INSERT INTO upstreams (source_id, kind, endpoint, topic, state, created_at, updated_at)
+				VALUES ($1, 'websub', 'https://hub.example/', $2, 'active', $3, $3)`, ids[1], spellings[1], now)
+			other := insert(`INSERT INTO sources (original_url, url, created_at) VALUES ('http://other.example/x/../feed', 'http://other.example/x/../feed', $1)`, now)
 			// Two spellings of one webhook callback, and one rssCloud
 			// subscription whose callback and topic are not canonical.
 			for _, sub := range []struct{ kind, address, bareJID string }{
@@ -66,10 +61,8 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 				{"rsscloud", "http://cb.example:80/rpc#http%3A%2F%2FExample.org%2F.%2Ffeed", ""},
 				{"xmpp", "Reader@Example.org", "Reader@Example.org"},
 			} {
-				if _, err := s.write.ExecContext(ctx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, state, options, created_at, updated_at)
-					VALUES ($1, $2, $3, $4, 'active', '{}', $5, $5)`, na.ID, sub.kind, sub.address, sub.bareJID, s.dialect.timeArg(time.Now())); err != nil {
-					t.Fatal(err)
-				}
+				insert(`INSERT INTO subscriptions (node_id, kind, address, bare_jid, state, options, created_at, updated_at)
+					VALUES ($1, $2, $3, $4, 'active', '{}', $5, $5)`, nodeIDs[0], sub.kind, sub.address, sub.bareJID, now)
 			}
 
 			if err := s.migrate(ctx, 0); err != nil {
@@ -103,11 +96,11 @@ func TestMigrateCanonicalizesStoredURLs(t *testing.T) {
 			if err != nil || len(applied.New) != 1 || applied.New[0].ID != "fresh" {
 				t.Fatalf("after the merge, new = %+v, %v; want only fresh", applied.New, err)
 			}
-			if o, err := s.Source(ctx, other.ID); err != nil || o.OriginalURL != "http://other.example/feed" {
+			if o, err := s.Source(ctx, other); err != nil || o.OriginalURL != "http://other.example/feed" {
 				t.Fatalf("other source = %+v, %v", o, err)
 			}
 
-			subs, err := s.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: na.ID})
+			subs, err := s.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: nodeIDs[0]})
 			if err != nil {
 				t.Fatal(err)
 			}
