@@ -998,13 +998,15 @@ func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, sche
 }
 
 // Ping records a publisher's ping and schedules fetches of the sources
-// matching any of urls (the first non-empty one is recorded as the
-// publisher wrote it: changes.xml shows what was submitted); it returns
-// how many sources, each counted once. It fails only when the ping could
-// not be stored, so a ping is never acknowledged and lost.
+// matching any of urls; it returns how many sources, each counted once.
+// p.URL is recorded as the URL the publisher submitted (changes.xml shows
+// what was submitted), the first non-empty one of urls when it is empty;
+// urls may then be empty, for a ping that names nothing pingd fetches. It
+// fails only when the ping could not be stored, so a ping is never
+// acknowledged and lost.
 func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
-	p.URL = ""
 	canonical := make([]string, 0, len(urls))
+	first := ""
 	for _, u := range urls {
 		if u == "" {
 			continue
@@ -1014,12 +1016,23 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 			return 0, err
 		}
 		canonical = append(canonical, c)
-		if p.URL == "" {
-			p.URL = u
+		if first == "" {
+			first = u
 		}
 	}
 	if p.URL == "" {
+		p.URL = first
+	}
+	if p.URL == "" {
 		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
+	}
+	for _, u := range []string{p.URL, p.FeedURL} {
+		if u == "" {
+			continue
+		}
+		if err := ValidURL(u); err != nil {
+			return 0, err
+		}
 	}
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = h.now()

@@ -932,6 +932,47 @@ func TestPingIsStoredFirst(t *testing.T) {
 	}
 }
 
+// TestPingRecordsTheSubmittedURL: a ping's URL, when set, is recorded as
+// the publisher submitted it, whatever is fetched, also when nothing is
+// (pingd's own feed of a node without a source); the feed of an
+// extendedPing is kept beside it. An invalid one refuses the ping.
+func TestPingRecordsTheSubmittedURL(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	if _, err := e.hub.Ping(ctx, hub.Ping{Dialect: "websub", URL: "http://pingd.example/atom/x"},
+		[]string{"http://unknown.example/feed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if n, err := e.hub.Ping(ctx, hub.Ping{Dialect: "cnws", URL: "http://pingd.example/atom/y"}, nil, nil); err != nil || n != 0 {
+		t.Fatalf("a ping with nothing to fetch = %d, %v; want it recorded", n, err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.hub.Ping(ctx, hub.Ping{Dialect: "xmlrpc-extended", URL: "http://site.example/", FeedURL: "http://site.example/feed"},
+		[]string{"http://site.example/feed", "http://site.example/"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]hub.Ping{
+		"an invalid URL":      {Dialect: "rest", URL: "javascript:alert(1)"},
+		"an invalid feed URL": {Dialect: "xmlrpc-extended", URL: "http://site.example/", FeedURL: "javascript:alert(1)"},
+	} {
+		_, err := e.hub.Ping(ctx, p, []string{"http://site.example/feed"}, nil)
+		mustErrIs(t, name, err, hub.ErrInvalid)
+	}
+	pings, total, err := e.hub.Pings(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pings {
+		got = append(got, p.URL+" "+p.FeedURL)
+	}
+	want := []string{"http://site.example/ http://site.example/feed", "http://pingd.example/atom/y ", "http://pingd.example/atom/x "}
+	if total != 3 || !slices.Equal(got, want) {
+		t.Errorf("recorded (total %d) %q, want %q", total, got, want)
+	}
+}
+
 func TestPingMatchesSourceAndSiteURLs(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := t.Context()

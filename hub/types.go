@@ -655,7 +655,14 @@ type Ping struct {
 	ID      int64
 	Dialect string // xmlrpc-weblogupdates, xmlrpc-extended, rsscloud, rest, form, cnws, websub
 	Name    string // the weblog's name, when given
-	URL     string // the URL the ping named
+	// URL is the URL the ping submitted, as written: the weblog's URL of
+	// weblogUpdates (extendedPing's url), the resource of rssCloud and
+	// CNWS, the topic of WebSub, also where it names one of pingd's own
+	// node feeds. changes.xml lists it.
+	URL string
+	// FeedURL is the feed that extendedPing names beside its url (its
+	// feedUrl), listed as weblogs.com's rssUrl; "" for the other dialects.
+	FeedURL string
 	Remote  string // the pinging address
 	// Tags are extendedPing's categories (its fifth parameter).
 	Tags       []string

@@ -148,6 +148,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				}
 				checkSeeded(t, s)
 				checkSeededChanges(t, s, k)
+				checkSeededPings(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -217,6 +218,37 @@ func checkSeededChanges(t *testing.T, s Store, version int) {
 	if r := renewing[0]; r.State != hub.SubSuspended || r.Options.Protocol != "xml-rpc" || r.Change.ID != "c2" ||
 		r.Change.Mode != hub.ChangeSubscribe || r.Change.Options.Protocol != "http-post" {
 		t.Fatalf("subscription with a pending change = %+v", r)
+	}
+}
+
+// checkSeededPings reads the extendedPing that seeds from version 3 on
+// hold: written before version 13, it named its feed as its url, and is
+// read with that URL as its feed too; from version 13 on, the weblog's
+// url and its feed are kept apart.
+func checkSeededPings(t *testing.T, s Store, version int) {
+	t.Helper()
+	if version < 3 {
+		return
+	}
+	pings, _, err := s.Pings(context.Background(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(pings, func(p hub.Ping) bool { return p.Name == "Tagged" })
+	if i < 0 {
+		t.Fatalf("the seeded extendedPing is gone: %+v", pings)
+	}
+	wantURL, wantFeed := "https://example.org/tagged", "https://example.org/tagged"
+	if version >= 13 {
+		wantURL = "https://example.org/"
+	}
+	if p := pings[i]; p.URL != wantURL || p.FeedURL != wantFeed || !slices.Equal(p.Tags, []string{"go", "xmpp"}) {
+		t.Fatalf("seeded extendedPing after migrating = %+v, want url %s and feed %s", p, wantURL, wantFeed)
+	}
+	for _, p := range pings {
+		if p.Dialect != "xmlrpc-extended" && p.FeedURL != "" {
+			t.Fatalf("a %s ping has a feed URL after migrating: %+v", p.Dialect, p)
+		}
 	}
 }
 

@@ -75,9 +75,9 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 	}
 	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
 	err := s.inTx(ctx, func(tx *txn) error {
-		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, remote, received_at, tags)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			[]any{p.Dialect, p.Name, p.URL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
+		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			[]any{p.Dialect, p.Name, p.URL, p.FeedURL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
 			return err
 		}
 		_, err := s.exec(ctx, tx, `UPDATE counters SET value = value + 1 WHERE name = 'pings'`)
@@ -102,7 +102,7 @@ func (s *sqlStore) PingsBetween(ctx context.Context, since, until time.Time, lim
 	if err := s.queryRow(ctx, s.read, `SELECT value FROM counters WHERE name = 'pings'`, nil, &total); err != nil {
 		return nil, 0, fmt.Errorf("count pings: %w", err)
 	}
-	query := `SELECT id, dialect, name, url, remote, received_at, tags FROM pings`
+	query := `SELECT id, dialect, name, url, feed_url, remote, received_at, tags FROM pings`
 	var args []any
 	var conds []string
 	if !since.IsZero() {
@@ -125,7 +125,7 @@ func (s *sqlStore) PingsBetween(ctx context.Context, since, until time.Time, lim
 	err := s.query(ctx, s.read, query, args, func(r *sql.Rows) error {
 		var p hub.Ping
 		var tags string
-		if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.Remote, tc(&p.ReceivedAt), &tags); err != nil {
+		if err := r.Scan(&p.ID, &p.Dialect, &p.Name, &p.URL, &p.FeedURL, &p.Remote, tc(&p.ReceivedAt), &tags); err != nil {
 			return err
 		}
 		if tags != "" {

@@ -1824,6 +1824,13 @@ func testPings(t *testing.T, s store.Store) {
 	if p.ReceivedAt.IsZero() {
 		t.Fatal("ReceivedAt not set")
 	}
+	// An extendedPing keeps the weblog's URL and its feed apart.
+	p = hub.Ping{Dialect: "xmlrpc-extended", URL: "https://example.org/", FeedURL: "https://example.org/feed.xml", ReceivedAt: t0.Add(time.Hour)}
+	noErr(t, s.RecordPing(ctx, &p))
+	pings, _ = must2(s.PingsBetween(ctx, t0.Add(time.Hour), t0.Add(2*time.Hour), 0))(t)
+	if len(pings) != 1 || pings[0].URL != "https://example.org/" || pings[0].FeedURL != "https://example.org/feed.xml" {
+		t.Fatalf("extendedPing read back as %+v", pings)
+	}
 }
 
 func testPrune(t *testing.T, s store.Store) {
