@@ -4,11 +4,16 @@ import (
 	"compress/gzip"
 	"encoding/xml"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 type weblogUpdates struct {
@@ -17,9 +22,10 @@ type weblogUpdates struct {
 	Updated string   `xml:"updated,attr"`
 	Count   string   `xml:"count,attr"`
 	Weblogs []struct {
-		Name string `xml:"name,attr"`
-		URL  string `xml:"url,attr"`
-		When string `xml:"when,attr"`
+		Name   string `xml:"name,attr"`
+		URL    string `xml:"url,attr"`
+		RSSURL string `xml:"rssUrl,attr"`
+		When   string `xml:"when,attr"`
 	} `xml:"weblog"`
 }
 
@@ -90,6 +96,105 @@ func TestChanges(t *testing.T) {
 
 	resp = e.do(http.MethodPost, "/changes.xml", "", nil)
 	wantStatus(t, resp, http.StatusMethodNotAllowed)
+}
+
+// TestListsShowWhatWasSubmitted: each <weblog> of changes.xml carries
+// "the name and url submitted in the ping request" (seed 003), whatever
+// the dialect: extendedPing's url (its feedUrl only when url is not a URL)
+// with the feed as rssUrl (weblogs.com's changes.xml version 2), and the
+// URL of pingd's own node feed that a CNWS or WebSub publisher named, not
+// the node's source, which stays fetched. The ping of a node without a
+// source is recorded too.
+func TestListsShowWhatWasSubmitted(t *testing.T) {
+	e := newEnv(t)
+	followed := e.followedSource("followed", "http://127.0.0.1:1/feed.xml", "")
+	wantStatus(t, e.admin(http.MethodPost, "/api/nodes", map[string]any{
+		"node": "closed", "source": "http://127.0.0.1:2/secret.xml", "access_model": "whitelist"}), http.StatusCreated)
+	e.createNode("sourceless", hub.AccessOpen)
+	own := func(kind, node string) string { return "http://pingd.test:8080/" + kind + "/" + node }
+	e.clock.Advance(time.Minute)
+
+	rpc := func(method string, params ...any) {
+		t.Helper()
+		_, v, err := e.rpc(method, params...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := v.(bool); !ok || !b {
+			wantFlerror(t, v, false)
+		}
+	}
+	rpc("weblogUpdates.ping", "Plain", "http://plain.example/")
+	rpc("weblogUpdates.extendedPing", "Extended", "http://ext.example/", "http://ext.example/changed", "http://ext.example/feed.xml", "go")
+	rpc("weblogUpdates.extendedPing", "Three", "http://wp.example/", "http://wp.example/feed/")
+	rpc("weblogUpdates.extendedPing", "Junk site", "not a url", "", "http://junk.example/feed")
+	rpc("rssCloud.ping", "http://cloud.example/rss.xml")
+	wantStatus(t, e.do(http.MethodPost, "/ping", "", strings.NewReader("name=REST&url="+url.QueryEscape("http://rest.example/")),
+		"Content-Type", "application/x-www-form-urlencoded"), http.StatusOK)
+	wantStatus(t, e.do(http.MethodGet, "/ping?name=GET&url="+url.QueryEscape("http://get.example/"), "", nil), http.StatusOK)
+	wantStatus(t, e.do(http.MethodGet, "/pingSiteForm?name=Form&url="+url.QueryEscape("http://form.example/"), "", nil), http.StatusOK)
+	cnws := func(resource string) {
+		t.Helper()
+		doc := `<?xml version="1.0"?><notification version="1.0"><resourceChange><resourceID>` +
+			resource + `</resourceID><changeTime>Mon, 07 Apr 2003 22:59:33 BST</changeTime></resourceChange></notification>`
+		resp := e.do(http.MethodPost, "/cnws", "", strings.NewReader(doc), "Content-Type", "text/xml")
+		if body := readBody(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "true") {
+			t.Fatalf("CNWS resourceChange of %s: %d %s", resource, resp.StatusCode, body)
+		}
+	}
+	cnws(own("rss", "followed"))
+	e.wantDue(followed.ID, true)
+	cnws(own("rss", "closed"))
+	cnws(own("atom", "sourceless"))
+	e.clock.Advance(time.Minute)
+	webSub := func(topic string) {
+		t.Helper()
+		wantStatus(t, e.do(http.MethodPost, "/websub", "", strings.NewReader(url.Values{"hub.mode": {"publish"}, "hub.url": {topic}}.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded"), http.StatusNoContent)
+	}
+	webSub(own("atom", "followed"))
+	e.wantDue(followed.ID, true)
+	webSub(own("atom", "sourceless"))
+
+	type listed struct{ url, rssURL string }
+	want := map[string]listed{
+		"Plain":     {"http://plain.example/", ""},
+		"Extended":  {"http://ext.example/", "http://ext.example/feed.xml"},
+		"Three":     {"http://wp.example/", "http://wp.example/feed/"},
+		"Junk site": {"http://junk.example/feed", "http://junk.example/feed"},
+		"":          {},
+		"REST":      {"http://rest.example/", ""},
+		"GET":       {"http://get.example/", ""},
+		"Form":      {"http://form.example/", ""},
+	}
+	_, doc := e.getChanges("/changes.xml")
+	got := map[string]listed{}
+	var unnamed []string
+	for _, w := range doc.Weblogs {
+		if w.Name == "" {
+			if w.RSSURL != "" {
+				t.Errorf("%s is listed with rssUrl %q", w.URL, w.RSSURL)
+			}
+			unnamed = append(unnamed, w.URL)
+			continue
+		}
+		got[w.Name] = listed{w.URL, w.RSSURL}
+	}
+	got[""] = listed{}
+	if !maps.Equal(got, want) {
+		t.Errorf("named weblogs listed %v, want %v", got, want)
+	}
+	wantUnnamed := []string{own("atom", "sourceless"), own("atom", "followed"), own("atom", "sourceless"), own("rss", "closed"),
+		own("rss", "followed"), "http://cloud.example/rss.xml"}
+	if !slices.Equal(unnamed, wantUnnamed) {
+		t.Errorf("pings without a name listed %v, want %v (newest first)", unnamed, wantUnnamed)
+	}
+	// A whitelist node's source is for its members: naming the node's feed
+	// does not publish it.
+	resp := e.do(http.MethodGet, "/changes.xml", "", nil, "Accept-Encoding", "identity")
+	if body := readBody(t, resp); strings.Contains(string(body), "127.0.0.1:2") || strings.Contains(string(body), "127.0.0.1:1") {
+		t.Errorf("changes.xml lists a node's source:\n%s", body)
+	}
 }
 
 func TestChangesETagAndGzip(t *testing.T) {

@@ -322,17 +322,15 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *CNWSChange)
 		return
 	}
 	note := &hub.ChangeNote{Title: ch.Title, Description: ch.Description, Extensions: ch.Extensions}
-	urls := []string{ch.ResourceID}
-	if name, ok := a.ownNodeName(ch.ResourceID); ok {
-		// pingd's own feed of a node: the change is its source's.
-		n, err := a.hub.Node(ctx, name)
-		if err != nil || n.SourceURL == "" {
-			writeCNWSResult(w, http.StatusOK, true, "", "", "")
-			return
-		}
-		urls = []string{n.SourceURL}
+	urls, err := a.ownNodeSource(ctx, ch.ResourceID)
+	if err != nil {
+		a.log.ErrorContext(ctx, "CNWS resourceChange not recorded", "url", ch.ResourceID, "err", err)
+		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the change could not be recorded; please try again later")
+		return
 	}
-	n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectCNWS, Remote: clientIP(r)}, urls, note)
+	// The resource is recorded as submitted, also when it names one of
+	// pingd's own feeds: changes.xml lists what the publisher sent.
+	n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectCNWS, URL: ch.ResourceID, Remote: clientIP(r)}, urls, note)
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())

@@ -96,18 +96,19 @@ type pingList struct {
 	docs map[string]*listDoc // renderings without a tag, by view
 }
 
-// weblogEntry is a ping as the lists show it, its name and URL already
-// escaped for an attribute value.
+// weblogEntry is a ping as the lists show it, its name and URLs already
+// escaped for an attribute value: url is the URL the ping submitted,
+// rssURL the feed an extendedPing named ("" for other pings).
 type weblogEntry struct {
-	id        int64
-	received  time.Time
-	tags      []string
-	name, url string
+	id                int64
+	received          time.Time
+	tags              []string
+	name, url, rssURL string
 }
 
-// weblogSizeMax is the size of an entry's line besides its name and URL,
+// weblogSizeMax is the size of an entry's line besides its name and URLs,
 // with the longest "when" there can be.
-const weblogSizeMax = len(` <weblog name="" url="" when="-9223372036854775808"/>` + "\n")
+const weblogSizeMax = len(` <weblog name="" url="" rssUrl="" when="-9223372036854775808"/>` + "\n")
 
 // fresh says whether the reading may serve a request at now; a clock set
 // back makes it stale too.
@@ -216,7 +217,10 @@ func weblogEntries(pings []hub.Ping) []weblogEntry {
 	}
 	for _, p := range pings {
 		e := weblogEntry{id: p.ID, received: p.ReceivedAt, tags: p.Tags, name: escaped(p.Name), url: escaped(p.URL)}
-		size += weblogSizeMax + len(e.name) + len(e.url)
+		if p.FeedURL != "" {
+			e.rssURL = escaped(p.FeedURL)
+		}
+		size += weblogSizeMax + len(e.name) + len(e.url) + len(e.rssURL)
 		if size > listMaxBytes {
 			break
 		}
@@ -281,10 +285,13 @@ func (l *pingList) doc(v listView, tag string) *listDoc {
 	return d
 }
 
-// renderWeblogs writes the weblogs.com document: <weblogUpdates
-// version="2" updated count> with one <weblog name url when> per ping,
-// when in minutes before updated, newest first. Its entity tag covers
-// everything in it but "updated".
+// renderWeblogs writes the weblogs.com document (seed 003, and version 2
+// of changes.xml for rssUrl): <weblogUpdates version="2" updated count>
+// with one <weblog name url [rssUrl] when> per ping, newest first: name
+// and url as the ping submitted them, rssUrl the feed of an extendedPing,
+// when the whole minutes from the ping's receipt to "updated" (the seed:
+// "the number of minutes since the ping was received"). Its entity tag
+// covers everything in it but "updated".
 func renderWeblogs(entries []weblogEntry, v listView, tag string, total int64) *listDoc {
 	listed := make([]weblogEntry, 0, len(entries))
 	for _, e := range entries {
@@ -308,8 +315,12 @@ func renderWeblogs(entries []weblogEntry, v listView, tag string, total int64) *
 		v.updated.UTC().Format(http.TimeFormat), count)
 	for _, e := range listed {
 		when := max(int64(v.updated.Sub(e.received)/time.Minute), 0)
-		fmt.Fprintf(&b, ` <weblog name="%s" url="%s" when="%d"/>`+"\n", e.name, e.url, when)
-		fmt.Fprintf(sum, "%d %d %q %q\n", e.id, when, e.name, e.url)
+		if e.rssURL != "" {
+			fmt.Fprintf(&b, ` <weblog name="%s" url="%s" rssUrl="%s" when="%d"/>`+"\n", e.name, e.url, e.rssURL, when)
+		} else {
+			fmt.Fprintf(&b, ` <weblog name="%s" url="%s" when="%d"/>`+"\n", e.name, e.url, when)
+		}
+		fmt.Fprintf(sum, "%d %d %q %q %q\n", e.id, when, e.name, e.url, e.rssURL)
 	}
 	b.WriteString("</weblogUpdates>\n")
 	return &listDoc{body: b.Bytes(), tag: base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:18])}

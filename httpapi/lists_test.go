@@ -35,7 +35,8 @@ func (s *listCountingStore) PingsBetween(ctx context.Context, since, until time.
 }
 
 // newListEnv starts the API on a counting store holding n pings, one a
-// second back from now, each with a name and a URL padded by pad bytes.
+// second back from now, each with a name and a URL padded by pad bytes;
+// every other one is an extendedPing with a feed URL padded too.
 func newListEnv(t *testing.T, n, pad int, tune ...func(*Config)) (*env, *listCountingStore) {
 	t.Helper()
 	var counter *listCountingStore
@@ -58,6 +59,9 @@ func newListEnv(t *testing.T, n, pad int, tune ...func(*Config)) (*env, *listCou
 				URL:        fmt.Sprintf("http://blog%d.example/%s", i, long),
 				ReceivedAt: now.Add(-time.Duration(i) * time.Second),
 				Tags:       []string{"t" + strconv.Itoa(i%2)},
+			}
+			if i%2 == 0 {
+				p.Dialect, p.FeedURL = DialectExtendedPing, fmt.Sprintf("http://blog%d.example/feed/%s", i, long)
 			}
 			if err := counter.Store.RecordPing(t.Context(), p); err != nil {
 				errs <- err

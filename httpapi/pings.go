@@ -47,8 +47,9 @@ func (a *API) pingRPCMethods() {
 var errPingNotStored = errors.New("the ping could not be recorded")
 
 // ping takes a token from the pinged URL's bucket and records the ping:
-// urls[0] is the URL recorded, every one of them is matched against the
-// known sources. It returns how many sources will be fetched.
+// p.URL is the URL recorded (urls[0] when empty), every one of urls is
+// matched against the known sources. It returns how many sources will be
+// fetched.
 func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) {
 	if len(p.Name) > MaxWeblogNameBytes {
 		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, MaxWeblogNameBytes)
@@ -76,6 +77,26 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 	}
 	a.relay(ctx, p, urls)
 	return n, nil
+}
+
+// ownNodeSource is what a ping of raw fetches: raw itself, or, when raw
+// is one of pingd's own node feeds, its node's source (nothing for a node
+// without a source, or no such node: owners publish to it over XMPP).
+func (a *API) ownNodeSource(ctx context.Context, raw string) ([]string, error) {
+	name, ok := a.ownNodeName(raw)
+	if !ok {
+		return []string{raw}, nil
+	}
+	n, err := a.hub.Node(ctx, name)
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("node of %s: %w", raw, err)
+	case n.SourceURL == "":
+		return nil, nil
+	}
+	return []string{n.SourceURL}, nil
 }
 
 func pingThanks(sources int) string {
@@ -122,10 +143,12 @@ func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, e
 }
 
 // rpcExtendedPing is weblogUpdates.extendedPing(name, url, changesUrl,
-// feedUrl[, tags]). feedUrl is the source and is recorded; url and
-// changesUrl are only matched against the known sources and their sites,
-// and are skipped when they are not URLs. The tags ('|'-separated) are
-// stored with the ping: changes.xml and the archives filter by them.
+// feedUrl[, tags]). feedUrl is the source; url and changesUrl are only
+// matched against the known sources and their sites, and are skipped when
+// they are not URLs. The ping is recorded as weblogs.com listed it: url
+// (feedUrl when url is not a URL) with feedUrl as its rssUrl. The tags
+// ('|'-separated) are stored with the ping: changes.xml and the archives
+// filter by them.
 // The three-parameter form (name, url, feedUrl) that WordPress sends is
 // taken too, so that it need not fall back to weblogUpdates.ping.
 func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
@@ -151,17 +174,22 @@ func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error)
 	if err := hub.ValidURL(feed); err != nil {
 		return weblogUpdatesAnswer(0, fmt.Errorf("feedUrl: %w", err))
 	}
+	p := hub.Ping{Dialect: DialectExtendedPing, Name: name, Remote: req.Remote, FeedURL: feed}
 	urls := []string{feed}
 	for _, u := range []string{site, changes} {
 		if u != "" && hub.ValidURL(u) == nil {
 			urls = append(urls, u)
 		}
 	}
+	if hub.ValidURL(site) == nil {
+		p.URL = site
+	}
 	tags, err := parseTags(s[4])
 	if err != nil {
 		return weblogUpdatesAnswer(0, err)
 	}
-	n, err := a.ping(ctx, hub.Ping{Dialect: DialectExtendedPing, Name: name, Remote: req.Remote, Tags: tags}, urls)
+	p.Tags = tags
+	n, err := a.ping(ctx, p, urls)
 	return weblogUpdatesAnswer(n, err)
 }
 

@@ -158,7 +158,8 @@ func TestExtendedPing(t *testing.T) {
 	e.wantDue(byChanges.ID, true)
 	e.wantDue(untouched.ID, false)
 	p := e.pings()
-	if len(p) != 1 || p[0].URL != "http://127.0.0.1:1/feed.xml" || p[0].Dialect != DialectExtendedPing || p[0].Name != "Blog" {
+	if len(p) != 1 || p[0].URL != "http://127.0.0.1:2/" || p[0].FeedURL != "http://127.0.0.1:1/feed.xml" ||
+		p[0].Dialect != DialectExtendedPing || p[0].Name != "Blog" {
 		t.Errorf("recorded pings = %+v", p)
 	}
 
@@ -170,17 +171,18 @@ func TestExtendedPing(t *testing.T) {
 	}
 	wantFlerror(t, v, false)
 	e.wantDue(untouched.ID, true)
-	if p := e.pings(); len(p) != 2 || p[0].URL != "http://127.0.0.1:4/feed.xml" {
+	if p := e.pings(); len(p) != 2 || p[0].URL != "http://127.0.0.1:9/" || p[0].FeedURL != "http://127.0.0.1:4/feed.xml" {
 		t.Errorf("three-parameter ping recorded as %+v", p)
 	}
 
-	// Four parameters; an unknown feedUrl is recorded; a bad site URL is skipped.
+	// Four parameters; an unknown feedUrl is recorded; a bad site URL is
+	// skipped, and the feed stands for it.
 	_, v, err = e.rpc("weblogUpdates.extendedPing", "Blog", "junk", "", "http://new.example/feed")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantFlerror(t, v, false)
-	if p := e.pings(); len(p) != 3 || p[0].URL != "http://new.example/feed" {
+	if p := e.pings(); len(p) != 3 || p[0].URL != "http://new.example/feed" || p[0].FeedURL != "http://new.example/feed" {
 		t.Errorf("recorded pings = %+v", p)
 	}
 
@@ -292,7 +294,9 @@ func TestSeedPingDocuments(t *testing.T) {
 		wantFlerror(t, v, false)
 	}
 	p := e.pings()
-	if len(p) != 2 || p[1].URL != "https://rssweblog.com/" || p[0].URL != "http://feeds.feedburner.com/TheRssBlog" || p[0].Name != "The RSS Blog" {
+	// Both as submitted: the weblog's url, and extendedPing's feed beside it.
+	if len(p) != 2 || p[1].URL != "https://rssweblog.com/" || p[0].URL != "https://rssweblog.com/" ||
+		p[0].FeedURL != "http://feeds.feedburner.com/TheRssBlog" || p[0].Name != "The RSS Blog" || p[1].FeedURL != "" {
 		t.Errorf("recorded pings = %+v", p)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -198,46 +197,54 @@ func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
 
 // webSubPublish takes a publish request as a ping of each topic: pingd
 // fetches it and distributes what is new. pingd's own node feeds stand
-// for their node's source.
+// for their node's source. Each topic is recorded as submitted.
 func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
 	ctx := r.Context()
-	var urls []string
-	for _, u := range req.URLs {
-		if name, ok := a.ownNodeName(u); ok {
-			n, err := a.hub.Node(ctx, name)
-			if err != nil || n.SourceURL == "" {
-				continue // nothing to fetch: owners publish to it over XMPP
-			}
-			u = n.SourceURL
-		}
-		if !slices.Contains(urls, u) {
-			urls = append(urls, u)
-		}
+	type topic struct {
+		submitted string
+		fetch     []string // what the ping fetches: the topic, its node's source, or nothing
 	}
-	for _, u := range urls {
-		if limited := a.allowPing(u); limited != nil {
+	topics := make([]topic, 0, len(req.URLs))
+	for _, u := range req.URLs {
+		fetch, err := a.ownNodeSource(ctx, u)
+		if err != nil {
+			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", u, "err", err)
+			writeText(w, http.StatusInternalServerError, "the publish request could not be recorded; please try again later")
+			return
+		}
+		topics = append(topics, topic{submitted: u, fetch: fetch})
+	}
+	// The limits are those of what is fetched (the URL itself when nothing
+	// is), each taken once.
+	limitedKeys := map[string]bool{}
+	for _, t := range topics {
+		key := t.submitted
+		if len(t.fetch) > 0 {
+			key = t.fetch[0]
+		}
+		if limitedKeys[key] {
+			continue
+		}
+		limitedKeys[key] = true
+		if limited := a.allowPing(key); limited != nil {
 			setRetryAfter(w, limited.RetryAfter)
 			writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before publishing again")
 			return
 		}
 	}
-	if len(urls) == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
 	// One ping per topic: each is its own entry of changes.xml.
-	for _, u := range urls {
-		n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectWebSub, Remote: clientIP(r)}, []string{u}, nil)
+	for _, t := range topics {
+		n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectWebSub, URL: t.submitted, Remote: clientIP(r)}, t.fetch, nil)
 		if err != nil {
 			if errors.Is(err, hub.ErrInvalid) {
 				writeText(w, http.StatusBadRequest, err.Error())
 				return
 			}
-			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", u, "err", err)
+			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", t.submitted, "err", err)
 			writeText(w, http.StatusInternalServerError, "the publish request could not be recorded; please try again later")
 			return
 		}
-		a.log.InfoContext(ctx, "ping", "dialect", DialectWebSub, "url", u, "remote", clientIP(r), "sources", n)
+		a.log.InfoContext(ctx, "ping", "dialect", DialectWebSub, "url", t.submitted, "remote", clientIP(r), "sources", n)
 	}
 	// 204, as PubSubHubbub 0.3 answers an accepted publish.
 	w.WriteHeader(http.StatusNoContent)
