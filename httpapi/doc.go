@@ -51,11 +51,12 @@
 // error messages and ping origins; secrets and tokens are never shown.
 //
 // The ping lists (changes.go, archive.go, lists.go): changes.xml,
-// shortChanges.xml and the hourly archives list each ping's name and URL
-// as submitted, and an extendedPing's feed as rssUrl; they are read from
-// the store at most once per interval, one list query at a time, and
-// served from that reading with ETag, 304 and gzip; documents are capped
-// in entries and bytes, and readers are limited per client IP.
+// shortChanges.xml and the hourly archives (01.xml to 24.xml of a UTC day,
+// as seed 003 numbers them) list each ping's name and URL as submitted,
+// and an extendedPing's feed as rssUrl; they are read from the store at
+// most once per interval, one list query at a time, and served from that
+// reading with ETag, 304 and gzip; documents are capped in entries and
+// bytes, and readers are limited per client IP.
 //
 // Requests are logged with slog at debug level, without query strings or
 // headers, so no token reaches the logs. Read timeouts belong to the

@@ -227,7 +227,7 @@ func TestChangesUnderLoad(t *testing.T) {
 			t.Errorf("%d list queries over two intervals, want 2", n)
 		}
 		// An hour's archive is read once per interval too.
-		hour := fmt.Sprintf("/%s.xml", e.clock.Now().Add(-10*time.Minute).Format("2006/01/02/15"))
+		hour := archivePath(e.clock.Now().Add(-10 * time.Minute).Truncate(time.Hour))
 		for range 3 {
 			wantStatus(t, e.do(http.MethodGet, hour, "", nil), http.StatusOK)
 		}
@@ -255,7 +255,7 @@ func TestChangesUnderLoad(t *testing.T) {
 // and "count" still counts them all.
 func TestListHeadersAndCaps(t *testing.T) {
 	e, _ := newListEnv(t, 1100, 1000)
-	hour := fmt.Sprintf("/%s.xml", e.clock.Now().Add(-2*time.Hour).Format("2006/01/02/15"))
+	hour := archivePath(e.clock.Now().Add(-2 * time.Hour).Truncate(time.Hour))
 	for _, path := range []string{"/changes.xml", "/shortChanges.xml", hour} {
 		resp := e.do(http.MethodGet, path, "", nil, "Accept-Encoding", "gzip")
 		wantStatus(t, resp, http.StatusOK)
