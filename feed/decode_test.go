@@ -139,7 +139,7 @@ func TestToUTF8(t *testing.T) {
 func TestLatin1FeedParsesAfterConversion(t *testing.T) {
 	raw := latin1(t, `<?xml version="1.0" encoding="ISO-8859-1"?><rss version="2.0"><channel><title>Café</title><link>http://e.org/</link><description/><item><title>Crème brûlée</title><guid>1</guid></item></channel></rss>`)
 	b, _ := toUTF8(raw, "application/rss+xml")
-	d := Parse(b, "http://e.org/f", fetchTime)
+	d := mustParse(t, b, "http://e.org/f", fetchTime)
 	if d.Title != "Café" || d.Entries[0].Title != "Crème brûlée" {
 		t.Errorf("title %q entry %q", d.Title, d.Entries[0].Title)
 	}

@@ -71,8 +71,11 @@ func mergeDelta(previous, delta []byte) ([]byte, error) {
 }
 
 func readXML(b []byte) (*etree.Document, error) {
+	if err := checkXML(b); err != nil {
+		return nil, err
+	}
 	doc := etree.NewDocument()
-	doc.ReadSettings.MaxDepth = 256
+	doc.ReadSettings.MaxDepth = MaxDepth
 	if err := doc.ReadFromBytes(b); err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func TestMergeDelta(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := Parse(merged, "http://e.org/feed", fetchTime)
+			d := mustParse(t, merged, "http://e.org/feed", fetchTime)
 			if !d.IsFeed {
 				t.Fatalf("merged document is not a feed:\n%s", merged)
 			}

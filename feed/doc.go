@@ -10,6 +10,10 @@
 //     conversion to UTF-8, merging "226 IM Used" deltas, RSS Feed State XML
 //     redirects, the answer's Link header links for upstream push, parsed
 //     by internal/linkheader);
+//   - limits.go: the limits (nesting depth, elements and attributes,
+//     entries, start tag bytes, namespaces in scope, text concatenation) a
+//     fetched document is checked against, in one streaming pass through
+//     internal/xmlguard, before gofeed or etree reads it;
 //   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
 //     the document's polling hints; every link it takes from a source is
 //     resolved and kept only when it is a web link (hub.WebLink), and the

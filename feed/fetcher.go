@@ -196,7 +196,7 @@ func (f *Fetcher) follow(ctx context.Context, st *fetchState, u string) (*hub.Fe
 			if err != nil {
 				return nil, &hub.FetchError{URL: u, Status: code, Err: err}
 			}
-			return f.fullResult(st, resp, u, merged, ctype, now), nil
+			return f.fullResult(st, resp, u, merged, ctype, now)
 
 		case code >= 200 && code < 300:
 			body, ctype, err := f.decodeBody(resp, raw)
@@ -216,7 +216,7 @@ func (f *Fetcher) follow(ctx context.Context, st *fetchState, u string) (*hub.Fe
 				u = next
 				continue
 			}
-			return f.fullResult(st, resp, u, body, ctype, now), nil
+			return f.fullResult(st, resp, u, body, ctype, now)
 
 		default:
 			fe := &hub.FetchError{URL: u, Status: code, Err: fmt.Errorf("%w: %s", ErrHTTPStatus, resp.Status)}
@@ -346,21 +346,26 @@ func (f *Fetcher) baseResult(st *fetchState, resp *http.Response, u string, now 
 	}
 }
 
-func (f *Fetcher) fullResult(st *fetchState, resp *http.Response, u string, body []byte, ctype string, now time.Time) *hub.FetchResult {
+// fullResult parses a full representation; a document past the parse
+// limits fails the fetch, so the source shows why and backs off.
+func (f *Fetcher) fullResult(st *fetchState, resp *http.Response, u string, body []byte, ctype string, now time.Time) (*hub.FetchResult, error) {
+	doc, err := Parse(body, u, now)
+	if err != nil {
+		return nil, &hub.FetchError{URL: u, Status: resp.StatusCode, Err: err}
+	}
 	res := f.baseResult(st, resp, u, now)
 	res.Links = headerLinks(resp.Header, u)
 	res.ContentType = ctype
 	res.Body = body
 	sum := sha256.Sum256(body)
 	res.BodyHash = hex.EncodeToString(sum[:])
-	doc := Parse(body, u, now)
 	res.IsFeed = doc.IsFeed
 	res.Title, res.Description, res.SiteURL = doc.Title, doc.Description, doc.SiteURL
 	res.Entries = doc.Entries
 	hdr := res.Hints
 	res.Hints = doc.Hints
 	res.Hints.MaxAge, res.Hints.Expires, res.Hints.RetryAfter = hdr.MaxAge, hdr.Expires, hdr.RetryAfter
-	return res
+	return res, nil
 }
 
 // headerLinks reads the answer's Link header fields: the links about the

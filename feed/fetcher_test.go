@@ -536,7 +536,7 @@ func TestFetchDelta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(Parse(res.Body, srv.URL, clock)), ids(&Document{Entries: full.Entries}); !slices.Equal(got, want) {
+	if got, want := ids(mustParse(t, res.Body, srv.URL, clock)), ids(&Document{Entries: full.Entries}); !slices.Equal(got, want) {
 		t.Errorf("merged body ids %q, full fetch %q", got, want)
 	}
 	if res.Bytes >= full.Bytes {

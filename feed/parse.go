@@ -47,22 +47,26 @@ type Document struct {
 // as RSS (0.91, 0.92, 1.0, 2.0) or Atom (0.3, 1.0). A body that is neither
 // is not an error: it gives a Document with IsFeed false and one entry
 // whose id is the hex SHA-256 of the body and whose payload links to
-// sourceURL. Parse never fails and never panics.
-func Parse(body []byte, sourceURL string, fetchedAt time.Time) *Document {
+// sourceURL. The only error is ErrDocumentRefused, for a document past one
+// of the limits (limits.go), which no parser has read then. Parse never
+// panics.
+func Parse(body []byte, sourceURL string, fetchedAt time.Time) (*Document, error) {
 	fetchedAt = fetchedAt.UTC()
-	if doc := parseFeed(body, sourceURL, fetchedAt); doc != nil {
-		return doc
+	isFeed, err := checkFeed(body)
+	if err != nil {
+		return nil, err
 	}
-	return changedResource(body, sourceURL, fetchedAt)
+	if isFeed {
+		if doc := parseFeed(body, sourceURL, fetchedAt); doc != nil {
+			return doc, nil
+		}
+	}
+	return changedResource(body, sourceURL, fetchedAt), nil
 }
 
-// parseFeed returns nil when body is not an RSS or Atom feed.
+// parseFeed returns nil when body, which checkFeed let through as an RSS
+// or Atom document, does not parse as one.
 func parseFeed(body []byte, sourceURL string, fetchedAt time.Time) *Document {
-	switch gofeed.DetectFeedType(bytes.NewReader(body)) {
-	case gofeed.FeedTypeRSS, gofeed.FeedTypeAtom:
-	default:
-		return nil
-	}
 	p := gofeed.NewParser()
 	p.KeepOriginalFeed = true
 	f, err := p.Parse(bytes.NewReader(body))

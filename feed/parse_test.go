@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,16 @@ const rss091 = `<?xml version="1.0"?>
 <item><title>Ninety-one</title><link>http://example.org/91</link></item>
 </channel></rss>`
 
+// mustParse is Parse for documents within the limits.
+func mustParse(t testing.TB, body []byte, sourceURL string, fetchedAt time.Time) *Document {
+	t.Helper()
+	d, err := Parse(body, sourceURL, fetchedAt)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return d
+}
+
 func ids(d *Document) []string {
 	var out []string
 	for _, e := range d.Entries {
@@ -92,7 +103,7 @@ func TestParseIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Parse([]byte(tt.body), "http://example.org/feed", fetchTime)
+			d := mustParse(t, []byte(tt.body), "http://example.org/feed", fetchTime)
 			if !d.IsFeed {
 				t.Fatal("IsFeed = false")
 			}
@@ -111,8 +122,8 @@ func TestEntryIDIsSHA256OfLinkAndTitle(t *testing.T) {
 }
 
 func TestReorderedItemsKeepTheirIDs(t *testing.T) {
-	a := ids(Parse([]byte(rss2NoGUIDs), "http://example.org/feed", fetchTime))
-	b := ids(Parse([]byte(rss2Reordered), "http://example.org/feed", fetchTime))
+	a := ids(mustParse(t, []byte(rss2NoGUIDs), "http://example.org/feed", fetchTime))
+	b := ids(mustParse(t, []byte(rss2Reordered), "http://example.org/feed", fetchTime))
 	slices.Sort(a)
 	slices.Sort(b)
 	if !slices.Equal(a, b) {
@@ -121,7 +132,7 @@ func TestReorderedItemsKeepTheirIDs(t *testing.T) {
 }
 
 func TestParseDuplicatesKeepFirstEntry(t *testing.T) {
-	d := Parse([]byte(rss2Duplicates), "http://example.org/feed", fetchTime)
+	d := mustParse(t, []byte(rss2Duplicates), "http://example.org/feed", fetchTime)
 	if d.Entries[0].Title != "New version" {
 		t.Errorf("first entry title %q, want the first occurrence", d.Entries[0].Title)
 	}
@@ -200,7 +211,7 @@ func TestPayloadsRSS(t *testing.T) {
 <content:encoded><![CDATA[<p>Full <i>text</i></p>]]></content:encoded></item>
 <item><title>No date</title><link>http://example.org/two</link><guid>two</guid></item>
 </channel></rss>`
-	d := Parse([]byte(body), "http://example.org/feed.xml", fetchTime)
+	d := mustParse(t, []byte(body), "http://example.org/feed.xml", fetchTime)
 	if len(d.Entries) != 2 {
 		t.Fatalf("%d entries", len(d.Entries))
 	}
@@ -269,7 +280,7 @@ func TestPayloadsRSS(t *testing.T) {
 }
 
 func TestPayloadsAtom(t *testing.T) {
-	d := Parse([]byte(atom10), "http://example.org/atom.xml", fetchTime)
+	d := mustParse(t, []byte(atom10), "http://example.org/atom.xml", fetchTime)
 	if d.Title != "Atom feed" || d.SiteURL != "http://example.org/" {
 		t.Errorf("feed title %q site %q", d.Title, d.SiteURL)
 	}
@@ -309,7 +320,7 @@ func TestParseNotAFeed(t *testing.T) {
 		"",
 		"<rss><channel><item>",
 	} {
-		d := Parse([]byte(body), "http://example.org/page", fetchTime)
+		d := mustParse(t, []byte(body), "http://example.org/page", fetchTime)
 		if d.IsFeed {
 			t.Errorf("%q: IsFeed = true", body)
 			continue
@@ -329,7 +340,7 @@ func TestParseNotAFeed(t *testing.T) {
 }
 
 func TestParseHints(t *testing.T) {
-	d := Parse([]byte(rss091), "http://example.org/feed", fetchTime)
+	d := mustParse(t, []byte(rss091), "http://example.org/feed", fetchTime)
 	want := hub.PollHints{
 		TTL:       90 * time.Minute,
 		SkipHours: []int{0, 1},
@@ -338,7 +349,7 @@ func TestParseHints(t *testing.T) {
 	if d.Hints.TTL != want.TTL || !slices.Equal(d.Hints.SkipHours, want.SkipHours) || !slices.Equal(d.Hints.SkipDays, want.SkipDays) {
 		t.Errorf("hints %+v, want %+v", d.Hints, want)
 	}
-	r := Parse([]byte(rss10), "http://example.org/feed", fetchTime)
+	r := mustParse(t, []byte(rss10), "http://example.org/feed", fetchTime)
 	if r.Hints.UpdatePeriod != "hourly" || r.Hints.UpdateFrequency != 2 ||
 		!r.Hints.UpdateBase.Equal(time.Date(2000, 1, 1, 12, 0, 0, 0, time.UTC)) {
 		t.Errorf("sy hints %+v", r.Hints)
@@ -401,7 +412,7 @@ func TestPlainText(t *testing.T) {
 func TestSummaryIsCapped(t *testing.T) {
 	long := strings.Repeat("word ", 400)
 	body := `<rss version="2.0"><channel><title>T</title><link>http://e.org/</link><description/><item><title>x</title><guid>g</guid><description>` + long + `</description></item></channel></rss>`
-	d := Parse([]byte(body), "http://e.org/f", fetchTime)
+	d := mustParse(t, []byte(body), "http://e.org/f", fetchTime)
 	if n := len([]rune(d.Entries[0].Summary)); n > MaxSummaryRunes {
 		t.Errorf("summary has %d runes, cap %d", n, MaxSummaryRunes)
 	}
@@ -415,7 +426,13 @@ func FuzzParse(f *testing.F) {
 		if len(body) > 1<<16 {
 			return
 		}
-		d := Parse(body, "http://example.org/feed", fetchTime)
+		d, err := Parse(body, "http://example.org/feed", fetchTime)
+		if err != nil {
+			if !errors.Is(err, ErrDocumentRefused) {
+				t.Fatalf("error %v is not ErrDocumentRefused", err)
+			}
+			return
+		}
 		if len(d.Entries) == 0 && !d.IsFeed {
 			t.Fatal("a non-feed has one entry")
 		}

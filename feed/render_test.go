@@ -21,8 +21,8 @@ import (
 // one without any payload.
 func sampleEvents(t *testing.T) []hub.Event {
 	t.Helper()
-	d := Parse([]byte(atom10), "http://example.org/atom.xml", fetchTime)
-	r := Parse([]byte(rss2WithGUIDs), "http://example.org/rss.xml", fetchTime)
+	d := mustParse(t, []byte(atom10), "http://example.org/atom.xml", fetchTime)
+	r := mustParse(t, []byte(rss2WithGUIDs), "http://example.org/rss.xml", fetchTime)
 	evs := []hub.Event{
 		{Seq: 5, Kind: hub.EventItem, ItemID: "own-1", Payload: []byte(`<note xmlns="urn:example:note">Owner &amp; note</note>`),
 			Title: "Owner note", Summary: "a note", Link: "http://example.org/note", Updated: at("2024-03-09T08:00:00Z")},
@@ -232,7 +232,7 @@ func TestRSSFeed(t *testing.T) {
 		t.Errorf("gofeed reads %+v", gf)
 	}
 	// Parsing pingd's own RSS gives the same item ids back.
-	d := Parse(out, "https://pingd.example/rss/demo", fetchTime)
+	d := mustParse(t, out, "https://pingd.example/rss/demo", fetchTime)
 	want := []string{}
 	for _, ev := range evs {
 		want = append(want, ev.ItemID)
