@@ -28,6 +28,7 @@
 // rssCloud <cloud> elements. Client also implements hub.SourceResolver: a
 // page's source is its best feed; Follow discovers that feed too, for
 // everything a page leads to. These parsers take outside input and are
-// fuzzed. The client side may read the network only through the client it
-// is given and never touches the store.
+// fuzzed; the XML ones read through internal/xmlguard, which bounds what
+// one start tag may cost. The client side may read the network only
+// through the client it is given and never touches the store.
 package discovery

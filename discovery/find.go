@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/pingd/pingd/internal/linkheader"
+	"github.com/pingd/pingd/internal/xmlguard"
 )
 
 // The client side: what a page, a feed or the headers of either say about
@@ -303,9 +305,7 @@ const (
 // getpingd.updates.descriptor"> (as atom:link in RSS too) and the RSS
 // <cloud>. It reports whether the document is a feed at all.
 func (f *Found) parseFeed(base *url.URL, body []byte) bool {
-	d := xml.NewDecoder(bytes.NewReader(body))
-	d.Strict = false
-	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	d := xmlguard.NewDecoder(body, discoveryDecoding)
 	// stack holds the local names of the open elements; the elements read
 	// are the feed's own (children of <feed>) or the channel's (children
 	// of <channel>), never an entry's.
@@ -424,12 +424,26 @@ func byPriority(a, b *int) int {
 	return cmp.Compare(*a, *b)
 }
 
+// discoveryDecoding is how discovery reads XML: non-strict, any declared
+// encoding read as it is, and no start tag longer than maxStartTagBytes
+// (the decoder collects a tag's attributes before it returns the tag,
+// about 25 bytes of memory per byte of valueless attributes).
+var discoveryDecoding = xmlguard.Options{
+	Limits:        xmlguard.Limits{StartTagBytes: maxStartTagBytes},
+	CharsetReader: func(_ string, r io.Reader) (io.Reader, error) { return r, nil },
+}
+
+const maxStartTagBytes = 64 << 10
+
 // parseXRDS reads the GetPingd services of an XRDS document, each XRD's
 // services and each service's URIs in the order a client tries them: by
 // their priority attributes, in document order among equals (the
 // proposal: "select the first url/method combination that it is also
 // compatible with").
 func parseXRDS(descriptor string, body []byte) ([]Service, error) {
+	if err := xmlguard.Check(body, xmlguard.Options{Limits: xmlguard.Limits{StartTagBytes: maxStartTagBytes}}); err != nil {
+		return nil, fmt.Errorf("XRDS document: %w", err)
+	}
 	var doc foundXRDS
 	if err := xml.Unmarshal(body, &doc); err != nil {
 		return nil, err
