@@ -111,9 +111,11 @@ var hostileDocuments = []struct {
 	name, refusal string
 	body          func() []byte
 }{
-	{"10 MiB of open elements", "nesting depth", func() []byte { return fill(channelHead, "<a>", "", DefaultMaxBodyBytes) }},
-	{"a million nested elements, closed", "nesting depth", func() []byte {
-		return repeat(channelHead+strings.Repeat("<a>", 1_000_000), "</a>", 1_000_000, "</channel></rss>")
+	{"10 MiB of open extension elements", "nesting depth", func() []byte {
+		return fill(channelHead+`<a xmlns="urn:x">`, "<a>", "", DefaultMaxBodyBytes)
+	}},
+	{"a million nested extension elements, closed", "nesting depth", func() []byte {
+		return repeat(channelHead+`<a xmlns="urn:x">`+strings.Repeat("<a>", 1_000_000), "</a>", 1_000_000, "</a></channel></rss>")
 	}},
 	{"a million sibling extension elements in an item", "elements and attributes", func() []byte {
 		return repeat(channelHead+"<item><guid>1</guid>", "<x:a/>", 1_000_000, "</item></channel></rss>")
