@@ -54,7 +54,13 @@ func (c *fakeClock) Set(at time.Time) {
 // openStore opens a real SQLite store in the test's temporary directory.
 func openStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: testLogger(t)})
+	return openStoreAt(t, filepath.Join(t.TempDir(), "pingd.db"))
+}
+
+// openStoreAt opens a real SQLite store in the file at path.
+func openStoreAt(t *testing.T, path string) store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), path, store.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -111,6 +117,7 @@ func (r *recorder) deletions() []deletion {
 type env struct {
 	t      *testing.T
 	store  store.Store
+	dbPath string // the store's SQLite file
 	hub    *hub.Hub
 	clock  *fakeClock
 	origin *origin
@@ -128,7 +135,8 @@ type envOptions struct {
 // newEnv builds the hub without starting its background work; run starts it.
 func newEnv(t *testing.T, opt envOptions) *env {
 	t.Helper()
-	e := &env{t: t, store: openStore(t), clock: newClock(t0), origin: newOrigin(t), rec: newRecorder()}
+	e := &env{t: t, dbPath: filepath.Join(t.TempDir(), "pingd.db"), clock: newClock(t0), origin: newOrigin(t), rec: newRecorder()}
+	e.store = openStoreAt(t, e.dbPath)
 	if opt.scheduler == nil {
 		// No jitter: a schedule is exactly what the hints say.
 		opt.scheduler = feed.NewScheduler(feed.SchedulerConfig{Rand: func() float64 { return 0.5 }})

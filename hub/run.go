@@ -118,7 +118,8 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		return
 	}
 	attrs := []any{"source", src.URL, "status", out.State.LastStatus, "changed", out.Changed,
-		"new_items", len(applied.New), "next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}
+		"new_items", len(applied.New), "published", applied.Published,
+		"next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}
 	switch {
 	case ferr != nil:
 		h.log.WarnContext(ctx, "fetch failed", append(attrs, "err", ferr, "errors_in_a_row", out.State.ConsecutiveErrors)...)
@@ -127,7 +128,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 	default:
 		h.log.DebugContext(ctx, "source fetched", attrs...)
 	}
-	if n := len(applied.New) * len(applied.Nodes); n > 0 {
+	if n := applied.Published; n > 0 {
 		var sincePing time.Duration
 		if !src.LastPingAt.IsZero() && src.LastPingAt.After(src.LastFetchAt) {
 			sincePing = h.now().Sub(src.LastPingAt)

@@ -40,7 +40,9 @@ type Store interface {
 	// item with the same ItemID; a retract event removes it; a purge event
 	// removes every item. Items beyond the node's MaxItems stop being
 	// current (oldest first), without a retract event: they scrolled off.
-	// ErrNotFound if the node does not exist.
+	// Events that the append moves out of the node's LogWindow are removed
+	// unless they are current items, whatever the cursors. ErrNotFound if
+	// the node does not exist.
 	Append(ctx context.Context, nodeID int64, events []Event) ([]Event, error)
 	// Items returns the node's current items, newest first: those named in
 	// ids (in any order, missing ones left out) or, when ids is empty, the
@@ -86,6 +88,14 @@ type Store interface {
 	// source was not baselined yet and the outcome has content (Changed):
 	// every entry id is recorded as seen and no event is written. It sets
 	// the stored LastNewItems to the number of new entries.
+	//
+	// One fetch publishes at most a node's MaxItems entries to it: the
+	// newest of the new ones, so nodes of one source with different
+	// MaxItems get different numbers. Every new id is recorded as seen,
+	// published or not, and those left out are never announced. A source
+	// without nodes records its ids and publishes nothing. When new ids
+	// were recorded, the ids the fetch did not show beyond the newest
+	// MaxHiddenSeen are forgotten.
 	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
 	// SubscriberCount counts subscriptions of every kind of the nodes
 	// following the source (the User-Agent's "N subscribers").
@@ -210,9 +220,10 @@ type Store interface {
 	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)
 
 	// Prune removes what no one needs any more: pings older than
-	// pingsBefore, and log events that every cursor has passed (the node's
-	// XMPP cursor, HTTP subscriptions' and digest subscriptions') and that
-	// are not among the node's current items.
+	// pingsBefore, and log events that are not among the node's current
+	// items and that every cursor has passed (the node's XMPP cursor, HTTP
+	// subscriptions' and digest subscriptions') or that are out of the
+	// node's LogWindow.
 	Prune(ctx context.Context, pingsBefore time.Time) error
 	// ForgetSeenEntries forgets, per source, the entry ids its fetches have
 	// not shown for `after`, counted back from the latest fetch that showed

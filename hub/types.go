@@ -158,6 +158,25 @@ const DefaultMaxItems = 50
 // MaxItemsLimit is the largest max_items an owner may configure.
 const MaxItemsLimit = 1000
 
+// MinLogWindow is the smallest log window of a node (LogWindow).
+const MinLogWindow = DefaultMaxItems
+
+// LogWindow is how many of its newest events a node's log keeps for its
+// subscribers: its max_items, and at least MinLogWindow so that a node
+// keeping one item still has room for the retractions, changes and
+// subscription notices between its items. Older events go once they are
+// no longer current items, whatever the cursors: a subscriber further
+// behind (a receiver down for days, an XMPP server away) skips ahead to
+// the window, as it would need more than the node keeps.
+func LogWindow(maxItems int) int { return max(maxItems, MinLogWindow) }
+
+// MaxHiddenSeen bounds, per source, the remembered ids of entries its
+// latest fetch no longer showed (the oldest are forgotten first; the ids
+// it shows are always kept): without it a feed that shows ever new
+// entries grows the record at every fetch. An id forgotten and shown
+// again is new.
+const MaxHiddenSeen = 10_000
+
 // DefaultNodeConfig is the configuration of a node created without one.
 func DefaultNodeConfig() NodeConfig {
 	return NodeConfig{
@@ -646,6 +665,9 @@ type FetchApplied struct {
 	Baseline bool
 	// New are the entries never seen before, in publishing order.
 	New []Entry
+	// Published counts the item events written, over every node: each
+	// node takes at most its max_items of the newest New entries.
+	Published int
 	// Nodes are the ids of nodes whose logs grew.
 	Nodes []int64
 }

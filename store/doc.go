@@ -25,11 +25,15 @@
 //     names the current item of each item id, so replacing, retracting,
 //     purging and max_items touch only that table. Publishing writes the
 //     node row, the events and the items, never a row per subscriber:
-//     subscribers keep cursors into the log (hub's delivery model).
+//     subscribers keep cursors into the log (hub's delivery model). Each
+//     append drops the events it moves out of the node's log window
+//     (hub.LogWindow) unless they are current items; Prune takes the rest.
 //   - The seen table remembers the entry ids of a source, keyed by the
 //     source so a source that moves keeps them, each with the time of the
 //     latest fetch that showed it; ids a source stopped showing long
-//     before its latest fetch are forgotten (ForgetSeenEntries).
+//     before its latest fetch are forgotten (ForgetSeenEntries), and so
+//     are, when a fetch adds ids, those it did not show beyond the newest
+//     hub.MaxHiddenSeen (ApplyFetch).
 //   - A request about a verified HTTP subscription (changes.go) is kept in
 //     that subscription's change_* columns as its pending change, one at a
 //     time, and applied or refused by its change_id in one transaction, so

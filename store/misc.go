@@ -141,8 +141,8 @@ func (s *sqlStore) PingsBetween(ctx context.Context, since, until time.Time, lim
 }
 
 // Prune removes pings older than pingsBefore and, node by node, the log
-// events that the XMPP stream and every HTTP subscription have passed and
-// that are not current items.
+// events that are not current items and that the XMPP stream and every
+// HTTP subscription have passed or that are out of the node's log window.
 func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	if !pingsBefore.IsZero() {
 		if _, err := s.exec(ctx, s.write, `DELETE FROM pings WHERE received_at < $1`, s.timeArg(pingsBefore)); err != nil {
@@ -154,20 +154,25 @@ func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	// A node's bound is the lowest of its XMPP cursor and the cursors of
 	// its HTTP subscriptions, whatever their state: a pending or suspended
 	// subscription still delivers from its cursor later; and of its XMPP
-	// subscriptions with a digest due (store/xmpp.go).
-	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq,
+	// subscriptions with a digest due (store/xmpp.go); but no lower than
+	// the start of its log window, where a subscriber further behind
+	// skips to (hub.LogWindow).
+	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq, n.last_seq, n.max_items,
 		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id
 			AND (s.kind <> 'xmpp' OR s.next_attempt_at IS NOT NULL))
 		FROM nodes n WHERE EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.id)`, nil,
 		func(r *sql.Rows) error {
 			var b bound
+			var last int64
+			var maxItems int
 			var minCursor sql.NullInt64
-			if err := r.Scan(&b.node, &b.seq, &minCursor); err != nil {
+			if err := r.Scan(&b.node, &b.seq, &last, &maxItems, &minCursor); err != nil {
 				return err
 			}
 			if minCursor.Valid && minCursor.Int64 < b.seq {
 				b.seq = minCursor.Int64
 			}
+			b.seq = max(b.seq, last-int64(hub.LogWindow(maxItems)))
 			if b.seq > 0 {
 				bounds = append(bounds, b)
 			}

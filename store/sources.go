@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -298,17 +301,32 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		if seenAt.IsZero() {
 			seenAt = now
 		}
-		var fresh []hub.Entry
-		var again []string
-		for _, e := range entries {
-			n, err := s.execCount(ctx, tx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES ($1, $2, $3)
-				ON CONFLICT (source_id, entry_id) DO NOTHING`, o.SourceID, e.ID, s.timeArg(seenAt))
+		// One statement per chunk, not per entry: a document of thousands
+		// of entries is thousands of round trips on PostgreSQL otherwise.
+		inserted := make(map[string]bool, len(entries))
+		for _, chunk := range chunks(entries) {
+			values, args := seenValues(chunk)
+			err := s.query(ctx, tx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES `+values+`
+				ON CONFLICT (source_id, entry_id) DO NOTHING RETURNING entry_id`,
+				append([]any{o.SourceID, s.timeArg(seenAt)}, args...), func(r *sql.Rows) error {
+					var id string
+					if err := r.Scan(&id); err != nil {
+						return err
+					}
+					inserted[id] = true
+					return nil
+				})
 			if err != nil {
 				return fmt.Errorf("record seen entries: %w", err)
 			}
-			if n == 0 {
+		}
+		var fresh []hub.Entry
+		var again []string
+		for _, e := range entries {
+			switch {
+			case !inserted[e.ID]:
 				again = append(again, e.ID)
-			} else if !applied.Baseline {
+			case !applied.Baseline:
 				fresh = append(fresh, e)
 			}
 		}
@@ -319,32 +337,64 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 				return fmt.Errorf("record seen entries: %w", err)
 			}
 		}
+		if len(entries) > len(again) {
+			// The record grew: of the ids this fetch did not show, keep
+			// at most the MaxHiddenSeen shown last. Ids shown by one
+			// fetch share a time and go together: the first id beyond
+			// the bound takes those of its fetch with it.
+			if _, err := s.exec(ctx, tx, `DELETE FROM seen WHERE source_id = $1 AND seen_at <= (
+				SELECT seen_at FROM seen WHERE source_id = $1 AND seen_at < $2 ORDER BY seen_at DESC LIMIT 1 OFFSET $3)`,
+				o.SourceID, s.timeArg(seenAt), hub.MaxHiddenSeen); err != nil {
+				return fmt.Errorf("forget entry ids of source %d: %w", o.SourceID, err)
+			}
+		}
 		applied.New = fresh
 
-		events := make([]hub.Event, 0, len(fresh)+1)
+		items := make([]hub.Event, 0, len(fresh))
 		for _, e := range fresh {
-			events = append(events, hub.Event{Kind: hub.EventItem, ItemID: e.ID, Payload: e.Payload,
+			items = append(items, hub.Event{Kind: hub.EventItem, ItemID: e.ID, Payload: e.Payload,
 				Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
 		}
+		var change []hub.Event
 		switch {
 		case o.Note != nil:
 			// A trusted announcement is a change even when the fetch shows
 			// none; it stands in for the plain change event.
-			events = append(events, hub.Event{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description,
-				Payload: []byte(o.Note.Extensions)})
+			change = []hub.Event{{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description,
+				Payload: []byte(o.Note.Extensions)}}
 		case o.Changed && !applied.Baseline && len(fresh) == 0:
-			events = append(events, hub.Event{Kind: hub.EventChange})
+			change = []hub.Event{{Kind: hub.EventChange}}
 		}
-		if len(events) > 0 {
-			nodeIDs, err := s.queryInts(ctx, tx, `SELECT id FROM nodes WHERE source_id = $1 ORDER BY id`, o.SourceID)
+		if len(items)+len(change) > 0 {
+			type follower struct {
+				id       int64
+				maxItems int
+			}
+			var nodes []follower
+			err := s.query(ctx, tx, `SELECT id, max_items FROM nodes WHERE source_id = $1 ORDER BY id`, []any{o.SourceID},
+				func(r *sql.Rows) error {
+					var n follower
+					if err := r.Scan(&n.id, &n.maxItems); err != nil {
+						return err
+					}
+					nodes = append(nodes, n)
+					return nil
+				})
 			if err != nil {
 				return fmt.Errorf("nodes of source %d: %w", o.SourceID, err)
 			}
-			for _, id := range nodeIDs {
-				if _, err := s.appendTx(ctx, tx, id, events, now); err != nil {
+			for _, n := range nodes {
+				// A node takes no more new entries from one fetch than it
+				// keeps: the newest (items are oldest first).
+				take := items
+				if n.maxItems > 0 && len(take) > n.maxItems {
+					take = take[len(take)-n.maxItems:]
+				}
+				if _, err := s.appendTx(ctx, tx, n.id, append(slices.Clip(take), change...), now); err != nil {
 					return err
 				}
-				applied.Nodes = append(applied.Nodes, id)
+				applied.Published += len(take)
+				applied.Nodes = append(applied.Nodes, n.id)
 			}
 		}
 
@@ -392,6 +442,27 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		return hub.FetchApplied{}, fmt.Errorf("apply fetch of source %d: %w", o.SourceID, err)
 	}
 	return applied, nil
+}
+
+// seenValues is the VALUES list of an INSERT INTO seen whose source and
+// time are $1 and $2: one row per entry id, from $3 on, padded as inList
+// pads (a repeated id is one more conflict, which DO NOTHING skips).
+func seenValues(entries []hub.Entry) (string, []any) {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	_, args := inList(3, ids)
+	var b strings.Builder
+	for i := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("($1, $")
+		b.WriteString(strconv.Itoa(i + 3))
+		b.WriteString(", $2)")
+	}
+	return b.String(), args
 }
 
 // distinctEntries drops entries without an id and repeats of an id, keeping

@@ -54,6 +54,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FetchMovedSourceKeepsSeen", testFetchMovedKeepsSeen},
 		{"FetchPingDuringFetch", testFetchPingDuringFetch},
 		{"FetchUnknownSource", testFetchUnknownSource},
+		{"FetchPublishesAtMostMaxItems", testFetchPublishesAtMostMaxItems},
+		{"FetchForgetsHiddenIDsBeyondTheBound", testFetchForgetsHiddenIDs},
+		{"FetchWithoutNodes", testFetchWithoutNodes},
 		{"SubscriberCount", testSubscriberCount},
 		{"PutSubscription", testPutSubscription},
 		{"SubscriptionFilters", testSubscriptionFilters},
@@ -76,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Affiliations", testAffiliations},
 		{"Pings", testPings},
 		{"Prune", testPrune},
+		{"LogWindow", testLogWindow},
 		{"Times", testTimes},
 		{"NodeSendLastPublished", testNodeSendLastPublished},
 		{"LastEvent", testLastEvent},
@@ -1910,4 +1914,165 @@ func testTimes(t *testing.T, s store.Store) {
 	if node.CreatedAt.Location() != time.UTC {
 		t.Fatal("node time not in UTC")
 	}
+}
+
+// numberedEntries are the entries prefix0 … prefix(n-1), oldest first.
+func numberedEntries(prefix string, n int) []hub.Entry {
+	out := make([]hub.Entry, n)
+	for i := range out {
+		out[i] = entry(fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// fetchAt is fetchOutcome at a fetch time of its own: the seen record
+// tells fetches apart by it.
+func fetchAt(src *hub.Source, at time.Time, entries ...hub.Entry) hub.FetchOutcome {
+	o := fetchOutcome(src, entries...)
+	o.State.LastFetchAt = at
+	return o
+}
+
+// testFetchPublishesAtMostMaxItems: a fetch with 20,000 new entries (twice
+// what one document may carry) publishes to each node only the newest of
+// them up to its max_items, and records every one as seen: none of them
+// is new again.
+func testFetchPublishesAtMostMaxItems(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := must2(s.EnsureSource(ctx, "https://example.org/flood"))(t)
+	ten := newNode(t, s, "ten", withSource(src.ID), withMaxItems(10))
+	three := newNode(t, s, "three", withSource(src.ID), withMaxItems(3))
+	must(s.ApplyFetch(ctx, fetchAt(src, t0, entry("old"))))(t) // baseline
+
+	const n = 20_000
+	flood := numberedEntries("e", n)
+	applied := must(s.ApplyFetch(ctx, fetchAt(src, t0.Add(time.Minute), flood...)))(t)
+	if len(applied.New) != n || applied.Published != 13 || len(applied.Nodes) != 2 {
+		t.Fatalf("applied: %d new, %d published to %v; want %d new, 13 published to 2 nodes",
+			len(applied.New), applied.Published, applied.Nodes, n)
+	}
+	for _, want := range []struct {
+		node *hub.Node
+		ids  []string
+	}{
+		{ten, itemIDs(numberedEvents("e", n-10, n))},
+		{three, itemIDs(numberedEvents("e", n-3, n))},
+	} {
+		equalStrings(t, "events of "+want.node.Name, itemIDs(must(s.EventsAfter(ctx, want.node.ID, 0, 0))(t)), want.ids)
+	}
+	if got := must(s.Source(ctx, src.ID))(t); got.LastNewItems != len(flood) {
+		t.Errorf("LastNewItems = %d, want %d", got.LastNewItems, len(flood))
+	}
+	// Every one of them was recorded, the oldest as the newest: shown
+	// again with one more, only that one is new.
+	shown := append(slices.Clone(flood[:100]), flood[len(flood)-100:]...)
+	again := must(s.ApplyFetch(ctx, fetchAt(src, t0.Add(2*time.Minute), append(shown, entry("next"))...)))(t)
+	if len(again.New) != 1 || again.New[0].ID != "next" || again.Published != 2 {
+		t.Fatalf("some of the flood again with one more: %d new, %d published", len(again.New), again.Published)
+	}
+}
+
+func numberedEvents(prefix string, from, to int) []hub.Event {
+	var out []hub.Event
+	for i := from; i < to; i++ {
+		out = append(out, hub.Event{ItemID: fmt.Sprintf("%s%d", prefix, i)})
+	}
+	return out
+}
+
+// testFetchForgetsHiddenIDs: once a fetch recorded new ids, the ids it did
+// not show are kept only up to hub.MaxHiddenSeen, the most recently shown
+// first (those shown by one fetch go together), so a feed of ever new
+// entries keeps a bounded record; a forgotten id shown again is new.
+func testFetchForgetsHiddenIDs(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := newSource(t, s, "https://example.org/churn", "churn")
+	batch := hub.MaxHiddenSeen * 6 / 10 // two batches are more than the bound, one is not
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	must(s.ApplyFetch(ctx, fetchAt(src, at(0), numberedEntries("a", batch)...)))(t) // baseline
+	must(s.ApplyFetch(ctx, fetchAt(src, at(1), numberedEntries("b", batch)...)))(t)
+	must(s.ApplyFetch(ctx, fetchAt(src, at(2), numberedEntries("c", batch)...)))(t)
+	// Hidden now: a (older) and b; a went. The feed shows a few of each
+	// again: those of a are new, those of b and c are not.
+	shown := []hub.Entry{entry("a1"), entry("a2"), entry("b1"), entry("c1")}
+	applied := must(s.ApplyFetch(ctx, fetchAt(src, at(3), shown...)))(t)
+	var fresh []string
+	for _, e := range applied.New {
+		fresh = append(fresh, e.ID)
+	}
+	equalStrings(t, "new after the churn", fresh, []string{"a1", "a2"})
+}
+
+// testFetchWithoutNodes: a source no node follows records what it shows
+// and publishes nothing; a node that follows it later starts from there.
+func testFetchWithoutNodes(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := must2(s.EnsureSource(ctx, "https://example.org/lonely"))(t)
+	must(s.ApplyFetch(ctx, fetchAt(src, t0, entry("1"))))(t) // baseline
+	applied := must(s.ApplyFetch(ctx, fetchAt(src, t0.Add(time.Minute), entry("1"), entry("2"))))(t)
+	if len(applied.New) != 1 || applied.Published != 0 || len(applied.Nodes) != 0 {
+		t.Fatalf("applied without nodes: %+v", applied)
+	}
+	n := newNode(t, s, "late", withSource(src.ID))
+	applied = must(s.ApplyFetch(ctx, fetchAt(src, t0.Add(2*time.Minute), entry("1"), entry("2"), entry("3"))))(t)
+	if applied.Published != 1 {
+		t.Fatalf("published %d, want 1 (3)", applied.Published)
+	}
+	equalStrings(t, "events of the late node", itemIDs(must(s.EventsAfter(ctx, n.ID, 0, 0))(t)), []string{"3"})
+}
+
+// testLogWindow: a node's log keeps its newest hub.LogWindow events and
+// its current items, whatever the cursors: a subscriber further behind
+// finds the window after its cursor and skips ahead.
+func testLogWindow(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	window := hub.LogWindow(2)
+	n := newNode(t, s, "n", withMaxItems(2))
+	stuck := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1/slow", State: hub.SubActive}
+	must(s.PutSubscription(ctx, stuck))(t) // its cursor stays at 0, and so does the XMPP one
+	seqs := func() []int64 {
+		var out []int64
+		for _, e := range must(s.EventsAfter(ctx, n.ID, 0, 0))(t) {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	span := func(from, to int64) []int64 { // from … to
+		var out []int64
+		for i := from; i <= to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for i := range 4 * window {
+		appendEvents(t, s, n.ID, item(fmt.Sprint("i", i), ""))
+	}
+	last := int64(4 * window)
+	if got := seqs(); !slices.Equal(got, span(last-int64(window)+1, last)) {
+		t.Fatalf("after %d appends the log holds %v, want the newest %d", last, got, window)
+	}
+	noErr(t, s.Prune(ctx, time.Time{}))
+	if got := seqs(); len(got) != window {
+		t.Fatalf("Prune with a cursor at 0 left %d events, want %d", len(got), window)
+	}
+	// A batch larger than the window keeps its newest part.
+	batch := make([]hub.Event, 3*window)
+	for i := range batch {
+		batch[i] = hub.Event{Kind: hub.EventChange}
+	}
+	appendEvents(t, s, n.ID, batch...)
+	last += int64(len(batch))
+	// The two current items are older than the window and stay.
+	want := append([]int64{last - int64(len(batch)) - 1, last - int64(len(batch))}, span(last-int64(window)+1, last)...)
+	if got := seqs(); !slices.Equal(got, want) {
+		t.Fatalf("after a batch of %d changes: %v, want %v", len(batch), got, want)
+	}
+	// When they stop being current, Prune takes them.
+	appendEvents(t, s, n.ID, item("x", ""), item("y", ""))
+	last += 2
+	noErr(t, s.Prune(ctx, time.Time{}))
+	if got := seqs(); !slices.Equal(got, span(last-int64(window)+1, last)) {
+		t.Fatalf("after two new items and Prune: %v", got)
+	}
+	equalStrings(t, "items", itemIDs(must(s.Items(ctx, n.ID, nil, 0))(t)), []string{"y", "x"})
 }
