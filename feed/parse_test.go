@@ -419,7 +419,11 @@ func TestSummaryIsCapped(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{rss2WithGUIDs, rss2NoGUIDs, rss2Duplicates, atom10, atom03, rss10, rss091, "<html/>", ""} {
+	for _, s := range []string{rss2WithGUIDs, rss2NoGUIDs, rss2Duplicates, atom10, atom03, rss10, rss091, "<html/>", "",
+		// Past the nesting and namespace limits.
+		channelHead + `<a xmlns="urn:x">` + strings.Repeat("<a>", MaxDepth),
+		string(withNamespaces(MaxNamespacesInScope + 1)),
+	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -210,3 +210,31 @@ func TestHostileDocumentsCostLittle(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSameTokens: whatever the document, the guard under limits it does
+// not reach (its start tag watch armed) sees the tokens and the error a
+// bare decoder with the same settings sees, so a check before a parser
+// judges what that parser will read.
+func FuzzSameTokens(f *testing.F) {
+	for _, s := range []string{
+		`<?xml version="1.0" encoding="ISO-8859-1"?><rss><a b=c d>caf` + "\xe9" + `</a></rss>`,
+		"<rss>\x01<a/>text<![CDATA[x]]><!-- c --><?pi x?></rss>",
+		`<!DOCTYPE x [<!ENTITY e "<a>">]><x>&e;</x>`,
+		`<a><b></a></b>`,
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) > 1<<16 {
+			return
+		}
+		opts := feedOptions
+		opts.Limits = Limits{StartTagBytes: 1 << 20}
+		want, wantErr := plainTokens(body, feedOptions)
+		got, gotErr := guardedTokens(body, opts)
+		if !reflect.DeepEqual(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("guard\n%#v, %v\nplain decoder\n%#v, %v", got, gotErr, want, wantErr)
+		}
+	})
+}
