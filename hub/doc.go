@@ -19,9 +19,10 @@
 // advance it only when their receiver accepted the change, and so do XMPP
 // subscriptions that ask for digests (digests.go). Publishing is therefore
 // O(events), and a subscriber's state changes only when it is served.
-// The log keeps a node's newest LogWindow events and its current items; a
-// subscriber further behind skips ahead, and one fetch publishes at most a
-// node's max_items new entries, so no feed grows the log without bound.
+// The log keeps a node's newest LogWindow (1,000) events and its current
+// items; a subscriber further behind skips ahead, and one fetch publishes
+// at most a node's max_items new entries, so no feed grows the log without
+// bound.
 //
 // XMPP readers (bounces.go, digests.go, subopts.go): a notification that
 // bounces ends or counts against its subscription; a new subscription is

@@ -158,17 +158,14 @@ const DefaultMaxItems = 50
 // MaxItemsLimit is the largest max_items an owner may configure.
 const MaxItemsLimit = 1000
 
-// MinLogWindow is the smallest log window of a node (LogWindow).
-const MinLogWindow = DefaultMaxItems
-
 // LogWindow is how many of its newest events a node's log keeps for its
-// subscribers: its max_items, and at least MinLogWindow so that a node
-// keeping one item still has room for the retractions, changes and
-// subscription notices between its items. Older events go once they are
-// no longer current items, whatever the cursors: a subscriber further
-// behind (a receiver down for days, an XMPP server away) skips ahead to
-// the window, as it would need more than the node keeps.
-func LogWindow(maxItems int) int { return max(maxItems, MinLogWindow) }
+// subscribers. Older events go once they are no longer current items,
+// whatever the cursors: a subscriber further behind (a receiver down for
+// days, an XMPP server away while a node publishes) skips ahead to the
+// window, as it would need more than any node keeps (max_items is at most
+// LogWindow). Bursts within it, such as an owner publishing hundreds of
+// items at once to a node that keeps 50, still reach every subscriber.
+const LogWindow = MaxItemsLimit
 
 // MaxHiddenSeen bounds, per source, the remembered ids of entries its
 // latest fetch no longer showed (the oldest are forgotten first; the ids

@@ -132,7 +132,7 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 	// The events this append moved out of the log window go unless they
 	// are current items: a subscriber that far behind skips ahead. Events
 	// that stop being current items later are Prune's.
-	if edge := last - int64(hub.LogWindow(maxItems)); edge > 0 {
+	if edge := last - hub.LogWindow; edge > 0 {
 		if _, err := s.exec(ctx, tx, `DELETE FROM events WHERE node_id = $1 AND seq > $2 AND seq <= $3
 			AND NOT EXISTS (SELECT 1 FROM items i WHERE i.node_id = events.node_id AND i.seq = events.seq)`,
 			nodeID, max(edge-int64(len(events)), 0), edge); err != nil {

@@ -157,22 +157,21 @@ func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	// subscriptions with a digest due (store/xmpp.go); but no lower than
 	// the start of its log window, where a subscriber further behind
 	// skips to (hub.LogWindow).
-	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq, n.last_seq, n.max_items,
+	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq, n.last_seq,
 		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id
 			AND (s.kind <> 'xmpp' OR s.next_attempt_at IS NOT NULL))
 		FROM nodes n WHERE EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.id)`, nil,
 		func(r *sql.Rows) error {
 			var b bound
 			var last int64
-			var maxItems int
 			var minCursor sql.NullInt64
-			if err := r.Scan(&b.node, &b.seq, &last, &maxItems, &minCursor); err != nil {
+			if err := r.Scan(&b.node, &b.seq, &last, &minCursor); err != nil {
 				return err
 			}
 			if minCursor.Valid && minCursor.Int64 < b.seq {
 				b.seq = minCursor.Int64
 			}
-			b.seq = max(b.seq, last-int64(hub.LogWindow(maxItems)))
+			b.seq = max(b.seq, last-hub.LogWindow)
 			if b.seq > 0 {
 				bounds = append(bounds, b)
 			}

@@ -2026,7 +2026,7 @@ func testFetchWithoutNodes(t *testing.T, s store.Store) {
 // finds the window after its cursor and skips ahead.
 func testLogWindow(t *testing.T, s store.Store) {
 	ctx := ctxOf(t)
-	window := hub.LogWindow(2)
+	const window = hub.LogWindow
 	n := newNode(t, s, "n", withMaxItems(2))
 	stuck := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1/slow", State: hub.SubActive}
 	must(s.PutSubscription(ctx, stuck))(t) // its cursor stays at 0, and so does the XMPP one
@@ -2044,35 +2044,45 @@ func testLogWindow(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	for i := range 4 * window {
-		appendEvents(t, s, n.ID, item(fmt.Sprint("i", i), ""))
+	// Two and a half windows of items, in batches of 100.
+	var last int64
+	for b := range 5 * window / 2 / 100 {
+		batch := make([]hub.Event, 100)
+		for i := range batch {
+			batch[i] = item(fmt.Sprint("i", b*100+i), "")
+		}
+		appendEvents(t, s, n.ID, batch...)
+		last += int64(len(batch))
 	}
-	last := int64(4 * window)
-	if got := seqs(); !slices.Equal(got, span(last-int64(window)+1, last)) {
-		t.Fatalf("after %d appends the log holds %v, want the newest %d", last, got, window)
+	if got := seqs(); !slices.Equal(got, span(last-window+1, last)) {
+		t.Fatalf("after %d events the log holds %d from %d, want the newest %d", last, len(got), got[0], window)
+	}
+	if got := must(s.EventsAfter(ctx, n.ID, stuck.Cursor, 1))(t); len(got) != 1 || got[0].Seq != last-window+1 {
+		t.Fatalf("after a cursor at 0: %+v, want the window's first event", got)
 	}
 	noErr(t, s.Prune(ctx, time.Time{}))
 	if got := seqs(); len(got) != window {
 		t.Fatalf("Prune with a cursor at 0 left %d events, want %d", len(got), window)
 	}
-	// A batch larger than the window keeps its newest part.
-	batch := make([]hub.Event, 3*window)
+	// A batch larger than the window keeps its newest part; the two
+	// current items, older than the window now, stay.
+	batch := make([]hub.Event, window+10)
 	for i := range batch {
 		batch[i] = hub.Event{Kind: hub.EventChange}
 	}
 	appendEvents(t, s, n.ID, batch...)
 	last += int64(len(batch))
-	// The two current items are older than the window and stay.
-	want := append([]int64{last - int64(len(batch)) - 1, last - int64(len(batch))}, span(last-int64(window)+1, last)...)
+	before := last - int64(len(batch))
+	want := append([]int64{before - 1, before}, span(last-window+1, last)...)
 	if got := seqs(); !slices.Equal(got, want) {
-		t.Fatalf("after a batch of %d changes: %v, want %v", len(batch), got, want)
+		t.Fatalf("after a batch of %d changes: %d events %v…, want %v…", len(batch), len(got), got[:min(4, len(got))], want[:4])
 	}
 	// When they stop being current, Prune takes them.
 	appendEvents(t, s, n.ID, item("x", ""), item("y", ""))
 	last += 2
 	noErr(t, s.Prune(ctx, time.Time{}))
-	if got := seqs(); !slices.Equal(got, span(last-int64(window)+1, last)) {
-		t.Fatalf("after two new items and Prune: %v", got)
+	if got := seqs(); !slices.Equal(got, span(last-window+1, last)) {
+		t.Fatalf("after two new items and Prune: %d events from %d", len(got), got[0])
 	}
 	equalStrings(t, "items", itemIDs(must(s.Items(ctx, n.ID, nil, 0))(t)), []string{"y", "x"})
 }
