@@ -364,7 +364,9 @@ func TestScalingProsodyFailover(t *testing.T) {
 		t.Fatal("the standby leads while the first process lives")
 	}
 
-	if code := d2.api("POST", "/api/nodes", map[string]string{"node": "news", "source": feed.URL}, nil); code != 201 {
+	// It keeps 1,000 items: one fetch publishes no more new entries than
+	// a node keeps, and the burst below is 400.
+	if code := d2.api("POST", "/api/nodes", map[string]any{"node": "news", "source": feed.URL, "max_items": 1000}, nil); code != 201 {
 		t.Fatalf("create node through the standby: HTTP %d", code)
 	}
 	d2.waitBaselined("news")
