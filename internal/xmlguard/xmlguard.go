@@ -113,10 +113,6 @@ func NewDecoder(body []byte, opts Options) *Decoder {
 // Depth is the number of elements open after the last token.
 func (g *Decoder) Depth() int { return len(g.open) }
 
-// InputOffset is the decoder's offset after the last token (in the
-// converted text once a charset reader took over).
-func (g *Decoder) InputOffset() int64 { return g.dec.InputOffset() }
-
 // Token returns the next token, as xml.Decoder.Token does, or a
 // *LimitError once the document passes a limit.
 func (g *Decoder) Token() (xml.Token, error) {
