@@ -33,7 +33,7 @@ func TestParseDropsNonWebLinks(t *testing.T) {
 <enclosure url="/ok.mp3" length="2" type="audio/mpeg"/></item>
 <item><title>Good link</title><link>/posts/2</link><guid>g2</guid></item>
 </channel></rss>`
-		d := Parse([]byte(rss), "https://example.org/feed.xml", fetchTime)
+		d := mustParse(t, []byte(rss), "https://example.org/feed.xml", fetchTime)
 		if !d.IsFeed || len(d.Entries) != 2 {
 			t.Fatalf("%q: parsed %+v", bad, d)
 		}
@@ -59,7 +59,7 @@ func TestParseDropsNonWebLinks(t *testing.T) {
 <entry><id>urn:e1</id><title>E</title><updated>2024-03-10T12:00:00Z</updated>
 <link rel="alternate" href="` + xmlEscape(bad) + `"/><content src="` + xmlEscape(bad) + `" type="text/html"/></entry>
 </feed>`
-		d = Parse([]byte(atom), "https://example.org/atom.xml", fetchTime)
+		d = mustParse(t, []byte(atom), "https://example.org/atom.xml", fetchTime)
 		if len(d.Entries) != 1 || d.Entries[0].Link != "" || d.SiteURL != "" {
 			t.Fatalf("%q: Atom parsed %+v", bad, d)
 		}
