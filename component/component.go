@@ -17,6 +17,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // Config configures a Component.
@@ -79,6 +80,21 @@ type Config struct {
 	// OpenSources lets any user have a node created for a feed no node
 	// follows yet, by subscribing to its URL (chat or ad-hoc command).
 	OpenSources bool
+	// LocalSources lets the users of LocalDomains do the same (with
+	// neither, only PINGD_ADMINS may; opensources.go).
+	LocalSources bool
+	// LocalDomains are the XMPP server's own domains, whose users are
+	// local; default: the component's parent domain (pubsub.example.org
+	// → example.org, pubsub.localhost → localhost).
+	LocalDomains []string
+	// NodesPerHour bounds the nodes one JID may have created that way
+	// per hour; 0: DefaultNodesPerHour.
+	NodesPerHour int
+	// CheckHost, when set, is asked about the host of a feed's URL before
+	// a node is created for it; netguard.ErrRefused refuses it with a
+	// text saying why. nil: no early check (the fetcher's dial-time guard
+	// still refuses the connection).
+	CheckHost func(ctx context.Context, host string) error
 	// Resolver finds the feed of a page URL a user subscribes to; nil: a
 	// URL is taken as the feed itself.
 	Resolver hub.SourceResolver
@@ -106,6 +122,15 @@ type Component struct {
 	maxDelay    time.Duration
 	// completeEntry: see Config.CompleteEntry.
 	completeEntry func(hub.Entry) hub.Entry
+
+	// Who may have nodes created (opensources.go): localSources and
+	// checkHost as in Config, localDomains lower-cased, creations the
+	// per-JID buckets of Config.NodesPerHour.
+	localSources bool
+	checkHost    func(ctx context.Context, host string) error
+	localDomains map[string]bool
+	creations    *ratelimit.Keyed
+	nodesPerHour int
 
 	connected atomic.Bool
 
@@ -208,6 +233,18 @@ func New(cfg Config) (*Component, error) {
 	if err != nil {
 		return nil, err
 	}
+	localDomains, err := localDomainSet(cfg.LocalDomains, d)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NodesPerHour < 0 {
+		return nil, fmt.Errorf("component: nodes per hour %d is negative", cfg.NodesPerHour)
+	}
+	nodesPerHour := cmp.Or(cfg.NodesPerHour, DefaultNodesPerHour)
+	if cfg.LocalSources && !cfg.OpenSources && len(localDomains) == 0 {
+		cfg.Logger.Warn("no local domain: the component's domain has no parent domain, so no user may have nodes created for new feeds; list the XMPP server's domains in PINGD_LOCAL_DOMAINS",
+			"component", d.String())
+	}
 	return &Component{
 		hub:         cfg.Hub,
 		store:       cfg.Hub.Store(),
@@ -225,6 +262,12 @@ func New(cfg Config) (*Component, error) {
 		stanzaIDs:   newStanzaIDs(),
 
 		completeEntry: cfg.CompleteEntry,
+
+		localSources: cfg.LocalSources,
+		checkHost:    cfg.CheckHost,
+		localDomains: localDomains,
+		creations:    ratelimit.New(float64(nodesPerHour)/3600, nodesPerHour),
+		nodesPerHour: nodesPerHour,
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,

@@ -56,6 +56,10 @@
 //   - chat.go, targets.go: the chat commands (help, nodes, list,
 //     subscribe, unsubscribe, last); a subscription may name a node or a
 //     feed's or page's URL (Config.Resolver, Config.OpenSources).
+//   - opensources.go: who may have a node made for a feed no node follows
+//     by naming its URL (anyone, the users of Config.LocalDomains, or
+//     only admins), at most Config.NodesPerHour per JID, and only for
+//     public addresses (Config.CheckHost).
 //   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
 //     plus owner commands for PINGD_ADMINS; stateless between stages.
 //   - subopts.go, readable.go: XEP-0060 subscription options (the format,

@@ -67,11 +67,13 @@ type envOptions struct {
 	// hub, when set, changes the hub's Config before hub.New; the hub's
 	// loops run when it sets a Fetcher.
 	hub func(*hub.Config)
+	// prosody adjusts the server newEnv starts.
+	prosody testenv.ProsodyOptions
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
-	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	p := testenv.StartProsody(t, opts.prosody)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, p: p, logs: &logBuffer{}, dbPath: filepath.Join(t.TempDir(), "pingd.db")}

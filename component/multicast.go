@@ -98,9 +98,7 @@ func multicastConfig(cfg Config, component jid.JID) (mode, service, domain strin
 	domain = strings.TrimSpace(cfg.MulticastDomain)
 	if domain == "" {
 		// pubsub.example.org is usually a component of example.org.
-		if _, parent, _ := strings.Cut(component.Domainpart(), "."); strings.Contains(parent, ".") || parent == "localhost" {
-			domain = parent
-		}
+		domain = parentDomain(component)
 	} else {
 		j, perr := jid.Parse(domain)
 		if perr != nil || j.Localpart() != "" || j.Resourcepart() != "" {

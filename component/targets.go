@@ -20,10 +20,11 @@ func isWebURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// findTarget finds the node a user names. With create, a URL no node
-// follows gets one when the operator allows it (OpenSources). It returns
-// the node, or nil and a plain answer saying why not.
-func (c *Component) findTarget(ctx context.Context, target string, create bool) (*hub.Node, string, error) {
+// findTarget finds the node a user (bare) names. With create, a URL no
+// node follows gets one when the operator allows it for that user
+// (opensources.go). It returns the node, or nil and a plain answer saying
+// why not.
+func (c *Component) findTarget(ctx context.Context, bare, target string, create bool) (*hub.Node, string, error) {
 	target = strings.TrimSpace(target)
 	if target == "" {
 		return nil, `Which node or feed? Send "nodes" to see the nodes.`, nil
@@ -67,15 +68,14 @@ func (c *Component) findTarget(ctx context.Context, target string, create bool) 
 	if !create {
 		return nil, fmt.Sprintf("No node follows %s.", target), nil
 	}
-	if !c.openSources {
-		return nil, fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
-			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL), nil
+	if msg, err := c.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
+		return nil, msg, err
 	}
 	n, err = c.hub.NodeForURL(ctx, feedURL, true)
 	if err != nil {
 		return nil, invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
 	}
-	c.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target)
+	c.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
 	return n, "", nil
 }
 
@@ -97,7 +97,7 @@ func nilUnlessInternal(err error) error {
 // An existing subscription keeps its options unless change (nil: keep)
 // gives other ones.
 func (c *Component) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
-	n, msg, err := c.findTarget(ctx, target, true)
+	n, msg, err := c.findTarget(ctx, bare, target, true)
 	if n == nil {
 		return msg, err
 	}
@@ -159,7 +159,7 @@ func (c *Component) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *h
 
 // unsubscribeTarget removes bare's subscriptions to the node target names.
 func (c *Component) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
-	n, msg, err := c.findTarget(ctx, target, false)
+	n, msg, err := c.findTarget(ctx, bare, target, false)
 	if n == nil {
 		return msg, err
 	}

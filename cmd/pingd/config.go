@@ -42,7 +42,8 @@ type Config struct {
 	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
 	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the <cloud> element of node feeds and publisher snippets offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
 	RelayPings         string        `opt:"relay-pings" env:"PINGD_RELAY_PINGS" help:"ping servers to forward accepted pings to, comma- or space-separated: xmlrpc:URL (weblogUpdates) or get:URL with {name}, {url} and {feed} (none: off)"`
-	OpenSources        bool          `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"false" help:"1: any XMPP user may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command)"`
+	OpenSources        string        `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"local" help:"who may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command): local (users of the XMPP server's own domains, see --local-domains), 1 or all (any XMPP user), 0 (nobody but PINGD_ADMINS); at most 20 nodes per JID per hour"`
+	LocalDomains       string        `opt:"local-domains" env:"PINGD_LOCAL_DOMAINS" help:"comma-separated domains of the XMPP server whose users are local for --open-sources=local (none: the component's parent domain, example.org for pubsub.example.org)"`
 	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
 	LogLevel           string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
 	LogFormat          string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`
@@ -253,6 +254,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST (--xmpp-multicast) %q: want auto, off or a service JID like multicast.example.org", c.XMPPMulticast))
 		}
 	}
+	if _, _, err := c.SourcePolicy(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, d := range c.LocalDomainList() {
+		if j, err := jid.Parse(d); err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
+			errs = append(errs, fmt.Errorf("PINGD_LOCAL_DOMAINS (--local-domains): %q is not a domain like example.org", d))
+		}
+	}
 	if _, err := c.RelayTargets(); err != nil {
 		errs = append(errs, fmt.Errorf("PINGD_RELAY_PINGS (--relay-pings): %w", err))
 	}
@@ -326,6 +335,35 @@ func (c *Config) AdminJIDs() []string {
 			a = j.Bare().String()
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// SourcePolicy reads PINGD_OPEN_SOURCES: whether any XMPP user (all, or
+// the boolean words for yes) or only local ones (local) may have nodes
+// created for new feeds; the words for no: nobody.
+func (c *Config) SourcePolicy() (open, local bool, err error) {
+	switch v := strings.ToLower(strings.TrimSpace(c.OpenSources)); v {
+	case "local":
+		return false, true, nil
+	case "all":
+		return true, false, nil
+	default:
+		all, berr := parseBool(v)
+		if berr != nil || v == "" {
+			return false, false, fmt.Errorf("PINGD_OPEN_SOURCES (--open-sources) %q: want local, all (or 1) or 0", c.OpenSources)
+		}
+		return all, false, nil
+	}
+}
+
+// LocalDomainList returns PINGD_LOCAL_DOMAINS as a list.
+func (c *Config) LocalDomainList() []string {
+	var out []string
+	for d := range strings.SplitSeq(c.LocalDomains, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
 	}
 	return out
 }

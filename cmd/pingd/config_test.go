@@ -154,3 +154,44 @@ func TestCNWSRetryLimit(t *testing.T) {
 		t.Errorf("23h59m: %v", err)
 	}
 }
+
+// TestOpenSourcesPolicy: PINGD_OPEN_SOURCES is local by default; all and
+// the words for yes open node creation to anyone, the words for no close
+// it; anything else is refused at start. PINGD_LOCAL_DOMAINS is a list of
+// domains.
+func TestOpenSourcesPolicy(t *testing.T) {
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}), nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, local, err := cfg.SourcePolicy(); open || !local || err != nil {
+		t.Errorf("default policy: open %v, local %v, %v; want local", open, local, err)
+	}
+	for value, want := range map[string][2]bool{
+		"local": {false, true}, "LOCAL": {false, true}, "all": {true, false}, "1": {true, false}, "true": {true, false},
+		"0": {false, false}, "off": {false, false},
+	} {
+		cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--open-sources", value}, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open, local, err := cfg.SourcePolicy()
+		if err != nil || open != want[0] || local != want[1] {
+			t.Errorf("%q: open %v, local %v, %v; want %v", value, open, local, err, want)
+		}
+	}
+	cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}),
+		[]string{"--open-sources", "friends", "--local-domains", "example.org, user@example.net"}, env(map[string]string{"PINGD_XMPP_SECRET": "s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verr := cfg.Validate()
+	for _, want := range []string{`PINGD_OPEN_SOURCES (--open-sources) "friends"`, `PINGD_LOCAL_DOMAINS (--local-domains): "user@example.net"`} {
+		if verr == nil || !strings.Contains(verr.Error(), want) {
+			t.Errorf("Validate = %v; want it to mention %s", verr, want)
+		}
+	}
+	if got := cfg.LocalDomainList(); len(got) != 2 || got[0] != "example.org" {
+		t.Errorf("LocalDomainList = %q", got)
+	}
+}

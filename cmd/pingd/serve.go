@@ -109,6 +109,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		HTTP:      netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate}),
 		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
 	}
+	openSources, localSources, err := cfg.SourcePolicy()
+	if err != nil {
+		return err
+	}
 	comp, err := component.New(component.Config{
 		Hub:       h,
 		Domain:    cfg.XMPPDomain,
@@ -123,8 +127,11 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		MulticastMaxAddresses: cfg.XMPPMulticastMax,
 		MulticastShare:        cfg.XMPPMulticastShare,
 
-		OpenSources: cfg.OpenSources,
-		Resolver:    resolver,
+		OpenSources:  openSources,
+		LocalSources: localSources,
+		LocalDomains: cfg.LocalDomainList(),
+		CheckHost:    checkHost,
+		Resolver:     resolver,
 		// An owner's published entry reads as the node's feeds show it.
 		CompleteEntry: feed.CompleteEntry,
 	})

@@ -54,6 +54,9 @@ type ProsodyOptions struct {
 	Admins []string
 	// ExtraComponents are more external component names with the same secret.
 	ExtraComponents []string
+	// ExtraHosts are more virtual hosts beside Domain, for users of other
+	// domains on the same server (RegisterOn, DialAddr).
+	ExtraHosts []string
 }
 
 // RequireProsody skips in -short mode and fails when prosody is missing.
@@ -130,6 +133,9 @@ limits = { c2s = { rate = "100mb/s" }; s2sin = { rate = "100mb/s" } }
 	}
 	fmt.Fprintf(&b, "admins = { %s }\n", strings.Join(admins, "; "))
 	fmt.Fprintf(&b, "VirtualHost %q\n", p.Domain)
+	for _, h := range opts.ExtraHosts {
+		fmt.Fprintf(&b, "VirtualHost %q\n", h)
+	}
 	fmt.Fprintf(&b, "Component %q\n  component_secret = %q\n", p.ComponentDomain, p.Secret)
 	for _, c := range opts.ExtraComponents {
 		fmt.Fprintf(&b, "Component %q\n  component_secret = %q\n", c, p.Secret)
@@ -197,11 +203,18 @@ func (p *Prosody) stop(sig syscall.Signal) {
 // Register creates a user account on the virtual host.
 func (p *Prosody) Register(user, password string) string {
 	p.t.Helper()
-	out, err := exec.Command("prosodyctl", "--config", p.Config, "register", user, p.Domain, password).CombinedOutput()
+	return p.RegisterOn(user, p.Domain, password)
+}
+
+// RegisterOn creates a user account on the given virtual host (Domain or
+// one of ProsodyOptions.ExtraHosts).
+func (p *Prosody) RegisterOn(user, host, password string) string {
+	p.t.Helper()
+	out, err := exec.Command("prosodyctl", "--config", p.Config, "register", user, host, password).CombinedOutput()
 	if err != nil {
-		p.t.Fatalf("register %s: %v\n%s", user, err, out)
+		p.t.Fatalf("register %s@%s: %v\n%s", user, host, err, out)
 	}
-	return user + "@" + p.Domain
+	return user + "@" + host
 }
 
 // Log returns Prosody's log so far (for failure messages).
