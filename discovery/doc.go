@@ -8,9 +8,18 @@
 // being one percent-encoded path segment), NewDescriptor and XRDS (the
 // document in the exact tree of the design, served as ContentTypeXRDS),
 // DescriptorPage (the HTML page at the descriptor URL, with the
-// DescriptorPageCSP it is served under), Snippets (what a
+// DescriptorPageCSP it is served under; it shows people the chat command,
+// the xmpp: message and XEP-0060 subscribe URIs of xmppuri.go and the QR
+// code of qr.go), Snippets (what a
 // publisher pastes, JSON-friendly for the admin API) and PreferXRDS (Accept
 // negotiation between the page and the XRDS document).
+//
+// The QR code is encoded by github.com/boombuler/barcode: maintained
+// (releases into 2025), pure Go without dependencies of its own, widely
+// used (for TOTP enrolment codes among others), and it hands out the
+// module matrix, from which qr.go draws an inline SVG element that the
+// page's policy needs no exception for (an <img> of a data: URI or of a
+// served SVG would need img-src).
 //
 // The rendering is pure: no I/O, no hub state beyond the node it is given,
 // no HTTP routing (httpapi serves what it renders). Every value is escaped

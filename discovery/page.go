@@ -8,14 +8,27 @@ import (
 // DescriptorPage renders the HTML page served at the descriptor URL for
 // browsers and for clients that discover by the X-XRDS-Location <meta> tag
 // or the getpingd.updates.descriptor <link>. It explains in words how to
-// subscribe. title names the node for people; empty means the node name.
+// subscribe: first for people with any Jabber client (the chat command,
+// the xmpp: message URI with its QR code as inline SVG, the XEP-0060
+// subscribe URI), then the GetPingd requests. title names the node for
+// people; empty means the node name.
 func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
 	if title == "" {
 		title = d.Node
 	}
+	messageURI := d.MessageURI()
+	// A QR code holds up to 2,331 bytes at level M: every node name fits
+	// (255 bytes, 765 escaped). Without one the links still serve.
+	qrCode, qrErr := QRSVG(messageURI, "QR code of "+messageURI)
 	var buf bytes.Buffer
 	err := pageTemplate.Execute(&buf, pageData{
 		Descriptor:       d,
+		SubscribeURI:     template.URL(d.SubscribeURI()),
+		MessageURI:       template.URL(messageURI),
+		MessageURIText:   messageURI,
+		ChatCommand:      d.ChatCommand(),
+		QRCode:           qrCode,
+		HasQRCode:        qrErr == nil,
 		Title:            title,
 		XRDSURL:          xrdsURL,
 		PostURL:          d.PostURL(),
@@ -38,14 +51,22 @@ func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
 }
 
 // DescriptorPageCSP is the Content-Security-Policy the descriptor page is
-// served with: the page has no style sheet, script, image or form, so
-// nothing is allowed, and no other site may frame it. A change to the
+// served with: the page has no style sheet, script, image or form (its QR
+// code is an inline SVG element drawn with presentation attributes, which
+// loads nothing), so nothing is allowed, and no other site may frame it. A change to the
 // template that needs more must widen this (by hash for inline styles, as
 // the status page does).
 const DescriptorPageCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 type pageData struct {
 	Descriptor
+	// SubscribeURI and MessageURI are xmpp: URIs built and escaped by
+	// xmppuri.go; html/template would refuse the scheme otherwise.
+	SubscribeURI, MessageURI    template.URL
+	MessageURIText, ChatCommand string
+	// QRCode is the SVG element QRSVG made of MessageURI.
+	QRCode                                     template.HTML
+	HasQRCode                                  bool
 	Title, XRDSURL, PostURL                    string
 	Whitelist                                  bool
 	HTTPType, XMPPType, DiffType, XRDSType     string
@@ -65,13 +86,27 @@ var pageTemplate = template.Must(template.New("descriptor").Parse(`<!DOCTYPE htm
 </head>
 <body>
 <h1>{{.Title}}</h1>
+<h2>Follow it with any Jabber client</h2>
+<p>Send <code>{{.ChatCommand}}</code> to <code>{{.ComponentJID}}</code> from your Jabber client
+(Conversations, Dino, Gajim, Monal, Profanity, …): each new item then comes to you as a message.
+{{- if .Whitelist}} Only Jabber IDs on the node's whitelist may subscribe: ask its owner to add
+yours first.{{end}}</p>
+<p><a id="message-uri" href="{{.MessageURI}}">Open a chat with that message</a>
+(<code>{{.MessageURIText}}</code>){{if .HasQRCode}}, or scan this code with the Jabber client
+on your phone:{{else}}.{{end}}</p>
+{{if .HasQRCode}}<p id="qr">{{.QRCode}}</p>
+{{end -}}
+<p>A client that speaks XEP-0060 publish-subscribe can subscribe to the node itself:
+<a id="subscribe-uri" href="{{.SubscribeURI}}">{{.SubscribeURI}}</a>.</p>
+
+<h2>For programs: the GetPingd descriptor</h2>
 <p>This is the GetPingd descriptor of the publish-subscribe node <code>{{.Node}}</code>
 at <code>{{.ComponentJID}}</code>. Subscribe to it to be told of every change, without polling.</p>
 <p>The service description is the XRDS document at <a href="{{.XRDSURL}}">{{.XRDSURL}}</a>
 (<code>{{.XRDSType}}</code>, service type <code>{{.ServiceSubscribe}}</code>); this page
 points at it with the <code>{{.XRDSHeader}}</code> header and meta tag.</p>
 
-<h2>Over XMPP</h2>
+<h3>Over XMPP</h3>
 {{if .Whitelist -}}
 <p>The node is open to its whitelist only. First ask for your Jabber ID to be added: send
 <code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
@@ -86,7 +121,7 @@ removes the Jabber ID and its subscriptions.</p>
 client (XEP-0060); nothing else is needed.</p>
 {{- end}}
 
-<h2>Over HTTP (web hooks)</h2>
+<h3>Over HTTP (web hooks)</h3>
 <p>Send <code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
 <code>Content-Type: {{.HTTPType}}</code> and this body:</p>
 <pre>&lt;subscribe&gt;&lt;url href="https://you.example.org/changed" method="POST" diff="none"/&gt;&lt;/subscribe&gt;</pre>
