@@ -55,6 +55,10 @@ type Store interface {
 	SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error
 	// NodesBehindXMPP lists nodes whose LastSeq is beyond their XMPPSeq.
 	NodesBehindXMPP(ctx context.Context) ([]Node, error)
+	// OpenNodes lists up to limit nodes of the open access model with
+	// their sources' URL, title and site, in creation order, and counts
+	// all open nodes.
+	OpenNodes(ctx context.Context, limit int) ([]ListedNode, int, error)
 
 	// EnsureSource returns the source with this URL (matching the original
 	// or the current URL), creating it if needed.

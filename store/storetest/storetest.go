@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeCreateAndRead", testNodeCreateAndRead},
 		{"NodeUpdates", testNodeUpdates},
 		{"NodeDeleteCascades", testNodeDeleteCascades},
+		{"OpenNodes", testOpenNodes},
 		{"AppendSequences", testAppendSequences},
 		{"AppendValidates", testAppendValidates},
 		{"ItemReplace", testItemReplace},
