@@ -50,6 +50,13 @@
 // Bearer or as the HTTP Basic password) adds addresses, callback URLs,
 // error messages and ping origins; secrets and tokens are never shown.
 //
+// OPML (opml.go, with the codec of internal/opml): GET /opml, the open
+// nodes as a subscription list of their /atom feeds, rendered once a
+// minute and served like the ping lists (ETag, 304, gzip, nosniff, capped,
+// readers limited per client IP); POST /api/opml (admin) makes an open
+// node for each feed of a list that no node follows and reports outline
+// by outline.
+//
 // The ping lists (changes.go, archive.go, lists.go): changes.xml,
 // shortChanges.xml and the hourly archives (01.xml to 24.xml of a UTC day,
 // as seed 003 numbers them) list each ping's name and URL as submitted,

@@ -124,6 +124,8 @@ type API struct {
 
 	// lists keeps the readings of the ping lists (lists.go).
 	lists *listCache
+	// opml keeps the rendering of GET /opml and its readers' buckets (opml.go).
+	opml *opmlList
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -203,6 +205,7 @@ func New(cfg Config) (*API, error) {
 		listLimit:     ratelimit.New(cfg.ListRate, cfg.ListBurst),
 		nodeSubLimit:  ratelimit.New(cfg.WhitelistNodeRate, cfg.WhitelistNodeBurst),
 		lists:         newListCache(),
+		opml:          newOPMLList(cfg.ListRate, cfg.ListBurst),
 		rpc:           map[string]RPCMethod{},
 	}
 	a.pages = newPagePings(a, cfg.Resolver)
@@ -228,6 +231,7 @@ func (a *API) routes() {
 	a.pingRoutes(r)
 	a.rpcRoutes(r)
 	a.changesRoutes(r)
+	a.opmlRoutes(r)
 	a.getPingdRoutes(r)
 	a.nodeFeedRoutes(r)
 	a.rssCloudRoutes(r)

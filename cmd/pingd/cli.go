@@ -109,22 +109,32 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
-// call sends a request to the admin API and decodes the JSON answer.
+// call sends a request to the admin API, with body as JSON, and decodes
+// the JSON answer.
 func (c *cliContext) call(method, path string, body any, out any) error {
+	if body == nil {
+		return c.send(method, path, "", nil, out)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.send(method, path, "application/json", b, out)
+}
+
+// send sends a request with a body of contentType (none when body is nil)
+// to the admin API and decodes the JSON answer into out, if given.
+func (c *cliContext) send(method, path, contentType string, body []byte, out any) error {
 	var r io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(b)
+		r = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, c.server+path, r)
 	if err != nil {
 		return err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

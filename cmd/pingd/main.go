@@ -55,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = statusCommand(rest, stdout, stderr, getenv)
 	case "discover":
 		err = discoverCommand(rest, stdout, stderr, getenv)
+	case "import":
+		err = importCommand(rest, stdout, stderr, getenv)
 	default:
 		fmt.Fprintf(stderr, "pingd: unknown command %q\n\n", cmd)
 		usage(stderr)
@@ -90,6 +92,7 @@ http://PINGD_HTTP_ADDR, with PINGD_ADMIN_TOKEN; --json for JSON output):
   pingd whitelist add|remove NODE JID | list NODE
   pingd subscribers NODE   every subscriber of a node, of every kind
   pingd ping URL           tell pingd that URL changed
+  pingd import FILE.opml   make an open node for each feed of an OPML subscription list
   pingd status             health, XMPP connection, node count
   pingd --help             this text
 
