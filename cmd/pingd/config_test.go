@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/component"
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
 )
@@ -193,5 +195,11 @@ func TestOpenSourcesPolicy(t *testing.T) {
 	}
 	if got := cfg.LocalDomainList(); len(got) != 2 || got[0] != "example.org" {
 		t.Errorf("LocalDomainList = %q", got)
+	}
+	// The help names the component's per-JID limit.
+	var help bytes.Buffer
+	usage(&help)
+	if want := fmt.Sprintf("at most %d nodes per JID per hour", component.DefaultNodesPerHour); !strings.Contains(help.String(), want) {
+		t.Errorf("--help does not say %q", want)
 	}
 }
