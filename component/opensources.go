@@ -91,18 +91,10 @@ func (c *Component) localDomainList() string {
 // now. It returns "" when it may (a token of bare's bucket is then
 // taken), or the answer saying why not.
 func (c *Component) mayCreateNode(ctx context.Context, bare, feedURL string) (string, error) {
-	admin := c.hub.IsAdmin(bare)
-	switch {
-	case admin || c.openSources:
-	case c.localSources && c.isLocal(bare):
-	case c.localSources:
-		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only for users of its own "+
-			"XMPP server (%s); %s is not one of them. Send \"nodes\" to see the nodes there are.",
-			feedURL, c.localDomainList(), bare), nil
-	default:
-		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
-			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL), nil
+	if msg := c.creationRefused(bare, feedURL); msg != "" {
+		return msg, nil
 	}
+	admin := c.hub.IsAdmin(bare)
 	canonical, err := hub.CanonicalURL(feedURL)
 	if err != nil {
 		return invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
@@ -119,6 +111,27 @@ func (c *Component) mayCreateNode(ctx context.Context, bare, feedURL string) (st
 			"Jabber ID may. Try again %s.", feedURL, bare, c.nodesPerHour, retryIn(wait)), nil
 	}
 	return "", nil
+}
+
+// creationRefused is the answer to bare when the operator's policy lets
+// it have no node created (it is neither an admin nor, where only local
+// users may, one of them); "" when the policy allows it. It is asked
+// before a page is fetched to find its feed, so a user who may not add
+// feeds cannot have pingd fetch pages either.
+func (c *Component) creationRefused(bare, feedURL string) string {
+	switch {
+	case c.hub.IsAdmin(bare) || c.openSources:
+		return ""
+	case c.localSources && c.isLocal(bare):
+		return ""
+	case c.localSources:
+		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only for users of its own "+
+			"XMPP server (%s); %s is not one of them. Send \"nodes\" to see the nodes there are.",
+			feedURL, c.localDomainList(), bare)
+	default:
+		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
+			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL)
+	}
 }
 
 // checkSourceHost refuses, before a node is created, a URL whose host is

@@ -1,15 +1,20 @@
 package component
 
 import (
+	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"mellium.im/xmpp/jid"
 
+	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
@@ -185,5 +190,48 @@ func TestLocalDomains(t *testing.T) {
 		if _, err := localDomainSet([]string{bad}, jid.MustParse("pubsub.example.org")); err == nil {
 			t.Errorf("local domain %q accepted", bad)
 		}
+	}
+}
+
+// TestRemoteUsersCannotHavePagesFetched: finding a page's feed fetches the
+// page, so a user who may not have nodes made (a user of another domain
+// where only local users may) is answered without pingd asking the page's
+// server anything; a local user's page is looked at.
+func TestRemoteUsersCannotHavePagesFetched(t *testing.T) {
+	testenv.RequireProsody(t)
+	var asked atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>Page</title></head><body>no feed here</body></html>`)
+	}))
+	defer site.Close()
+	e := newEnv(t, envOptions{prosody: testenv.ProsodyOptions{ExtraHosts: []string{otherHost}}})
+	e.p.RegisterOn("carol", otherHost, password)
+	e.stop()
+	e.startComponentWith(func(cfg *Config) {
+		cfg.LocalSources = true
+		cfg.Resolver = &discovery.Client{HTTP: netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: time.Minute})}
+	})
+	carolJID := "carol@" + otherHost + "/remote"
+	carol, err := testenv.DialAddr(e.ctx, e.p.C2SAddr, carolJID, password)
+	if err != nil {
+		t.Fatalf("log in as %s: %v", carolJID, err)
+	}
+	t.Cleanup(carol.Close)
+	for _, cmd := range []string{"subscribe", "unsubscribe"} {
+		if got := chatSay(t, e, carol, cmd+" "+site.URL+"/page"); !strings.Contains(got, "No node follows") {
+			t.Errorf("%s of a page by a remote user answered %q", cmd, got)
+		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the page was fetched %d times for a user who may not add feeds", n)
+	}
+	alice := e.dial("alice", "local")
+	if got := chatSay(t, e, alice, "subscribe "+site.URL+"/page"); !strings.Contains(got, "could not find a feed") {
+		t.Errorf("a local user's page answered %q", got)
+	}
+	if asked.Load() == 0 {
+		t.Fatal("a local user's page was not looked at")
 	}
 }

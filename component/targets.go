@@ -43,6 +43,14 @@ func (c *Component) findTarget(ctx context.Context, bare, target string, create 
 	if !errors.Is(err, hub.ErrNotFound) {
 		return nil, invalidURLAnswer(target, err), nilUnlessInternal(err)
 	}
+	// Finding a page's feed fetches it: only for those who may add feeds,
+	// so a stranger cannot have pingd fetch pages of its choosing.
+	if msg := c.creationRefused(bare, target); msg != "" {
+		if !create {
+			msg = fmt.Sprintf("No node follows %s.", target)
+		}
+		return nil, msg, nil
+	}
 	feedURL := target
 	if c.resolver != nil {
 		// Fetching the page (and what it points to) takes as long as its

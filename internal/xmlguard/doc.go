@@ -1,10 +1,11 @@
 // Package xmlguard reads XML documents that come from outside (fetched
-// feeds, feed deltas, discovery documents) under limits, before any parser
+// feeds, feed deltas, discovery documents, OPML lists) under limits, before any parser
 // that recurses or builds a tree of them sees them.
 //
-// It is a room of its own because two packages need the same guard: feed,
-// in front of gofeed and etree, and discovery, whose own token loops read
-// fetched pages. Go cannot recover from a stack overflow, and encoding/xml
+// It is a room of its own because several packages need the same guard:
+// feed, in front of gofeed and etree; discovery, whose own token loops
+// read fetched pages; and internal/opml, which reads subscription lists
+// sent to the admin API. Go cannot recover from a stack overflow, and encoding/xml
 // has no limit of its own on attributes or on how much a start tag may
 // allocate, so the guard must run first and stop early.
 //
