@@ -515,8 +515,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if s.BareJID == "" {
 			return nil, false, fmt.Errorf("%w: XMPP subscription without a bare JID", ErrInvalid)
 		}
-		if !ValidFormat(s.Options.Format) || !ValidMessageType(s.Options.MessageType) {
-			return nil, false, fmt.Errorf("%w: notification format %q, message type %q", ErrInvalid, s.Options.Format, s.Options.MessageType)
+		if !ValidFormat(s.Options.Format) || !ValidMessageType(s.Options.MessageType) || !ValidXMPPDiff(s.Options.Diff) {
+			return nil, false, fmt.Errorf("%w: notification format %q, message type %q, diff %q", ErrInvalid,
+				s.Options.Format, s.Options.MessageType, s.Options.Diff)
 		}
 		if err := validDigest(s.Options); err != nil {
 			return nil, false, err

@@ -35,6 +35,16 @@ func ValidFormat(f string) bool {
 	return f == "" || f == FormatPubsub || f == FormatMessage
 }
 
+// DiffPatchOps is the diff an XMPP subscription may ask for (Options.Diff;
+// "" is none): beside each pubsub event, the RFC 7351 patch of RFC 5261
+// operations that turns the node's previous Atom document into the next,
+// the document a GetPingd webhook with that diff gets.
+const DiffPatchOps = "application/patch-ops+xml"
+
+// ValidXMPPDiff reports whether d is a diff an XMPP subscription may ask
+// for ("" is none).
+func ValidXMPPDiff(d string) bool { return d == "" || d == DiffPatchOps }
+
 // MessageTypeOf is the message type of an XMPP subscription's
 // notifications on node n: the subscription's own, else chat for plain
 // messages (stored offline and archived by servers, shown in a
@@ -59,6 +69,9 @@ func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts
 	}
 	if !ValidFormat(opts.Format) {
 		return nil, fmt.Errorf("%w: notification format %q", ErrInvalid, opts.Format)
+	}
+	if !ValidXMPPDiff(opts.Diff) {
+		return nil, fmt.Errorf("%w: diff %q", ErrInvalid, opts.Diff)
 	}
 	if err := validDigest(opts); err != nil {
 		return nil, err

@@ -416,7 +416,9 @@ const (
 // Options are the per-kind settings of a subscription, stored as one JSON
 // document so new kinds need no schema change.
 type Options struct {
-	// GetPingd webhooks: POST or NOTIFY; diff "none" or "application/patch-ops+xml".
+	// GetPingd webhooks: POST or NOTIFY; diff "none" or "application/patch-ops+xml"
+	// (or its alias). XMPP subscriptions: Diff is "" or DiffPatchOps (the
+	// x-pingd#diff option).
 	Method string `json:"method,omitempty"`
 	Diff   string `json:"diff,omitempty"`
 	// Secret keys the HMAC signature of deliveries (webhooks, WebSub). It
