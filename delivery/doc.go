@@ -61,5 +61,7 @@
 // notification before a registration is active, http-post, XML-RPC and
 // SOAP 1.1 notify calls, suspension after three errors in a row) and
 // cnws.go (<resourceChange> posts; removal on a false status or an HTTP
-// error, ageing when the host cannot be reached).
+// error, ageing when the host cannot be reached). webhook.go's patches
+// are also what XMPP subscriptions asking for diffs get: NodePatch, which
+// cmd/pingd hands to the component.
 package delivery

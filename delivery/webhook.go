@@ -127,6 +127,19 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	return judge(resp)
 }
 
+// NodePatch renders a batch of a node's log events as the XML patch a
+// GetPingd subscriber with diff="application/patch-ops+xml" gets for it
+// (patchOf), against the node's Atom document under publicURL. cmd/pingd
+// hands it to the XMPP component, whose subscriptions may ask for the
+// same patches.
+func NodePatch(publicURL string, node *hub.Node, events []hub.Event) ([]byte, error) {
+	links, err := discovery.NodeLinks(publicURL, node.Name)
+	if err != nil {
+		return nil, err
+	}
+	return patchOf(node, nodeFeedMeta(node, links), events)
+}
+
 // patchOf renders a batch of events as an XML patch of the node's Atom
 // document as it was before the batch. Retractions become <remove>s only
 // for the entries that document held: those whose first event in the
