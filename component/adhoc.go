@@ -300,6 +300,7 @@ func subscribeForm(ctx context.Context, c *Component, sender jid.JID) (*form.Dat
 		formatField(hub.FormatMessage),
 		messageTypeField(hub.NotifyChat),
 		form.Boolean(fieldIncludeBody, form.Label("With pubsub events: add a readable text to each"), form.Value("1")),
+		diffField(""),
 	), nil
 }
 
@@ -327,6 +328,13 @@ func runSubscribe(ctx context.Context, c *Component, sender jid.JID, f *submitte
 				problem = fmt.Sprintf("%q is not a message type (headline, normal or chat).", v)
 			}
 			opts.MessageType = v
+		}
+		if v := f.value(fieldDiff); v != "" {
+			diff, ok := parseDiff(v)
+			if !ok {
+				problem = fmt.Sprintf("%q is not a diff (%s or %s).", v, diffNone, hub.DiffPatchOps)
+			}
+			opts.Diff = diff
 		}
 		return opts
 	}

@@ -102,6 +102,12 @@ type Config struct {
 	// every item carries, as the node's feeds show it (feed.CompleteEntry;
 	// the component does not import feed). nil stores entries as published.
 	CompleteEntry func(hub.Entry) hub.Entry
+	// Patch renders a batch of a node's events as the RFC 7351 patch of
+	// the node's Atom document that GetPingd patch subscribers get
+	// (delivery.NodePatch; the component imports neither delivery nor
+	// feed). Subscriptions asking for diffs get it beside their pubsub
+	// events (diff.go). nil: no notification carries a patch.
+	Patch func(n *hub.Node, events []hub.Event) ([]byte, error)
 }
 
 // Component is pingd's XEP-0114 external component. It is safe for
@@ -122,6 +128,8 @@ type Component struct {
 	maxDelay    time.Duration
 	// completeEntry: see Config.CompleteEntry.
 	completeEntry func(hub.Entry) hub.Entry
+	// patch: see Config.Patch.
+	patch func(*hub.Node, []hub.Event) ([]byte, error)
 
 	// Who may have nodes created (opensources.go): localSources and
 	// checkHost as in Config, localDomains lower-cased, creations the
@@ -262,6 +270,7 @@ func New(cfg Config) (*Component, error) {
 		stanzaIDs:   newStanzaIDs(),
 
 		completeEntry: cfg.CompleteEntry,
+		patch:         cfg.Patch,
 
 		localSources: cfg.LocalSources,
 		checkHost:    cfg.CheckHost,

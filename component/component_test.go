@@ -88,7 +88,7 @@ func TestNotificationRendering(t *testing.T) {
 		b.Write(c.messagePrefix(n))
 		b.Write(escTo.Bytes())
 		id := c.stanzaIDs.next()
-		b.Write(c.renderEvent(n, tc.ev, id, ""))
+		b.Write(c.renderEvent(n, tc.ev, id, "", nil))
 		msg, err := parseDocument(b.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.ev.Kind, err, b.String())
@@ -113,7 +113,7 @@ func TestNotificationRendering(t *testing.T) {
 			}
 		}
 	}
-	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}, "x", ""); got != nil {
+	if got := c.renderEvent(n, hub.Event{Kind: hub.EventChange}, "x", "", nil); got != nil {
 		t.Errorf("change events are not for XMPP, rendered %s", got)
 	}
 	del, err := parseDocument(c.renderDelete(*n, to, "d1"))

@@ -15,10 +15,13 @@ import (
 // with the items since the subscription's cursor: a pubsub#event whose
 // <items/> holds them all (with a readable list as the body when the
 // subscription asks for one), or for readers of plain messages the list
-// a burst gets. The cursor is recorded once the XMPP server has taken the
-// digest (the acknowledgement markers of acks.go); until then that
-// subscription gets no other digest. With Config.Shared, where a marker
-// may reach another process, it is recorded right after the write.
+// a burst gets. A subscription asking for diffs (diff.go) gets the patch
+// of the digest's events beside its pubsub event, and a digest also when
+// only retractions or a purge happened. The cursor is recorded once the
+// XMPP server has taken the digest (the acknowledgement markers of
+// acks.go); until then that subscription gets no other digest. With
+// Config.Shared, where a marker may reach another process, it is recorded
+// right after the write.
 
 const (
 	// digestCheckEvery is how often the dispatcher looks for due digests.
@@ -84,12 +87,18 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 		d.cursor = events[len(events)-1].Seq
 	}
 	items := digestItems(events)
-	if len(items) == 0 {
+	var retracted []string
+	var purged bool
+	if variantOf(n, &s).diff {
+		// A patch must remove what it removes even when nothing is new.
+		retracted, purged = digestRemovals(events)
+	}
+	if len(items) == 0 && len(retracted) == 0 && !purged {
 		// Nothing to tell: the next digest is due one interval later.
 		_, err := c.hub.DigestSent(ctx, s, d.due, d.cursor, d.sent, d.more)
 		return err
 	}
-	msg := c.renderDigest(n, &s, items)
+	msg := c.renderDigest(n, &s, items, retracted, purged, events)
 	err = conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(msg)
 		return err
@@ -155,8 +164,43 @@ func digestItems(events []hub.Event) []hub.Event {
 	return out
 }
 
-// renderDigest renders one subscription's digest message.
-func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event) []byte {
+// digestRemovals are, for a subscription asking for diffs, what its
+// digest of events removes, as its patch does: whether events hold a
+// purge, and the items retracted after the last one that the previous
+// document held (their first event is the retraction) and that were not
+// published again.
+func digestRemovals(events []hub.Event) (retracted []string, purged bool) {
+	lastPurge := -1
+	for i, ev := range events {
+		if ev.Kind == hub.EventPurge {
+			lastPurge = i
+		}
+	}
+	first, last := map[string]hub.EventKind{}, map[string]hub.EventKind{}
+	var ids []string
+	for _, ev := range events[lastPurge+1:] {
+		if ev.Kind != hub.EventItem && ev.Kind != hub.EventRetract {
+			continue
+		}
+		if _, seen := first[ev.ItemID]; !seen {
+			first[ev.ItemID] = ev.Kind
+			ids = append(ids, ev.ItemID)
+		}
+		last[ev.ItemID] = ev.Kind
+	}
+	for _, id := range ids {
+		if first[id] == hub.EventRetract && last[id] == hub.EventRetract {
+			retracted = append(retracted, id)
+		}
+	}
+	return retracted, lastPurge >= 0
+}
+
+// renderDigest renders one subscription's digest message of items, the
+// digest of events. A subscription asking for diffs gets the patch of all
+// of events beside the pubsub event; when nothing is new the event tells
+// the purge, else the retractions (retracted).
+func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event, retracted []string, purged bool, events []hub.Event) []byte {
 	v := variantOf(n, s)
 	id := c.stanzaIDs.forNode(n.ID)
 	var b xmlBuf
@@ -170,13 +214,30 @@ func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.E
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
 	b.WriteString(`">`)
-	if v.body {
+	if v.body && len(items) > 0 {
 		b.element("body", burstText(n, role))
 	}
-	b.open("event", "xmlns", nsPubsubEvent).open("items", "node", n.Name)
-	for _, ev := range items {
-		writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+	b.open("event", "xmlns", nsPubsubEvent)
+	switch {
+	case len(items) > 0:
+		b.open("items", "node", n.Name)
+		for _, ev := range items {
+			writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+		}
+		b.close("items")
+	case purged:
+		b.empty("purge", "node", n.Name)
+	default:
+		b.open("items", "node", n.Name)
+		for _, id := range retracted {
+			b.empty("retract", "id", id)
+		}
+		b.close("items")
 	}
-	b.close("items").close("event").close("message")
+	b.close("event")
+	if v.diff {
+		b.Write(c.renderDiff(n, events, b.Len()+len("</message>")))
+	}
+	b.close("message")
 	return b.Bytes()
 }

@@ -35,9 +35,10 @@
 //     package's, given by cmd/pingd).
 //   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
-//     cursor, renders each event once per format, writes it to every
-//     subscriber with only the "to" changed and flushes. A notification's
-//     id names its node, so an error that answers it can be traced back.
+//     cursor, renders each event once per variant (format, body, diff),
+//     writes it to every subscriber with only the "to" changed and
+//     flushes. A notification's id names its node, so an error that
+//     answers it can be traced back.
 //   - acks.go: the cursor advances when the server has processed the
 //     write: an IQ the component sends itself comes back through the
 //     server after everything written before it; what was not
@@ -63,12 +64,19 @@
 //   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
 //     plus owner commands for PINGD_ADMINS; stateless between stages.
 //   - subopts.go, readable.go: XEP-0060 subscription options (the format,
-//     pubsub#include_body and the message type; registered fields pingd
-//     does not offer are taken only when they ask for what it does anyway),
-//     the plain messages of readers (the message format: a readable body
-//     and an XEP-0066 link, no pubsub#event; chat and ad-hoc subscriptions
-//     get them), the body added to pubsub events that ask for one, and
-//     bursts: the items of one append sent to readers as one message.
+//     pubsub#include_body, the message type, x-pingd#diff; registered
+//     fields pingd does not offer are taken only when they ask for what it
+//     does anyway), the plain messages of readers (the message format: a
+//     readable body and an XEP-0066 link, no pubsub#event; chat and ad-hoc
+//     subscriptions get them), the body added to pubsub events that ask
+//     for one, and bursts: the items of one append sent to readers as one
+//     message.
+//   - diff.go: the x-pingd#diff option. A subscription asking for diffs
+//     gets, beside each pubsub event (and digest), the RFC 7351 patch of
+//     the node's Atom document GetPingd webhooks get (Config.Patch, given
+//     by cmd/pingd), as the text of a GetPingd XMPP <Diff/> element; the
+//     dispatcher makes each event's patch once, and only when some
+//     subscription asks for it.
 //   - digests.go: subscriptions asking for digests (XEP-0060
 //     pubsub#digest) are left out of the fan-out and get, on the
 //     dispatcher, one notification per interval with their items since

@@ -69,8 +69,8 @@ func FuzzParseIQ(f *testing.F) {
 		case opOptionsSet, opSubscribe:
 			if req.Form != nil {
 				if opts, serr := applySubOptionsForm(hub.Options{}, req.Form); serr == nil {
-					if !hub.ValidMessageType(opts.MessageType) || !hub.ValidFormat(opts.Format) {
-						t.Fatalf("accepted message type %q, format %q", opts.MessageType, opts.Format)
+					if !hub.ValidMessageType(opts.MessageType) || !hub.ValidFormat(opts.Format) || !hub.ValidXMPPDiff(opts.Diff) {
+						t.Fatalf("accepted message type %q, format %q, diff %q", opts.MessageType, opts.Format, opts.Diff)
 					}
 					if f := opts.DigestFrequency(); f < hub.MinDigestFrequency || f > hub.MaxDigestFrequency {
 						t.Fatalf("accepted a digest frequency of %s", f)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/testenv"
@@ -25,6 +26,9 @@ import (
 // sessions as subscribers and owners. They skip only in -short mode.
 
 const password = "secret-pw"
+
+// envPublicURL is the public URL of the env's pingd.
+const envPublicURL = "http://pingd.test"
 
 // logBuffer collects a component's log lines for assertions.
 type logBuffer struct {
@@ -115,9 +119,12 @@ func (e *env) startComponent(opts envOptions) {
 	}
 	cfg := Config{
 		Hub: h, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
-		PublicURL: "http://pingd.test", Logger: log,
+		PublicURL: envPublicURL, Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		CompleteEntry: feed.CompleteEntry,
+		Patch: func(n *hub.Node, events []hub.Event) ([]byte, error) {
+			return delivery.NodePatch(envPublicURL, n, events)
+		},
 	}
 	if e.configure != nil {
 		e.configure(&cfg)

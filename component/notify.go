@@ -312,13 +312,15 @@ type recipient struct {
 }
 
 // variant is what a subscription's options change in its notifications:
-// the format (pubsub#event or plain message), the message type and
-// whether a readable <body> is added to the event. Subscribers of one
-// variant share every rendered byte but the "to".
+// the format (pubsub#event or plain message), the message type, whether a
+// readable <body> is added to the event and whether the change's patch
+// is (diff.go). Subscribers of one variant share every rendered byte but
+// the "to".
 type variant struct {
 	format string
 	typ    string
 	body   bool
+	diff   bool
 }
 
 // audience is the subscribers of one variant: those written one stanza
@@ -342,7 +344,8 @@ func variantOf(n *hub.Node, s *hub.Subscription) variant {
 	if s.Options.Format == hub.FormatMessage {
 		return variant{format: hub.FormatMessage, typ: hub.MessageTypeOf(n, s.Options)}
 	}
-	return variant{format: hub.FormatPubsub, typ: hub.MessageTypeOf(n, s.Options), body: s.Options.IncludeBody}
+	return variant{format: hub.FormatPubsub, typ: hub.MessageTypeOf(n, s.Options), body: s.Options.IncludeBody,
+		diff: s.Options.Diff != ""}
 }
 
 // rendered is one event's notification, rendered once for every variant
@@ -350,9 +353,11 @@ func variantOf(n *hub.Node, s *hub.Subscription) variant {
 type rendered struct {
 	seq int64
 	// suffix is the pubsub#event, withBody the same with a readable body,
-	// plain the plain message (nil: readers of plain messages are not told
-	// of this event, or it is part of a burst sent with an earlier one).
-	suffix, withBody, plain []byte
+	// withDiff and withBodyDiff the two with the change's patch, plain the
+	// plain message (nil: readers of plain messages are not told of this
+	// event, or it is part of a burst sent with an earlier one). Only the
+	// variants some subscriber has are rendered; the others stay suffix.
+	suffix, withBody, withDiff, withBodyDiff, plain []byte
 	// head is the length of the suffixes' start, up to the end of the
 	// message's start tag (the id); the multicast addresses go there.
 	head int
@@ -394,7 +399,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			a.rcpts = append(a.rcpts, r)
 		}
 	}
-	needBody, needPlain := false, false
+	needBody, needDiff, needBodyDiff, needPlain := false, false, false, false
 	for _, a := range auds {
 		// The share of the service's subscribers written one by one
 		// (Config.MulticastShare).
@@ -409,7 +414,9 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			escapeAttr(&b, mc.jid)
 			a.mcHead = b.Bytes()
 		}
-		needBody = needBody || a.body
+		needBody = needBody || a.body && !a.diff
+		needDiff = needDiff || a.diff && !a.body
+		needBodyDiff = needBodyDiff || a.body && a.diff
 		needPlain = needPlain || a.format == hub.FormatMessage
 	}
 	var roles []burstRole
@@ -427,18 +434,35 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			}
 			continue
 		}
-		suffix := c.renderEvent(n, ev, id, "")
+		suffix := c.renderEvent(n, ev, id, "", nil)
 		if suffix == nil {
 			continue
 		}
-		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix, head: bytes.IndexByte(suffix, '>') + 1}
+		r := rendered{seq: ev.Seq, suffix: suffix, withBody: suffix, withDiff: suffix, withBodyDiff: suffix,
+			head: bytes.IndexByte(suffix, '>') + 1}
+		var body string
+		if ev.Kind == hub.EventItem && (needBody || needBodyDiff) {
+			body = readableBody(n, ev)
+		}
+		var diff []byte
+		if (needDiff || needBodyDiff) && ev.Kind != hub.EventRevoke && ev.Kind != hub.EventSubscribed {
+			// One patch per event, rendered once for every subscriber
+			// that asks for it, and fit for the larger notification.
+			if diff = c.renderDiff(n, events[i:i+1], len(suffix)+len(body)+len("<body></body>")); diff != nil {
+				r.withDiff = c.renderEvent(n, ev, id, "", diff)
+				r.withBodyDiff = r.withDiff
+			}
+		}
 		if ev.Kind == hub.EventRevoke || ev.Kind == hub.EventSubscribed {
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
 		} else if ev.Kind == hub.EventItem {
 			if needBody {
-				r.withBody = c.renderEvent(n, ev, id, readableBody(n, ev))
+				r.withBody = c.renderEvent(n, ev, id, body, nil)
+			}
+			if needBodyDiff {
+				r.withBodyDiff = c.renderEvent(n, ev, id, body, diff)
 			}
 			switch {
 			case !needPlain:
@@ -474,8 +498,12 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				switch {
 				case a.format == hub.FormatMessage:
 					suffix = r.plain
+				case a.body && a.diff:
+					suffix = r.withBodyDiff
 				case a.body:
 					suffix = r.withBody
+				case a.diff:
+					suffix = r.withDiff
 				}
 				if suffix == nil {
 					continue
@@ -548,9 +576,9 @@ func (c *Component) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.
 	case v.format == hub.FormatMessage:
 		r.suffix = c.renderPlain(n, ev, id, lastStamp(ev))
 	case v.body:
-		r.suffix = c.renderEvent(n, ev, id, readableBody(n, ev))
+		r.suffix = c.renderEvent(n, ev, id, readableBody(n, ev), nil)
 	default:
-		r.suffix = c.renderEvent(n, ev, id, "")
+		r.suffix = c.renderEvent(n, ev, id, "", nil)
 	}
 	return r, true
 }
@@ -577,8 +605,9 @@ func (c *Component) messagePrefixOfType(typ string) []byte {
 // renderEvent renders the rest of an event's notification, after the "to"
 // value: the stanza id, and what follows the start tag. It is nil for
 // events XMPP subscribers are not told. body, when not empty, is a
-// readable text for clients that show no pubsub events.
-func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string) []byte {
+// readable text for clients that show no pubsub events; diff, when not
+// nil, the change's <Diff/> element (diff.go), written after the event.
+func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff []byte) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -604,6 +633,7 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string) []by
 		return nil // changes without items are for URL-level subscribers
 	}
 	b.close("event")
+	b.Write(diff)
 	if ev.Kind == hub.EventLast {
 		writeDelay(&b, lastStamp(ev), c.domainStr)
 	}

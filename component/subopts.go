@@ -23,7 +23,7 @@ import (
 // the notifications (the pubsub#event, or a plain message without one)
 // and their message type. XEP-0060 registers no field for either, so they
 // are implementation-specific and named with the "x-" prefix XEP-0068
-// asks for.
+// asks for; so is x-pingd#diff, the patches of diff.go.
 
 const (
 	formSubscribeOptions = nsPubsub + "#subscribe_options"
@@ -54,6 +54,7 @@ func subOptionsForm(opts hub.Options, n *hub.Node, result bool) *form.Data {
 		form.Text(fieldDigestFrequency, form.Label(fmt.Sprintf("Milliseconds between two digests (%d to %d)",
 			hub.MinDigestFrequency.Milliseconds(), hub.MaxDigestFrequency.Milliseconds())),
 			form.Value(strconv.FormatInt(opts.DigestFrequency().Milliseconds(), 10))),
+		diffField(opts.Diff),
 	}
 	if result {
 		fields = append([]form.Field{form.Result}, fields...)
@@ -72,7 +73,7 @@ func formatField(value string) form.Field {
 // the same.
 func sameXMPPOptions(a, b hub.Options) bool {
 	return a.Format == b.Format && a.IncludeBody == b.IncludeBody && a.MessageType == b.MessageType &&
-		a.Digest == b.Digest && a.DigestFrequencyMS == b.DigestFrequencyMS
+		a.Digest == b.Digest && a.DigestFrequencyMS == b.DigestFrequencyMS && a.Diff == b.Diff
 }
 
 // invalidOptions is the error for a subscription options form pingd
@@ -151,6 +152,15 @@ func applySubOptionsForm(opts hub.Options, x *element) (hub.Options, *stanzaErro
 		}
 		opts.Format = v
 	}
+	if v, ok, serr := f.single(fieldDiff); serr != nil {
+		return orig, invalidOptions("%s", serr.Text)
+	} else if ok {
+		diff, valid := parseDiff(v)
+		if !valid {
+			return orig, invalidOptions("%s must be %s or %s, not %q", fieldDiff, diffNone, hub.DiffPatchOps, v)
+		}
+		opts.Diff = diff
+	}
 	return opts, nil
 }
 
@@ -178,7 +188,7 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 		var ok bool
 		var why string
 		switch name {
-		case "FORM_TYPE", fieldIncludeBody, fieldMessageType, fieldFormat, fieldDigest, fieldDigestFrequency:
+		case "FORM_TYPE", fieldIncludeBody, fieldMessageType, fieldFormat, fieldDigest, fieldDigestFrequency, fieldDiff:
 			continue // checked and applied by applySubOptionsForm
 		case "pubsub#deliver":
 			b, valid := parseXSDBool(values[0])
@@ -199,7 +209,7 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 				continue // not this form type's field
 			}
 			why = "it offers " + fieldIncludeBody + ", " + fieldDigest + ", " + fieldDigestFrequency + ", " +
-				fieldFormat + " and " + fieldMessageType + " only" // a field pingd does not know
+				fieldFormat + ", " + fieldMessageType + " and " + fieldDiff + " only" // a field pingd does not know
 		}
 		if !ok {
 			return invalidOptions("pingd cannot honour %s = %q: %s", name, strings.Join(values, " "), why)
@@ -262,7 +272,7 @@ func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) 
 	}
 	c.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
 		"format", opts.Format, "include_body", opts.IncludeBody, "message_type", opts.MessageType,
-		"digest", opts.Digest, "digest_frequency_ms", opts.DigestFrequencyMS)
+		"digest", opts.Digest, "digest_frequency_ms", opts.DigestFrequencyMS, "diff", opts.Diff)
 	return nil
 }
 

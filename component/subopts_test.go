@@ -63,6 +63,14 @@ func TestApplySubOptionsForm(t *testing.T) {
 		{"a depth", [][]string{f("pubsub#subscription_depth", "2")}, nil},
 		{"an unknown pubsub field", [][]string{f("pubsub#frobnicate", "1")}, nil},
 		{"an unknown field of pingd's", [][]string{f("x-pingd#frobnicate", "1")}, nil},
+		{"diffs", [][]string{f(fieldDiff, hub.DiffPatchOps)},
+			&hub.Options{MessageType: hub.NotifyNormal, Diff: hub.DiffPatchOps}},
+		{"diffs by RFC 7351's name, in capitals", [][]string{f(fieldDiff, "Application/XML-Patch+XML")},
+			&hub.Options{MessageType: hub.NotifyNormal, Diff: hub.DiffPatchOps}},
+		{"no diff", [][]string{f(fieldDiff, "none")}, &before},
+		{"an unknown diff", [][]string{f(fieldDiff, "application/json-patch+json")}, nil},
+		{"a diff without a value", [][]string{f(fieldDiff)}, nil},
+		{"two diffs", [][]string{f(fieldDiff, "none", hub.DiffPatchOps)}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,5 +91,50 @@ func TestApplySubOptionsForm(t *testing.T) {
 				t.Errorf("options %+v, want %+v", got, *tc.want)
 			}
 		})
+	}
+}
+
+// TestDiffOption: the options form lists x-pingd#diff with a label and
+// its two values, a form sent back unchanged keeps the options, and a
+// diff pingd does not make is refused with a text naming the field.
+func TestDiffOption(t *testing.T) {
+	for _, opts := range []hub.Options{
+		{Format: hub.FormatPubsub, IncludeBody: true, MessageType: hub.NotifyChat, DigestFrequencyMS: 60000, Diff: hub.DiffPatchOps},
+		{Format: hub.FormatPubsub, MessageType: hub.NotifyHeadline, DigestFrequencyMS: 60000},
+	} {
+		rendered := formBytes(subOptionsForm(opts, nil, false))
+		x := mustParse(t, string(rendered))
+		var field *element
+		for _, fl := range x.childrenNamed(nsDataForms, "field") {
+			if fl.attr("var") == fieldDiff {
+				field = fl
+			}
+		}
+		if field == nil {
+			t.Fatalf("the options form lists no %s:\n%s", fieldDiff, rendered)
+		}
+		var values []string
+		for _, o := range field.childrenNamed(nsDataForms, "option") {
+			values = append(values, o.child(nsDataForms, "value").text())
+		}
+		want := "none"
+		if opts.Diff != "" {
+			want = opts.Diff
+		}
+		if field.attr("type") != "list-single" || field.attr("label") == "" ||
+			!reflect.DeepEqual(values, []string{"none", hub.DiffPatchOps}) || field.child(nsDataForms, "value").text() != want {
+			t.Errorf("the %s field: %s, want a labelled list-single of none and %s with %s chosen", fieldDiff, field.standalone(), hub.DiffPatchOps, want)
+		}
+		// What a client does: take the form, change its type to submit, send it back.
+		submitted := strings.Replace(string(rendered), `type="form"`, `type="submit"`, 1)
+		got, serr := applySubOptionsForm(hub.Options{}, mustParse(t, submitted))
+		if serr != nil || !reflect.DeepEqual(got, opts) {
+			t.Errorf("round trip gave %+v, %v; want %+v\n%s", got, serr, opts, rendered)
+		}
+	}
+	_, serr := applySubOptionsForm(hub.Options{}, mustParse(t, subOptionsSubmit([]string{fieldDiff, "text/x-diff"})))
+	if serr == nil || serr.Condition != "bad-request" || serr.App != "invalid-options" ||
+		!strings.Contains(serr.Text, fieldDiff) || !strings.Contains(serr.Text, "text/x-diff") {
+		t.Errorf("an unknown diff: %+v, want bad-request + invalid-options with a text naming the field and the value", serr)
 	}
 }
