@@ -134,6 +134,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		Resolver:     resolver,
 		// An owner's published entry reads as the node's feeds show it.
 		CompleteEntry: feed.CompleteEntry,
+		// XMPP subscriptions asking for diffs get the patches webhooks get.
+		Patch: func(n *hub.Node, events []hub.Event) ([]byte, error) {
+			return delivery.NodePatch(cfg.PublicURL, n, events)
+		},
 	})
 	if err != nil {
 		return err
