@@ -198,12 +198,28 @@ func TestCNWSRetryLimit(t *testing.T) {
 		e.advance(75 * time.Minute)
 		e.waitSub(sub.ID, "another retry", func(s *hub.Subscription) bool { return s != nil && s.ConsecutiveErrors == i })
 	}
+	// Follow the jittered retries to the end of the limit: each one is
+	// scheduled no later than the deadline, and the one that reaches it
+	// is the last.
 	deadline := start.Add(limit)
-	e.advance(deadline.Add(-time.Minute).Sub(e.clock.Now()))
-	e.waitSub(sub.ID, "the last retry scheduled at the end of the limit", func(s *hub.Subscription) bool {
-		return s != nil && s.NextAttemptAt.Equal(deadline)
-	})
-	e.advance(time.Minute) // the last retry
+	for {
+		s := e.sub(sub.ID)
+		if s == nil {
+			t.Fatal("removed before the end of the limit")
+		}
+		if s.NextAttemptAt.After(deadline) {
+			t.Fatalf("retry scheduled at %v, after the end of the limit %v", s.NextAttemptAt, deadline)
+		}
+		if s.NextAttemptAt.Equal(deadline) {
+			break
+		}
+		errs := s.ConsecutiveErrors
+		e.advance(s.NextAttemptAt.Sub(e.clock.Now()))
+		e.waitSub(sub.ID, "a retry before the end of the limit", func(s *hub.Subscription) bool {
+			return s != nil && s.ConsecutiveErrors == errs+1
+		})
+	}
+	e.advance(deadline.Sub(e.clock.Now())) // the last retry
 	e.waitSub(sub.ID, "removed after the last retry", func(s *hub.Subscription) bool { return s == nil })
 }
 
