@@ -77,8 +77,6 @@ const (
 	// maxUnacked bounds the batches written and not yet acknowledged on
 	// one connection; the dispatcher waits when it is reached.
 	maxUnacked = 4096
-	// defaultAckTimeout is how long a marker may take to come back.
-	defaultAckTimeout = 30 * time.Second
 )
 
 // errAckTimeout drops a connection whose server does not return markers.

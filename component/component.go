@@ -28,7 +28,8 @@ type Config struct {
 	Secret    string
 	PublicURL string // pingd's HTTP base URL (for links in chat answers)
 	Logger    *slog.Logger
-	// MinBackoff/MaxBackoff for reconnects; defaults 500ms and 60s.
+	// MinBackoff/MaxBackoff for reconnects; defaults DefaultMinBackoff
+	// and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 
 	// Leader, when set, makes this component one of several pingd
@@ -43,14 +44,15 @@ type Config struct {
 	// the leader sends notifications. Otherwise (Prosody) only the leader
 	// connects.
 	Shared bool
-	// LeaderRetry is how often a standby asks for the lease; default 1s.
+	// LeaderRetry is how often a standby asks for the lease; default
+	// DefaultLeaderRetry.
 	LeaderRetry time.Duration
 	// AckTimeout is how long the server may take to route back an
 	// acknowledgement marker before the connection is dropped and made
-	// again (acks.go); default 30s.
+	// again (acks.go); default DefaultAckTimeout.
 	AckTimeout time.Duration
 	// SweepEvery is how often the leader looks for nodes whose log another
-	// process grew; default 1s.
+	// process grew; default DefaultSweepEvery.
 	SweepEvery time.Duration
 
 	// Multicast says whether notifications to many subscribers go out as
@@ -109,6 +111,22 @@ type Config struct {
 	// events (diff.go). nil: no notification carries a patch.
 	Patch func(n *hub.Node, events []hub.Event) ([]byte, error)
 }
+
+// Defaults of Config: what a zero (or negative) field is taken as.
+const (
+	// DefaultMinBackoff and DefaultMaxBackoff bound the wait before a
+	// reconnect (with jitter): quick after a blip, once a minute while the
+	// XMPP server stays away.
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = 60 * time.Second
+	// DefaultLeaderRetry is how often a standby asks for the lease.
+	DefaultLeaderRetry = time.Second
+	// DefaultSweepEvery is how often the leader looks for work another
+	// process appended.
+	DefaultSweepEvery = time.Second
+	// DefaultAckTimeout is how long a marker may take to come back.
+	DefaultAckTimeout = 30 * time.Second
+)
 
 // Component is pingd's XEP-0114 external component. It is safe for
 // concurrent use; Run drives it.
@@ -220,22 +238,22 @@ func New(cfg Config) (*Component, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 500 * time.Millisecond
+		cfg.MinBackoff = DefaultMinBackoff
 	}
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 60 * time.Second
+		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = cfg.MinBackoff
 	}
 	if cfg.LeaderRetry <= 0 {
-		cfg.LeaderRetry = time.Second
+		cfg.LeaderRetry = DefaultLeaderRetry
 	}
 	if cfg.SweepEvery <= 0 {
-		cfg.SweepEvery = time.Second
+		cfg.SweepEvery = DefaultSweepEvery
 	}
 	if cfg.AckTimeout <= 0 {
-		cfg.AckTimeout = defaultAckTimeout
+		cfg.AckTimeout = DefaultAckTimeout
 	}
 	mcMode, mcService, mcDomain, err := multicastConfig(cfg, d)
 	if err != nil {

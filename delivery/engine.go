@@ -68,22 +68,24 @@ type Config struct {
 	Now     func() time.Time
 	// Instance names this process in leases.
 	Instance string
-	// Workers bounds concurrent deliveries (default 32), PerHost those to
-	// one receiver host (default 4), so one slow receiver cannot hold up
-	// the others.
+	// Workers bounds concurrent deliveries (DefaultWorkers), PerHost those
+	// to one receiver host (DefaultPerHost), so one slow receiver cannot
+	// hold up the others.
 	Workers int
 	PerHost int
-	// Lease is how long a claimed subscription stays ours (default 2m).
+	// Lease is how long a claimed subscription stays ours (DefaultLease).
 	Lease time.Duration
 	// Timeout bounds one delivery request (default a quarter of Lease),
 	// so that a delivery ends well within its lease and is never handed
 	// out twice.
 	Timeout time.Duration
-	// MinBackoff and MaxBackoff bound the retry delays (30s and 1h).
+	// MinBackoff and MaxBackoff bound the retry delays (DefaultMinBackoff
+	// and DefaultMaxBackoff).
 	MinBackoff, MaxBackoff time.Duration
-	// Batch is the most events sent in one request (default 100).
+	// Batch is the most events sent in one request (DefaultBatch).
 	Batch int
-	// PollInterval is how often due retries are looked for (default 1s).
+	// PollInterval is how often due retries are looked for
+	// (DefaultPollInterval).
 	PollInterval time.Duration
 	// Observe, if set, is told the outcome of every attempt (metrics).
 	Observe func(kind hub.Kind, outcome string, d time.Duration)
@@ -98,6 +100,26 @@ type Config struct {
 	// (tests).
 	stateLinger, stateGap time.Duration
 }
+
+// Defaults of Config: what a zero (or negative) field is taken as.
+const (
+	// DefaultWorkers deliveries run at once over all receivers.
+	DefaultWorkers = 32
+	// DefaultPerHost is the most deliveries to one receiver host at once:
+	// a slow receiver holds at most that many workers.
+	DefaultPerHost = 4
+	// DefaultLease is how long a claimed subscription stays this
+	// process's; its deliveries time out at a quarter of it.
+	DefaultLease = 2 * time.Minute
+	// DefaultMinBackoff and DefaultMaxBackoff bound the delay before a
+	// failed delivery is retried.
+	DefaultMinBackoff = 30 * time.Second
+	DefaultMaxBackoff = time.Hour
+	// DefaultBatch is the most events sent in one request.
+	DefaultBatch = 100
+	// DefaultPollInterval is how often due retries are looked for.
+	DefaultPollInterval = time.Second
+)
 
 // Outcomes passed to Config.Observe.
 const (
@@ -161,28 +183,28 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Instance = hub.RandomID()
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 32
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.PerHost <= 0 {
-		cfg.PerHost = 4
+		cfg.PerHost = DefaultPerHost
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 2 * time.Minute
+		cfg.Lease = DefaultLease
 	}
 	if cfg.Timeout <= 0 || cfg.Timeout > cfg.Lease/2 {
 		cfg.Timeout = cfg.Lease / 4
 	}
 	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 30 * time.Second
+		cfg.MinBackoff = DefaultMinBackoff
 	}
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = time.Hour
+		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = 100
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
+		cfg.PollInterval = DefaultPollInterval
 	}
 	return &Engine{
 		cfg:   cfg,

@@ -93,9 +93,13 @@ type RelayConfig struct {
 	UserAgent string
 	Logger    *slog.Logger
 	Now       func() time.Time
-	// Every is how often due relays are looked for; default 2s.
+	// Every is how often due relays are looked for; default
+	// DefaultRelayEvery.
 	Every time.Duration
 }
+
+// DefaultRelayEvery is RelayConfig.Every's default.
+const DefaultRelayEvery = 2 * time.Second
 
 // Relayer queues and sends relayed pings.
 type Relayer struct {
@@ -116,7 +120,7 @@ func NewRelayer(cfg RelayConfig) *Relayer {
 		cfg.Now = time.Now
 	}
 	if cfg.Every <= 0 {
-		cfg.Every = 2 * time.Second
+		cfg.Every = DefaultRelayEvery
 	}
 	return &Relayer{cfg: cfg, log: cfg.Logger.With("component", "relay"), wake: make(chan struct{}, 1)}
 }

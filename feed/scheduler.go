@@ -10,29 +10,49 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-// SchedulerConfig configures NewScheduler. Zero values take the defaults.
+// SchedulerConfig configures NewScheduler. Zero values take the defaults
+// (the Default… constants below).
 type SchedulerConfig struct {
 	// MinInterval is the shortest time between two polls of a source;
-	// default 5m. Only Retry-After may push a poll later than the rest
-	// decided, nothing makes it sooner.
+	// default DefaultMinInterval. Only Retry-After may push a poll later
+	// than the rest decided, nothing makes it sooner.
 	MinInterval time.Duration
 	// DefaultInterval is the poll interval of a source without hints;
-	// default 1h.
+	// default DefaultPollInterval.
 	DefaultInterval time.Duration
-	// MaxInterval caps every interval but Retry-After; default 24h.
+	// MaxInterval caps every interval but Retry-After; default
+	// DefaultMaxInterval.
 	MaxInterval time.Duration
 	// PingedInterval is the safety-net interval of a source that pings;
-	// default 12h.
+	// default DefaultPingedInterval.
 	PingedInterval time.Duration
 	// PingTrust is how long after its last ping a source still counts as
-	// one that pings; default 7 days.
+	// one that pings; default DefaultPingTrust.
 	PingTrust time.Duration
-	// MaxRetryAfter caps how far a Retry-After may push a poll; default 7 days.
+	// MaxRetryAfter caps how far a Retry-After may push a poll; default
+	// DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
 	// Rand returns a number in [0, 1) for the ±10% jitter; default
 	// math/rand/v2. It must be safe for concurrent use.
 	Rand func() float64
 }
+
+// Defaults of SchedulerConfig.
+const (
+	// DefaultMinInterval keeps a feed that asks for a shorter ttl from
+	// being polled more than 12 times an hour.
+	DefaultMinInterval = 5 * time.Minute
+	// DefaultPollInterval is the interval of a feed that gives no hint.
+	DefaultPollInterval = time.Hour
+	// DefaultMaxInterval makes every source polled at least daily.
+	DefaultMaxInterval = 24 * time.Hour
+	// DefaultPingedInterval polls a source that pings twice a day, in case
+	// a ping was lost.
+	DefaultPingedInterval = 12 * time.Hour
+	// DefaultPingTrust and DefaultMaxRetryAfter are a week.
+	DefaultPingTrust     = 7 * 24 * time.Hour
+	DefaultMaxRetryAfter = 7 * 24 * time.Hour
+)
 
 // Scheduler decides when a source is polled next from its hints and
 // history; it implements hub.Scheduler and is safe for concurrent use.
@@ -73,22 +93,22 @@ const (
 // NewScheduler returns a Scheduler.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if cfg.MinInterval <= 0 {
-		cfg.MinInterval = 5 * time.Minute
+		cfg.MinInterval = DefaultMinInterval
 	}
 	if cfg.DefaultInterval <= 0 {
-		cfg.DefaultInterval = time.Hour
+		cfg.DefaultInterval = DefaultPollInterval
 	}
 	if cfg.MaxInterval <= 0 {
-		cfg.MaxInterval = 24 * time.Hour
+		cfg.MaxInterval = DefaultMaxInterval
 	}
 	if cfg.PingedInterval <= 0 {
-		cfg.PingedInterval = 12 * time.Hour
+		cfg.PingedInterval = DefaultPingedInterval
 	}
 	if cfg.PingTrust <= 0 {
-		cfg.PingTrust = 7 * 24 * time.Hour
+		cfg.PingTrust = DefaultPingTrust
 	}
 	if cfg.MaxRetryAfter <= 0 {
-		cfg.MaxRetryAfter = 7 * 24 * time.Hour
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	cfg.MaxInterval = max(cfg.MaxInterval, cfg.MinInterval)
 	cfg.DefaultInterval = min(max(cfg.DefaultInterval, cfg.MinInterval), cfg.MaxInterval)

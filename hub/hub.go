@@ -34,16 +34,18 @@ type Config struct {
 	// Admins are the bare JIDs that own every node.
 	Admins []string
 	// FetchWorkers bounds concurrent fetches; FetchesPerHost bounds them
-	// per origin host. Defaults 8 and 2.
+	// per origin host. Defaults DefaultFetchWorkers and
+	// DefaultFetchesPerHost.
 	FetchWorkers   int
 	FetchesPerHost int
-	// FetchTimeout bounds one fetch; default 30s.
+	// FetchTimeout bounds one fetch; default DefaultFetchTimeout.
 	FetchTimeout time.Duration
-	// PingRetention is how long received pings are kept; default 7 days.
+	// PingRetention is how long received pings are kept; default
+	// DefaultPingRetention.
 	PingRetention time.Duration
 	// BaselineWait bounds how long learning of a source (node creation,
 	// a subscription) waits for the source's baseline fetch before it
-	// returns; default 10s.
+	// returns; default DefaultBaselineWait.
 	BaselineWait time.Duration
 	// Observe, if set, is told what the hub did (metrics).
 	Observe Observer
@@ -54,6 +56,24 @@ type Config struct {
 	// out. Never set it on a store that several processes share.
 	Exclusive bool
 }
+
+// Defaults of Config: what a zero (or negative) field is taken as.
+const (
+	// DefaultFetchWorkers fetches at once keep a few slow sources from
+	// holding up the others without opening hundreds of connections.
+	DefaultFetchWorkers = 8
+	// DefaultFetchesPerHost is the most fetches of one origin at once, so
+	// that a host with many feeds is not fetched by every worker together.
+	DefaultFetchesPerHost = 2
+	// DefaultFetchTimeout bounds one fetch, every redirect included.
+	DefaultFetchTimeout = 30 * time.Second
+	// DefaultPingRetention is how long received pings are kept: a week of
+	// hourly archives.
+	DefaultPingRetention = 7 * 24 * time.Hour
+	// DefaultBaselineWait is how long a request that made pingd learn of a
+	// source waits for its first fetch before it answers.
+	DefaultBaselineWait = 10 * time.Second
+)
 
 // Hub is the core service. Its methods are safe for concurrent use.
 type Hub struct {
@@ -100,22 +120,22 @@ func New(cfg Config) (*Hub, error) {
 		cfg.Instance = randomToken(8)
 	}
 	if cfg.FetchWorkers <= 0 {
-		cfg.FetchWorkers = 8
+		cfg.FetchWorkers = DefaultFetchWorkers
 	}
 	if cfg.FetchesPerHost <= 0 {
-		cfg.FetchesPerHost = 2
+		cfg.FetchesPerHost = DefaultFetchesPerHost
 	}
 	if cfg.FetchTimeout <= 0 {
-		cfg.FetchTimeout = 30 * time.Second
+		cfg.FetchTimeout = DefaultFetchTimeout
 	}
 	if cfg.Observe == nil {
 		cfg.Observe = nopObserver{}
 	}
 	if cfg.PingRetention <= 0 {
-		cfg.PingRetention = 7 * 24 * time.Hour
+		cfg.PingRetention = DefaultPingRetention
 	}
 	if cfg.BaselineWait <= 0 {
-		cfg.BaselineWait = 10 * time.Second
+		cfg.BaselineWait = DefaultBaselineWait
 	}
 	h := &Hub{
 		store:      cfg.Store,

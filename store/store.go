@@ -33,24 +33,27 @@ type Store interface {
 
 // Options tune a store; zero values take the defaults.
 type Options struct {
-	// QueryTimeout bounds each query; default 5s.
+	// QueryTimeout bounds each query; default DefaultQueryTimeout.
 	QueryTimeout time.Duration
-	// MaxConns is the PostgreSQL pool size; default 10.
+	// MaxConns is the PostgreSQL pool size; default DefaultMaxConns.
 	MaxConns int
 	Logger   *slog.Logger
 }
 
+// Defaults of Options: what a zero (or negative) field is taken as.
 const (
-	defaultQueryTimeout = 5 * time.Second
-	defaultMaxConns     = 10
+	DefaultQueryTimeout = 5 * time.Second
+	// DefaultMaxConns PostgreSQL connections per process leave room for
+	// several pingd processes under PostgreSQL's own default limit of 100.
+	DefaultMaxConns = 10
 )
 
 func (o *Options) setDefaults() {
 	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = defaultQueryTimeout
+		o.QueryTimeout = DefaultQueryTimeout
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = defaultMaxConns
+		o.MaxConns = DefaultMaxConns
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

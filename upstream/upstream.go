@@ -34,18 +34,20 @@ type Config struct {
 	// always.
 	Leading func() bool
 	// CheckEvery is how often renewals and departures are looked at;
-	// default one minute.
+	// default DefaultCheckEvery.
 	CheckEvery time.Duration
-	// LeaseSeconds is the WebSub lease asked for; default 5 days.
+	// LeaseSeconds is the WebSub lease asked for; default
+	// DefaultLeaseSeconds.
 	LeaseSeconds int
 	// CloudRenew is how often a cloud registration is renewed; default
-	// 24 hours (registrations expire after 25).
+	// DefaultCloudRenew (registrations expire after 25 hours).
 	CloudRenew time.Duration
 	// UserAgent is sent with every request.
 	UserAgent string
 	// NotifyRate and NotifyBurst limit the rssCloud notifications taken
-	// per callback; zero values take the defaults, 1 a second in bursts of
-	// 10, the API's limit on pings of one URL. A notification is not
+	// per callback; zero values take the defaults (DefaultNotifyRate a
+	// second in bursts of DefaultNotifyBurst), the API's limit on pings of
+	// one URL. A notification is not
 	// signed and callback ids are counters, so anyone who knows a feed's
 	// URL can send one: each would record a ping and fetch the feed.
 	// Signed WebSub content is not limited (only the hub knows the
@@ -54,20 +56,28 @@ type Config struct {
 	NotifyBurst int
 }
 
-// Timing defaults and limits.
+// Defaults of Config: what a zero (or negative) field is taken as.
 const (
-	defaultCheckEvery = time.Minute
-	defaultLease      = 5 * 24 * 3600
-	defaultCloudRenew = 24 * time.Hour
+	DefaultCheckEvery = time.Minute
+	// DefaultLeaseSeconds is the WebSub lease asked for: 5 days.
+	DefaultLeaseSeconds = 5 * 24 * 3600
+	// DefaultCloudRenew renews cloud registrations a day apart, within
+	// the 25 hours they last.
+	DefaultCloudRenew = 24 * time.Hour
+	// DefaultNotifyRate and DefaultNotifyBurst limit the rssCloud
+	// notifications taken per callback as the HTTP API limits pings of one
+	// URL.
+	DefaultNotifyRate  = 1
+	DefaultNotifyBurst = 10
+)
+
+// Timing limits.
+const (
 	retryAfterFailure = time.Hour
 	// pendingTimeout is how long a subscription waits for the hub's
 	// verification before it is asked for again.
 	pendingTimeout = 10 * time.Minute
 	maxAnswerBytes = 64 << 10
-	// defaultNotifyRate and defaultNotifyBurst are Config.NotifyRate's and
-	// Config.NotifyBurst's defaults.
-	defaultNotifyRate  = 1
-	defaultNotifyBurst = 10
 )
 
 // StateUnsubscribing marks a WebSub subscription pingd asked the hub to
@@ -101,19 +111,19 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.CheckEvery <= 0 {
-		cfg.CheckEvery = defaultCheckEvery
+		cfg.CheckEvery = DefaultCheckEvery
 	}
 	if cfg.LeaseSeconds <= 0 {
-		cfg.LeaseSeconds = defaultLease
+		cfg.LeaseSeconds = DefaultLeaseSeconds
 	}
 	if cfg.CloudRenew <= 0 {
-		cfg.CloudRenew = defaultCloudRenew
+		cfg.CloudRenew = DefaultCloudRenew
 	}
 	if cfg.NotifyRate <= 0 {
-		cfg.NotifyRate = defaultNotifyRate
+		cfg.NotifyRate = DefaultNotifyRate
 	}
 	if cfg.NotifyBurst <= 0 {
-		cfg.NotifyBurst = defaultNotifyBurst
+		cfg.NotifyBurst = DefaultNotifyBurst
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "upstream"), base: base, wake: make(chan struct{}, 1),
 		notifyLimit: ratelimit.New(cfg.NotifyRate, cfg.NotifyBurst)}

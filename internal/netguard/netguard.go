@@ -136,6 +136,17 @@ func CheckHost(ctx context.Context, host string) error {
 	return nil
 }
 
+// Defaults of Options.
+const (
+	DefaultTimeout               = 30 * time.Second
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultResponseHeaderTimeout = 20 * time.Second
+	DefaultMaxRedirects          = 5
+	DefaultMaxIdleConnsPerHost   = 4
+	DefaultMaxIdleConns          = 100
+)
+
 // Options configure NewClient. Zero values take the defaults.
 type Options struct {
 	// AllowPrivate switches the address check off (PINGD_ALLOW_PRIVATE=1,
@@ -164,25 +175,25 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Timeout <= 0 {
-		o.Timeout = 30 * time.Second
+		o.Timeout = DefaultTimeout
 	}
 	if o.DialTimeout <= 0 {
-		o.DialTimeout = 10 * time.Second
+		o.DialTimeout = DefaultDialTimeout
 	}
 	if o.TLSHandshakeTimeout <= 0 {
-		o.TLSHandshakeTimeout = 10 * time.Second
+		o.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
 	}
 	if o.ResponseHeaderTimeout <= 0 {
-		o.ResponseHeaderTimeout = 20 * time.Second
+		o.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
 	}
 	if o.MaxRedirects <= 0 {
-		o.MaxRedirects = 5
+		o.MaxRedirects = DefaultMaxRedirects
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 4
+		o.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
 	if o.MaxIdleConns <= 0 {
-		o.MaxIdleConns = 100
+		o.MaxIdleConns = DefaultMaxIdleConns
 	}
 }
 
