@@ -12,20 +12,9 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/component"
-	"github.com/pingd/pingd/delivery"
-	"github.com/pingd/pingd/discovery"
-	"github.com/pingd/pingd/feed"
-	"github.com/pingd/pingd/httpapi"
-	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/metrics"
-	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
-	"github.com/pingd/pingd/upstream"
 )
-
-// deliveryIdleConns is how many kept-alive connections the delivery
-// client holds over all receiver hosts (see where it is built).
-const deliveryIdleConns = 1024
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -54,185 +43,18 @@ func serveCommand(ctx context.Context, args []string, stderr io.Writer, getenv f
 // requests, stop the background work (deliveries persist their state),
 // close the XMPP stream, close the database.
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
-	st, err := store.Open(ctx, cfg.DB, store.Options{Logger: log, MaxConns: cfg.DBMaxConns})
+	p, multi, err := buildParts(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	leader, err := xmppLeadership(ctx, st, cfg, log)
-	if err != nil {
-		return err
-	}
-
-	exclusive := st.Backend() != "postgres"
-	// Refuse private sources and callbacks when they are asked for, not
-	// only when pingd dials them.
-	var checkHost func(context.Context, string) error
-	if !cfg.AllowPrivate {
-		checkHost = netguard.CheckHost
-	}
-
-	fetcher := feed.NewFetcher(feed.FetcherConfig{
-		Version:      version,
-		PublicURL:    cfg.PublicURL,
-		AllowPrivate: cfg.AllowPrivate,
-	})
-	// With upstream push on, the scheduler notes the hubs and clouds each
-	// fetched feed advertises, and polls sources whose push is active only
-	// as a safety net.
-	var scheduler hub.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
-	var tracker *upstream.Tracker
-	if cfg.UpstreamPush {
-		tracker = upstream.NewTracker(scheduler, cfg.UpstreamSafetyPoll)
-		scheduler = tracker
-	}
-	h, err := hub.New(hub.Config{
-		Store:     st,
-		Fetcher:   fetcher,
-		Scheduler: scheduler,
-		// Pings are kept for the hourly archives.
-		PingRetention: cfg.PingArchive,
-		Logger:        log,
-		AdminToken:    cfg.AdminToken,
-		Admins:        cfg.AdminJIDs(),
-		Observe:       hubMetrics{},
-		// An SQLite file serves one process (its lock is held): leases
-		// left by a killed predecessor are taken back at once.
-		Exclusive: exclusive,
-	})
-	if err != nil {
-		return err
-	}
-	// Discovery turns page URLs users give into the feeds they link to,
-	// through the same guarded client as every fetch.
-	resolver := &discovery.Client{
-		HTTP:      netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate}),
-		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
-	}
-	openSources, localSources, err := cfg.SourcePolicy()
-	if err != nil {
-		return err
-	}
-	comp, err := component.New(component.Config{
-		Hub:       h,
-		Domain:    cfg.XMPPDomain,
-		Addr:      cfg.XMPPAddr,
-		Secret:    cfg.XMPPSecret,
-		PublicURL: cfg.PublicURL,
-		Logger:    log,
-		Leader:    leader,
-		Shared:    cfg.XMPPShared && leader != nil,
-
-		Multicast:             cfg.XMPPMulticast,
-		MulticastMaxAddresses: cfg.XMPPMulticastMax,
-		MulticastShare:        cfg.XMPPMulticastShare,
-
-		OpenSources:  openSources,
-		LocalSources: localSources,
-		LocalDomains: cfg.LocalDomainList(),
-		CheckHost:    checkHost,
-		Resolver:     resolver,
-		// An owner's published entry reads as the node's feeds show it.
-		CompleteEntry: feed.CompleteEntry,
-		// XMPP subscriptions asking for diffs get the patches webhooks get.
-		Patch: func(n *hub.Node, events []hub.Event) ([]byte, error) {
-			return delivery.NodePatch(cfg.PublicURL, n, events)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	h.Register(comp, hub.KindXMPP)
-
-	// Deliveries do not follow redirects: a callback that moved answers
-	// 3xx, which is retried and shows in its delivery state. They keep
-	// connections alive to many receiver hosts: a fan-out reaches the same
-	// hosts at every publish, and the default pool (100 idle connections
-	// in all) would dial all but 100 of them anew each time. Go raises the
-	// process's open-file limit to its hard limit at start, so a thousand
-	// idle sockets fit.
-	deliveryClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate, MaxIdleConns: deliveryIdleConns})
-	deliveryClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	httpSender := delivery.HTTPSender{
-		Client:    deliveryClient,
-		PublicURL: cfg.PublicURL,
-		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
-	}
-	deliveries, err := delivery.New(delivery.Config{
-		Store:     st,
-		Instance:  h.Instance(),
-		Logger:    log,
-		Observe:   observeDelivery,
-		Exclusive: exclusive,
-		Senders:   deliverySenders(cfg, httpSender, st),
-	})
-	if err != nil {
-		return err
-	}
-	h.Register(deliveries, deliveries.Kinds()...)
-	// What this process appends, the others sharing the database hear of
-	// at once (PostgreSQL LISTEN/NOTIFY); their one-second polls are the
-	// fallback.
-	wakeups := st.Wakeups()
-	h.Register(wakeups, hub.Kinds...)
-
-	relayTargets, err := cfg.RelayTargets()
-	if err != nil {
-		return fmt.Errorf("PINGD_RELAY_PINGS: %w", err)
-	}
-	relayClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
-	relayClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	relayer := delivery.NewRelayer(delivery.RelayConfig{
-		Store: st, Client: relayClient, Targets: relayTargets, Instance: h.Instance(), Logger: log,
-		UserAgent: fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
-	})
-	var pingRelay httpapi.PingRelay
-	var relayNames []string
-	if relayer != nil {
-		pingRelay = relayer
-		for _, t := range relayTargets {
-			relayNames = append(relayNames, t.Spec)
-		}
-	}
-	api, err := httpapi.New(httpapi.Config{
-		Hub:           h,
-		PublicURL:     cfg.PublicURL,
-		ComponentJID:  cfg.XMPPDomain,
-		Ready:         comp.Ready,
-		CheckHost:     checkHost,
-		Resolver:      resolver,
-		CloudProtocol: cfg.RSSCloudProtocol,
-		Relay:         pingRelay,
-		RelayTargets:  relayNames,
-		Logger:        log,
-		Version:       version,
-	})
-	if err != nil {
-		return err
-	}
-	api.Router().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
-	var upstreams *upstream.Manager
-	if tracker != nil {
-		upClient := netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate})
-		upClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		upstreams, err = upstream.New(upstream.Config{
-			Hub: h, Store: st, HTTP: upClient, PublicURL: cfg.PublicURL, Tracker: tracker, Logger: log,
-			Leading:    comp.Leading,
-			CheckEvery: cfg.UpstreamCheck,
-			UserAgent:  fmt.Sprintf("pingd/%s (+%s)", version, cfg.PublicURL),
-		})
-		if err != nil {
-			return err
-		}
-		api.Router().PathPrefix("/upstream/").Handler(upstreams.Handler())
-	}
-	metrics.SetComponentState(comp.Connected)
+	defer p.store.Close()
+	metrics.SetComponentState(p.component.Connected)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           p.api,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -241,50 +63,13 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("pingd starting", "version", version, "http", ln.Addr().String(), "public_url", cfg.PublicURL,
-		"xmpp_server", cfg.XMPPAddr, "component", cfg.XMPPDomain, "db_backend", st.Backend(),
-		"instance", h.Instance(), "xmpp_mode", xmppMode(leader != nil, cfg.XMPPShared))
+		"xmpp_server", cfg.XMPPAddr, "component", cfg.XMPPDomain, "db_backend", p.store.Backend(),
+		"instance", p.hub.Instance(), "xmpp_mode", xmppMode(multi, cfg.XMPPShared))
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := h.Run(workCtx); err != nil {
-			log.Error("hub stopped", "err", err)
-		}
-	})
-	if relayer != nil {
-		wg.Go(func() {
-			if err := relayer.Run(workCtx); err != nil {
-				log.Error("ping relay stopped", "err", err)
-			}
-		})
-	}
-	if upstreams != nil {
-		wg.Go(func() {
-			if err := upstreams.Run(workCtx); err != nil {
-				log.Error("upstream subscriptions stopped", "err", err)
-			}
-		})
-	}
-	wg.Go(func() {
-		if err := deliveries.Run(workCtx); err != nil {
-			log.Error("deliveries stopped", "err", err)
-		}
-	})
-	wg.Go(func() {
-		if err := comp.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("component stopped", "err", err)
-		}
-	})
-	wg.Go(func() {
-		err := wakeups.Run(workCtx, func(nodeID int64) {
-			comp.Wake(nodeID)
-			deliveries.Wake(nodeID)
-		})
-		if err != nil && workCtx.Err() == nil {
-			log.Error("wake-ups from other pingd processes stopped; relying on polls", "err", err)
-		}
-	})
+	p.runBackground(workCtx, &wg, log)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
 
@@ -306,6 +91,49 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// runBackground starts the background work of every part in wg; it stops
+// when ctx ends.
+func (p *parts) runBackground(ctx context.Context, wg *sync.WaitGroup, log *slog.Logger) {
+	wg.Go(func() {
+		if err := p.hub.Run(ctx); err != nil {
+			log.Error("hub stopped", "err", err)
+		}
+	})
+	if p.relayer != nil {
+		wg.Go(func() {
+			if err := p.relayer.Run(ctx); err != nil {
+				log.Error("ping relay stopped", "err", err)
+			}
+		})
+	}
+	if p.upstreams != nil {
+		wg.Go(func() {
+			if err := p.upstreams.Run(ctx); err != nil {
+				log.Error("upstream subscriptions stopped", "err", err)
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := p.deliveries.Run(ctx); err != nil {
+			log.Error("deliveries stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := p.component.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("component stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		err := p.wakeups.Run(ctx, func(nodeID int64) {
+			p.component.Wake(nodeID)
+			p.deliveries.Wake(nodeID)
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Error("wake-ups from other pingd processes stopped; relying on polls", "err", err)
+		}
+	})
 }
 
 // xmppLeadership decides who may hold the XMPP component. On SQLite the
@@ -352,14 +180,4 @@ func xmppMode(multi, shared bool) string {
 		return "shared"
 	}
 	return "leader-only"
-}
-
-// deliverySenders are the senders of every HTTP subscriber kind.
-func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
-	return map[hub.Kind]delivery.Sender{
-		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
-		hub.KindWebSub:   &delivery.WebSub{HTTPSender: s, Store: st},
-		hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: s},
-		hub.KindCNWS:     &delivery.CNWS{HTTPSender: s, RetryLimit: cfg.CNWSRetryLimit},
-	}
 }

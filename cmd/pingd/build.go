@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/pingd/pingd/component"
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/feed"
+	"github.com/pingd/pingd/httpapi"
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/metrics"
+	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/store"
+	"github.com/pingd/pingd/upstream"
+)
+
+// The build functions make the daemon's parts from the configuration,
+// each from the parts built before it; serve calls them in order. The
+// …Config functions are the part of each package's configuration that
+// options decide, apart so that tests can see where each option goes.
+
+// parts is the running daemon: what serve starts and stops.
+type parts struct {
+	store      store.Store
+	hub        *hub.Hub
+	component  *component.Component
+	deliveries *delivery.Engine
+	wakeups    *store.Wakeups
+	relayer    *delivery.Relayer // nil without relay targets
+	upstreams  *upstream.Manager // nil without upstream push
+	api        *httpapi.API
+}
+
+// outboundIdleConns is how many kept-alive connections the outbound client
+// holds over all hosts. Deliveries reach the same receiver hosts at every
+// publish, and the default pool (100 idle connections in all) would dial
+// all but 100 of them anew each time. Go raises the process's open-file
+// limit to its hard limit at start, so a thousand idle sockets fit.
+const outboundIdleConns = 1024
+
+// outbound is how pingd calls other servers: one SSRF-guarded client
+// (netguard, unless private addresses are allowed), whose connection pool
+// every fetch, delivery, relayed ping, upstream request and page look-up
+// shares, and one User-Agent.
+type outbound struct {
+	// client follows redirects up to netguard's limit (page look-ups); the
+	// fetcher follows them itself.
+	client    *http.Client
+	userAgent string
+	// checkHost refuses private sources and callbacks when they are asked
+	// for, not only when pingd dials them; nil when they are allowed.
+	checkHost func(context.Context, string) error
+	// resolver turns page URLs users give into the feeds they link to,
+	// through the same client.
+	resolver *discovery.Client
+}
+
+func newOutbound(cfg *Config) outbound {
+	out := outbound{
+		client:    netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivate, MaxIdleConns: outboundIdleConns}),
+		userAgent: userAgent(cfg.PublicURL),
+	}
+	if !cfg.AllowPrivate {
+		out.checkHost = netguard.CheckHost
+	}
+	out.resolver = &discovery.Client{HTTP: out.client, UserAgent: out.userAgent}
+	return out
+}
+
+// noRedirects is the client for requests whose redirects are answers:
+// a callback, ping server, hub or cloud that moved answers 3xx, which is
+// retried or reported, never followed to wherever it points.
+func (o outbound) noRedirects() *http.Client {
+	c := *o.client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// userAgent is how pingd names itself to the servers it calls. Fetches add
+// their subscriber count (feed.Fetcher.UserAgent) to the same name.
+func userAgent(publicURL string) string {
+	return fmt.Sprintf("pingd/%s (+%s)", version, publicURL)
+}
+
+// buildStore opens the database and decides who may hold the XMPP
+// component (xmppLeadership).
+func buildStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store, func(context.Context) (component.Lease, error), error) {
+	st, err := store.Open(ctx, cfg.DB, store.Options{Logger: log, MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return nil, nil, err
+	}
+	leader, err := xmppLeadership(ctx, st, cfg, log)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, leader, nil
+}
+
+// hubConfig is the hub's configuration but for the parts it is given.
+func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
+	return hub.Config{
+		Logger:     log,
+		AdminToken: cfg.AdminToken,
+		Admins:     cfg.AdminJIDs(),
+		// Pings are kept for the hourly archives.
+		PingRetention: cfg.PingArchive,
+		Observe:       hubMetrics{},
+	}
+}
+
+// buildHub makes the fetcher, the poll scheduler and the hub. With
+// upstream push on, the scheduler notes the hubs and clouds each fetched
+// feed advertises and polls sources whose push is active only as a safety
+// net: the tracker it returns (nil otherwise) is what upstream works from.
+func buildHub(cfg *Config, st store.Store, out outbound, log *slog.Logger) (*hub.Hub, *upstream.Tracker, error) {
+	fetcher := feed.NewFetcher(feed.FetcherConfig{
+		Version:   version,
+		PublicURL: cfg.PublicURL,
+		Client:    out.client,
+	})
+	var scheduler hub.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
+	var tracker *upstream.Tracker
+	if cfg.UpstreamPush {
+		tracker = upstream.NewTracker(scheduler, cfg.UpstreamSafetyPoll)
+		scheduler = tracker
+	}
+	hc := hubConfig(cfg, log)
+	hc.Store = st
+	hc.Fetcher = fetcher
+	hc.Scheduler = scheduler
+	// An SQLite file serves one process (its lock is held): leases left by
+	// a killed predecessor are taken back at once.
+	hc.Exclusive = st.Backend() != "postgres"
+	h, err := hub.New(hc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, tracker, nil
+}
+
+// componentConfig is the component's configuration but for the parts it
+// is given.
+func componentConfig(cfg *Config, log *slog.Logger) (component.Config, error) {
+	openSources, localSources, err := cfg.SourcePolicy()
+	if err != nil {
+		return component.Config{}, err
+	}
+	return component.Config{
+		Domain:    cfg.XMPPDomain,
+		Addr:      cfg.XMPPAddr,
+		Secret:    cfg.XMPPSecret,
+		PublicURL: cfg.PublicURL,
+		Logger:    log,
+
+		Multicast:             cfg.XMPPMulticast,
+		MulticastMaxAddresses: cfg.XMPPMulticastMax,
+		MulticastShare:        cfg.XMPPMulticastShare,
+
+		OpenSources:  openSources,
+		LocalSources: localSources,
+		LocalDomains: cfg.LocalDomainList(),
+		// An owner's published entry reads as the node's feeds show it.
+		CompleteEntry: feed.CompleteEntry,
+		// XMPP subscriptions asking for diffs get the patches webhooks get.
+		Patch: func(n *hub.Node, events []hub.Event) ([]byte, error) {
+			return delivery.NodePatch(cfg.PublicURL, n, events)
+		},
+	}, nil
+}
+
+// buildComponent makes the XMPP component and registers it for the XMPP
+// subscribers.
+func buildComponent(cfg *Config, h *hub.Hub, leader func(context.Context) (component.Lease, error), out outbound, log *slog.Logger) (*component.Component, error) {
+	cc, err := componentConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	cc.Hub = h
+	cc.Leader = leader
+	cc.Shared = cfg.XMPPShared && leader != nil
+	cc.CheckHost = out.checkHost
+	cc.Resolver = out.resolver
+	comp, err := component.New(cc)
+	if err != nil {
+		return nil, err
+	}
+	h.Register(comp, hub.KindXMPP)
+	return comp, nil
+}
+
+// deliveryConfig is the delivery engine's configuration but for the parts
+// it is given.
+func deliveryConfig(cfg *Config, log *slog.Logger) delivery.Config {
+	return delivery.Config{
+		Logger:  log,
+		Observe: observeDelivery,
+	}
+}
+
+// buildDelivery makes the engine of the HTTP subscriber kinds and
+// registers it for them.
+func buildDelivery(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog.Logger) (*delivery.Engine, error) {
+	dc := deliveryConfig(cfg, log)
+	dc.Store = st
+	dc.Instance = h.Instance()
+	dc.Exclusive = st.Backend() != "postgres"
+	dc.Senders = deliverySenders(cfg, delivery.HTTPSender{
+		Client:    out.noRedirects(),
+		PublicURL: cfg.PublicURL,
+		UserAgent: out.userAgent,
+	}, st)
+	deliveries, err := delivery.New(dc)
+	if err != nil {
+		return nil, err
+	}
+	h.Register(deliveries, deliveries.Kinds()...)
+	return deliveries, nil
+}
+
+// deliverySenders are the senders of every HTTP subscriber kind.
+func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
+	return map[hub.Kind]delivery.Sender{
+		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
+		hub.KindWebSub:   &delivery.WebSub{HTTPSender: s, Store: st},
+		hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: s},
+		hub.KindCNWS:     &delivery.CNWS{HTTPSender: s, RetryLimit: cfg.CNWSRetryLimit},
+	}
+}
+
+// buildRelay makes the relayer of accepted pings to PINGD_RELAY_PINGS, nil
+// without targets, and the targets' names for the API.
+func buildRelay(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog.Logger) (*delivery.Relayer, []string, error) {
+	targets, err := cfg.RelayTargets()
+	if err != nil {
+		return nil, nil, fmt.Errorf("PINGD_RELAY_PINGS: %w", err)
+	}
+	relayer := delivery.NewRelayer(delivery.RelayConfig{
+		Store: st, Client: out.noRedirects(), Targets: targets, Instance: h.Instance(), Logger: log,
+		UserAgent: out.userAgent,
+	})
+	if relayer == nil {
+		return nil, nil, nil
+	}
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		names = append(names, t.Spec)
+	}
+	return relayer, names, nil
+}
+
+// apiConfig is the HTTP API's configuration but for the parts it is given.
+func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
+	return httpapi.Config{
+		PublicURL:     cfg.PublicURL,
+		ComponentJID:  cfg.XMPPDomain,
+		CloudProtocol: cfg.RSSCloudProtocol,
+		Logger:        log,
+		Version:       version,
+	}
+}
+
+// buildAPI makes the HTTP API with /metrics on it.
+func buildAPI(cfg *Config, h *hub.Hub, comp *component.Component, relayer *delivery.Relayer, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
+	ac := apiConfig(cfg, log)
+	ac.Hub = h
+	ac.Ready = comp.Ready
+	ac.CheckHost = out.checkHost
+	ac.Resolver = out.resolver
+	if relayer != nil {
+		ac.Relay = relayer
+		ac.RelayTargets = relayNames
+	}
+	api, err := httpapi.New(ac)
+	if err != nil {
+		return nil, err
+	}
+	api.Router().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
+	return api, nil
+}
+
+// buildUpstream makes the upstream subscriptions (nil without upstream
+// push) and mounts their callbacks on the API.
+func buildUpstream(cfg *Config, st store.Store, h *hub.Hub, tracker *upstream.Tracker, comp *component.Component, api *httpapi.API, out outbound, log *slog.Logger) (*upstream.Manager, error) {
+	if tracker == nil {
+		return nil, nil
+	}
+	m, err := upstream.New(upstream.Config{
+		Hub: h, Store: st, HTTP: out.noRedirects(), PublicURL: cfg.PublicURL, Tracker: tracker, Logger: log,
+		Leading:    comp.Leading,
+		CheckEvery: cfg.UpstreamCheck,
+		UserAgent:  out.userAgent,
+	})
+	if err != nil {
+		return nil, err
+	}
+	api.Router().PathPrefix("/upstream/").Handler(m.Handler())
+	return m, nil
+}
+
+// buildParts builds every part; the store is open when it returns without
+// error, and the caller closes it.
+func buildParts(ctx context.Context, cfg *Config, log *slog.Logger) (p *parts, leading bool, err error) {
+	st, leader, err := buildStore(ctx, cfg, log)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	p = &parts{store: st}
+	out := newOutbound(cfg)
+	h, tracker, err := buildHub(cfg, st, out, log)
+	if err != nil {
+		return nil, false, err
+	}
+	p.hub = h
+	if p.component, err = buildComponent(cfg, h, leader, out, log); err != nil {
+		return nil, false, err
+	}
+	if p.deliveries, err = buildDelivery(cfg, st, h, out, log); err != nil {
+		return nil, false, err
+	}
+	// What this process appends, the others sharing the database hear of
+	// at once (PostgreSQL LISTEN/NOTIFY); their one-second polls are the
+	// fallback.
+	p.wakeups = st.Wakeups()
+	h.Register(p.wakeups, hub.Kinds...)
+	relayer, relayNames, err := buildRelay(cfg, st, h, out, log)
+	if err != nil {
+		return nil, false, err
+	}
+	p.relayer = relayer
+	if p.api, err = buildAPI(cfg, h, p.component, relayer, relayNames, out, log); err != nil {
+		return nil, false, err
+	}
+	if p.upstreams, err = buildUpstream(cfg, st, h, tracker, p.component, p.api, out, log); err != nil {
+		return nil, false, err
+	}
+	return p, leader != nil, nil
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestOutboundSharesOneClient: every part that calls out gets the one
+// guarded client's connection pool and pingd's one User-Agent; the
+// clients of deliveries, relays and upstream requests take a redirect as
+// the answer, while page look-ups follow it.
+func TestOutboundSharesOneClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/here", http.StatusMovedPermanently)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	out := newOutbound(&Config{PublicURL: "https://pingd.example", AllowPrivate: true})
+	if want := "pingd/" + version + " (+https://pingd.example)"; out.userAgent != want || out.resolver.UserAgent != want {
+		t.Errorf("User-Agent %q, the resolver's %q; want %q", out.userAgent, out.resolver.UserAgent, want)
+	}
+	if out.resolver.HTTP != out.client {
+		t.Error("the resolver has a client of its own")
+	}
+	if out.checkHost != nil {
+		t.Error("private addresses are allowed, yet hosts are checked")
+	}
+	if newOutbound(&Config{PublicURL: "https://pingd.example"}).checkHost == nil {
+		t.Error("private addresses are refused, yet hosts are not checked when asked for")
+	}
+	strict := out.noRedirects()
+	if strict.Transport != out.client.Transport {
+		t.Error("the no-redirect client has a connection pool of its own")
+	}
+	resp, err := strict.Get(srv.URL + "/moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently {
+		t.Errorf("no-redirect client: status %d, want the 301 itself", resp.StatusCode)
+	}
+	resp, err = out.client.Get(srv.URL + "/moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("following client: status %d, want the redirect followed to 204", resp.StatusCode)
+	}
+}
