@@ -101,12 +101,23 @@ func buildStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store
 	return st, leader, nil
 }
 
+// schedulerConfig is the poll schedule the options set.
+func schedulerConfig(cfg *Config) feed.SchedulerConfig {
+	return feed.SchedulerConfig{
+		MinInterval:     cfg.PollMinInterval,
+		DefaultInterval: cfg.PollInterval,
+		MaxInterval:     cfg.PollMaxInterval,
+	}
+}
+
 // hubConfig is the hub's configuration but for the parts it is given.
 func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 	return hub.Config{
-		Logger:     log,
-		AdminToken: cfg.AdminToken,
-		Admins:     cfg.AdminJIDs(),
+		Logger:         log,
+		AdminToken:     cfg.AdminToken,
+		Admins:         cfg.AdminJIDs(),
+		FetchWorkers:   cfg.FetchWorkers,
+		FetchesPerHost: cfg.FetchesPerHost,
 		// Pings are kept for the hourly archives.
 		PingRetention: cfg.PingArchive,
 		Observe:       hubMetrics{},
@@ -123,7 +134,7 @@ func buildHub(cfg *Config, st store.Store, out outbound, log *slog.Logger) (*hub
 		PublicURL: cfg.PublicURL,
 		Client:    out.client,
 	})
-	var scheduler hub.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
+	var scheduler hub.Scheduler = feed.NewScheduler(schedulerConfig(cfg))
 	var tracker *upstream.Tracker
 	if cfg.UpstreamPush {
 		tracker = upstream.NewTracker(scheduler, cfg.UpstreamSafetyPoll)
@@ -164,6 +175,7 @@ func componentConfig(cfg *Config, log *slog.Logger) (component.Config, error) {
 		OpenSources:  openSources,
 		LocalSources: localSources,
 		LocalDomains: cfg.LocalDomainList(),
+		NodesPerHour: cfg.NodesPerHour,
 		// An owner's published entry reads as the node's feeds show it.
 		CompleteEntry: feed.CompleteEntry,
 		// XMPP subscriptions asking for diffs get the patches webhooks get.
@@ -199,6 +211,8 @@ func deliveryConfig(cfg *Config, log *slog.Logger) delivery.Config {
 	return delivery.Config{
 		Logger:  log,
 		Observe: observeDelivery,
+		Workers: cfg.DeliveryWorkers,
+		PerHost: cfg.DeliveriesPerHost,
 	}
 }
 
@@ -261,6 +275,19 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 		CloudProtocol: cfg.RSSCloudProtocol,
 		Logger:        log,
 		Version:       version,
+
+		PingRate:           cfg.PingRate,
+		PingBurst:          cfg.PingBurst,
+		PingHostRate:       cfg.PingHostRate,
+		PingHostBurst:      cfg.PingHostBurst,
+		SubscribeRate:      cfg.SubscribeRate,
+		SubscribeBurst:     cfg.SubscribeBurst,
+		WhitelistNodeRate:  cfg.WhitelistNodeRate,
+		WhitelistNodeBurst: cfg.WhitelistNodeBurst,
+		AdminRate:          cfg.AdminRate,
+		AdminBurst:         cfg.AdminBurst,
+		ListRate:           cfg.ListRate,
+		ListBurst:          cfg.ListBurst,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -38,12 +39,32 @@ type Config struct {
 	UpstreamPush       bool          `opt:"upstream-push" env:"PINGD_UPSTREAM_PUSH" default:"true" help:"1: subscribe to the WebSub hub or rssCloud cloud a source advertises, and poll it only as a safety net"`
 	UpstreamSafetyPoll time.Duration `opt:"upstream-safety-poll" env:"PINGD_UPSTREAM_SAFETY_POLL" default:"6h" help:"how often a source whose upstream push is active is still polled"`
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
+	FetchWorkers       int           `opt:"fetch-workers" env:"PINGD_FETCH_WORKERS" default:"8" help:"sources fetched at once"`
+	FetchesPerHost     int           `opt:"fetches-per-host" env:"PINGD_FETCHES_PER_HOST" default:"2" help:"fetches of one origin (host and port) at once, however many of its feeds are due"`
+	PollInterval       time.Duration `opt:"poll-interval" env:"PINGD_POLL_INTERVAL" default:"1h" help:"how often a source is polled when its feed gives no hint (ttl, sy:updatePeriod, Cache-Control, Expires)"`
+	PollMinInterval    time.Duration `opt:"poll-min-interval" env:"PINGD_POLL_MIN_INTERVAL" default:"5m" help:"the shortest interval between two polls of a source that its feed's hints may ask for (at least 1m)"`
+	PollMaxInterval    time.Duration `opt:"poll-max-interval" env:"PINGD_POLL_MAX_INTERVAL" default:"24h" help:"the longest interval between two polls of a source (only a Retry-After answer may ask for more)"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
 	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
+	DeliveryWorkers    int           `opt:"delivery-workers" env:"PINGD_DELIVERY_WORKERS" default:"32" help:"HTTP deliveries (webhooks, WebSub, rssCloud and CNWS notifications) sent at once"`
+	DeliveriesPerHost  int           `opt:"deliveries-per-host" env:"PINGD_DELIVERIES_PER_HOST" default:"4" help:"deliveries to one receiver host at once, so that a slow receiver holds at most that many of the delivery workers"`
 	RSSCloudProtocol   string        `opt:"rsscloud-protocol" env:"PINGD_RSSCLOUD_PROTOCOL" default:"http-post" help:"what the <cloud> element of node feeds and publisher snippets offers for registrations: http-post (POST /pleaseNotify), xml-rpc or soap (both on /RPC2)"`
 	RelayPings         string        `opt:"relay-pings" env:"PINGD_RELAY_PINGS" help:"ping servers to forward accepted pings to, comma- or space-separated: xmlrpc:URL (weblogUpdates) or get:URL with {name}, {url} and {feed} (none: off)"`
-	OpenSources        string        `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"local" help:"who may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command): local (users of the XMPP server's own domains, see --local-domains), 1 or all (any XMPP user), 0 (nobody but PINGD_ADMINS); at most 20 nodes per JID per hour"`
+	PingRate           float64       `opt:"ping-rate" env:"PINGD_PING_RATE" default:"1" help:"pings of one URL taken per second, in every dialect (more: 429 with Retry-After)"`
+	PingBurst          int           `opt:"ping-burst" env:"PINGD_PING_BURST" default:"10" help:"pings of one URL taken at once before --ping-rate applies"`
+	PingHostRate       float64       `opt:"ping-host-rate" env:"PINGD_PING_HOST_RATE" default:"10" help:"pings of URLs on one host and port taken per second, however their paths vary"`
+	PingHostBurst      int           `opt:"ping-host-burst" env:"PINGD_PING_HOST_BURST" default:"100" help:"pings of URLs on one host and port taken at once before --ping-host-rate applies"`
+	SubscribeRate      float64       `opt:"subscribe-rate" env:"PINGD_SUBSCRIBE_RATE" default:"10" help:"subscription requests (WebSub, GetPingd, rssCloud pleaseNotify, CNWS subscribe) taken per second from one client IP; each makes pingd call a URL the client chose"`
+	SubscribeBurst     int           `opt:"subscribe-burst" env:"PINGD_SUBSCRIBE_BURST" default:"100" help:"subscription requests taken at once from one client IP before --subscribe-rate applies"`
+	WhitelistNodeRate  float64       `opt:"whitelist-node-rate" env:"PINGD_WHITELIST_NODE_RATE" default:"1" help:"GetPingd whitelist requests without the node's or the admin token taken per second for one node"`
+	WhitelistNodeBurst int           `opt:"whitelist-node-burst" env:"PINGD_WHITELIST_NODE_BURST" default:"20" help:"GetPingd whitelist requests without a token taken at once for one node before --whitelist-node-rate applies"`
+	AdminRate          float64       `opt:"admin-rate" env:"PINGD_ADMIN_RATE" default:"20" help:"admin API requests taken per second from one client IP, counted before the token is checked"`
+	AdminBurst         int           `opt:"admin-burst" env:"PINGD_ADMIN_BURST" default:"40" help:"admin API requests taken at once from one client IP before --admin-rate applies"`
+	ListRate           float64       `opt:"list-rate" env:"PINGD_LIST_RATE" default:"1" help:"requests for the ping lists (changes.xml, shortChanges.xml, the hourly archives) and /opml taken per second from one client IP"`
+	ListBurst          int           `opt:"list-burst" env:"PINGD_LIST_BURST" default:"20" help:"requests for the ping lists and /opml taken at once from one client IP before --list-rate applies"`
+	OpenSources        string        `opt:"open-sources" env:"PINGD_OPEN_SOURCES" default:"local" help:"who may have a node created for a feed no node follows yet, by subscribing to its URL (chat or ad-hoc command): local (users of the XMPP server's own domains, see --local-domains), 1 or all (any XMPP user), 0 (nobody but PINGD_ADMINS); by default at most 20 nodes per JID per hour (--nodes-per-hour)"`
 	LocalDomains       string        `opt:"local-domains" env:"PINGD_LOCAL_DOMAINS" help:"comma-separated domains of the XMPP server whose users are local for --open-sources=local; when empty, the component's parent domain (example.org for pubsub.example.org)"`
+	NodesPerHour       int           `opt:"nodes-per-hour" env:"PINGD_NODES_PER_HOUR" default:"20" help:"nodes one JID may have created per hour through --open-sources (PINGD_ADMINS are not limited)"`
 	AllowPrivate       bool          `opt:"allow-private" env:"PINGD_ALLOW_PRIVATE" default:"false" help:"1: fetches and callbacks may reach loopback/private addresses (local development, tests)"`
 	LogLevel           string        `opt:"log-level" env:"PINGD_LOG_LEVEL" default:"info" help:"debug, info, warn or error (debug traces the XMPP stream)"`
 	LogFormat          string        `opt:"log-format" env:"PINGD_LOG_FORMAT" default:"text" help:"text or json"`
@@ -89,6 +110,12 @@ func (o option) set(value string) error {
 			return fmt.Errorf("%s: %q is not a whole number", o.name, value)
 		}
 		o.field.SetInt(int64(n))
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s: %q is not a number like 1 or 0.5", o.name, value)
+		}
+		o.field.SetFloat(f)
 	case reflect.Int64: // time.Duration
 		d, err := time.ParseDuration(value)
 		if err != nil {
@@ -110,6 +137,8 @@ func (o option) String() string {
 		return "0"
 	case reflect.Int:
 		return strconv.FormatInt(o.field.Int(), 10)
+	case reflect.Float64:
+		return strconv.FormatFloat(o.field.Float(), 'g', -1, 64)
 	case reflect.Int64:
 		return time.Duration(o.field.Int()).String()
 	}
@@ -282,6 +311,7 @@ func (c *Config) Validate() error {
 	if c.UpstreamSafetyPoll < time.Minute {
 		errs = append(errs, fmt.Errorf("PINGD_UPSTREAM_SAFETY_POLL (--upstream-safety-poll) %s: want at least 1m", c.UpstreamSafetyPoll))
 	}
+	errs = append(errs, c.validateTuning()...)
 	if c.XMPPMulticastMax < 0 {
 		errs = append(errs, fmt.Errorf("PINGD_XMPP_MULTICAST_MAX (--xmpp-multicast-max) %d: want 0 or more", c.XMPPMulticastMax))
 	}
@@ -317,6 +347,63 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// validateTuning checks the worker counts, poll intervals and rate limits.
+func (c *Config) validateTuning() []error {
+	var errs []error
+	for _, n := range []struct {
+		env, opt        string
+		value, min, max int
+	}{
+		{"PINGD_FETCH_WORKERS", "fetch-workers", c.FetchWorkers, 1, maxWorkers},
+		{"PINGD_FETCHES_PER_HOST", "fetches-per-host", c.FetchesPerHost, 1, maxWorkers},
+		{"PINGD_DELIVERY_WORKERS", "delivery-workers", c.DeliveryWorkers, 1, maxWorkers},
+		{"PINGD_DELIVERIES_PER_HOST", "deliveries-per-host", c.DeliveriesPerHost, 1, maxWorkers},
+		{"PINGD_NODES_PER_HOUR", "nodes-per-hour", c.NodesPerHour, 1, math.MaxInt32},
+	} {
+		if n.value < n.min || n.value > n.max {
+			errs = append(errs, fmt.Errorf("%s (--%s) %d: want %d to %d", n.env, n.opt, n.value, n.min, n.max))
+		}
+	}
+	for _, l := range []struct {
+		env, opt string
+		rate     float64
+		burst    int
+	}{
+		{"PINGD_PING", "ping", c.PingRate, c.PingBurst},
+		{"PINGD_PING_HOST", "ping-host", c.PingHostRate, c.PingHostBurst},
+		{"PINGD_SUBSCRIBE", "subscribe", c.SubscribeRate, c.SubscribeBurst},
+		{"PINGD_WHITELIST_NODE", "whitelist-node", c.WhitelistNodeRate, c.WhitelistNodeBurst},
+		{"PINGD_ADMIN", "admin", c.AdminRate, c.AdminBurst},
+		{"PINGD_LIST", "list", c.ListRate, c.ListBurst},
+	} {
+		if !(l.rate > 0) {
+			errs = append(errs, fmt.Errorf("%s_RATE (--%s-rate) %g: want more than 0 a second", l.env, l.opt, l.rate))
+		}
+		if l.burst < 1 {
+			errs = append(errs, fmt.Errorf("%s_BURST (--%s-burst) %d: want 1 or more", l.env, l.opt, l.burst))
+		}
+	}
+	if c.PollMinInterval < minPollInterval {
+		errs = append(errs, fmt.Errorf("PINGD_POLL_MIN_INTERVAL (--poll-min-interval) %s: want at least %s", c.PollMinInterval, minPollInterval))
+	}
+	if c.PollMaxInterval < c.PollMinInterval {
+		errs = append(errs, fmt.Errorf("PINGD_POLL_MAX_INTERVAL (--poll-max-interval) %s: want at least --poll-min-interval (%s)", c.PollMaxInterval, c.PollMinInterval))
+	}
+	if c.PollInterval < c.PollMinInterval || c.PollInterval > c.PollMaxInterval {
+		errs = append(errs, fmt.Errorf("PINGD_POLL_INTERVAL (--poll-interval) %s: want from --poll-min-interval (%s) to --poll-max-interval (%s)", c.PollInterval, c.PollMinInterval, c.PollMaxInterval))
+	}
+	return errs
+}
+
+// maxWorkers bounds the worker and per-host counts: each worker is a
+// goroutine, and more than this many requests at once is a
+// misconfiguration rather than a need.
+const maxWorkers = 10000
+
+// minPollInterval bounds PINGD_POLL_MIN_INTERVAL: a feed polled more often
+// than once a minute should ping instead.
+const minPollInterval = time.Minute
 
 // maxDBConns bounds PINGD_DB_MAX_CONNS; PostgreSQL's own default limit is
 // 100 connections for everyone.
@@ -392,7 +479,7 @@ func usageOptions(w io.Writer) {
 		if def == "" {
 			def = "none"
 		}
-		fmt.Fprintf(w, "  --%-18s %-24s %s (default: %s)\n", o.name, o.env, o.help, def)
+		fmt.Fprintf(w, "  --%-20s %-26s %s (default: %s)\n", o.name, o.env, o.help, def)
 	}
 }
 
