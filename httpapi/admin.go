@@ -18,10 +18,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
-	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/xmppaddr"
 )
 
 func (a *API) adminRoutes(r *mux.Router) {
@@ -408,12 +408,12 @@ func bareJID(w http.ResponseWriter, r *http.Request) (string, bool) {
 		writeJSONError(w, http.StatusBadRequest, "the JID is not validly percent-encoded")
 		return "", false
 	}
-	j, err := jid.Parse(raw)
+	bare, err := xmppaddr.Bare(raw)
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("invalid JID %q: %v", raw, err))
 		return "", false
 	}
-	return j.Bare().String(), true
+	return bare, true
 }
 
 func (a *API) putWhitelist(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"mellium.im/xmpp/jid"
+	"github.com/pingd/pingd/internal/xmppaddr"
 )
 
 // ContentType is the media type of whitelist requests.
@@ -191,9 +191,9 @@ func BareJID(s string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%w: empty", ErrBadJID)
 	}
-	j, err := jid.Parse(s)
+	bare, err := xmppaddr.Bare(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %q: %w", ErrBadJID, s, err)
 	}
-	return j.Bare().String(), nil
+	return bare, nil
 }

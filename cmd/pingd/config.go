@@ -18,6 +18,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/internal/xmppaddr"
 )
 
 // Config is pingd's effective configuration: defaults, then the config
@@ -418,8 +419,8 @@ func (c *Config) AdminJIDs() []string {
 		if a == "" {
 			continue
 		}
-		if j, err := jid.Parse(a); err == nil {
-			a = j.Bare().String()
+		if bare, err := xmppaddr.Bare(a); err == nil {
+			a = bare
 		}
 		out = append(out, a)
 	}
