@@ -13,11 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
+	"github.com/pingd/pingd/internal/reconnect"
 )
 
 // Config configures a Component.
@@ -345,32 +345,15 @@ func (c *Component) Run(ctx context.Context) error {
 
 // connectLoop connects, serves and reconnects until ctx ends.
 func (c *Component) connectLoop(ctx context.Context) {
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     c.minDelay,
-		RandomizationFactor: 0.5,
-		Multiplier:          2,
-		MaxInterval:         c.maxDelay,
-	}
-	bo.Reset()
-	for {
-		began := time.Now()
-		stage, err := c.connectAndServe(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if stage == stageServed && time.Since(began) >= stableAfter {
-			bo.Reset()
-		}
-		delay := min(bo.NextBackOff(), c.maxDelay)
-		c.logFailure(stage, err, delay)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+	var (
+		st  stage
+		err error
+	)
+	policy := reconnect.Policy{Min: c.minDelay, Max: c.maxDelay, StableAfter: stableAfter}
+	reconnect.Loop(ctx, policy, func(ctx context.Context) bool {
+		st, err = c.connectAndServe(ctx)
+		return st == stageServed
+	}, func(wait time.Duration) { c.logFailure(st, err, wait) })
 }
 
 // stage says how far a connection attempt got.

@@ -12,8 +12,9 @@
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
 //     handshake with mellium's component package, serve, reconnect with
-//     cenkalti/backoff), the optional XML trace at debug level, and the
-//     one locked, buffered writer every outgoing stanza goes through.
+//     internal/reconnect's backoff loop), the optional XML trace at debug
+//     level, and the one locked, buffered writer every outgoing stanza
+//     goes through.
 //   - xmlelem.go, request.go, forms.go: incoming stanzas are read into a
 //     small element tree with size limits and parsed into requests; every
 //     IQ get or set gets exactly one answer, and nothing a client sends can

@@ -56,7 +56,8 @@
 //     pingd process off the file.
 //   - Wake-ups (wakeups.go) tell the other processes on one PostgreSQL
 //     database, with LISTEN/NOTIFY, that a node has new work; an
-//     optimisation over their one-second polls, nothing on SQLite.
+//     optimisation over their one-second polls, nothing on SQLite. The
+//     listening session is kept up by internal/reconnect's loop.
 //   - Copy (copy.go) moves an installation from SQLite to PostgreSQL in
 //     one read snapshot and one write transaction, checking row counts
 //     (pingd migrate-db).

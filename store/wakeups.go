@@ -15,6 +15,8 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pingd/pingd/internal/reconnect"
 )
 
 // Wakeups carries "this node has work" between the pingd processes that
@@ -109,21 +111,16 @@ func (w *Wakeups) schema(ctx context.Context) (string, error) {
 		err := w.s.queryRow(ctx, w.s.read, `SELECT current_schema()`, nil, &schema)
 		return schema, err
 	}
-	schema, err := backoff.Retry(ctx, op, backoff.WithBackOff(wakeupBackoff()), backoff.WithMaxElapsedTime(0))
+	schema, err := backoff.Retry(ctx, op, backoff.WithBackOff(wakeupPolicy.Backoff()), backoff.WithMaxElapsedTime(0))
 	if err != nil {
 		return "", fmt.Errorf("wake-ups: %w", err)
 	}
 	return schema, nil
 }
 
-func wakeupBackoff() *backoff.ExponentialBackOff {
-	return &backoff.ExponentialBackOff{
-		InitialInterval:     200 * time.Millisecond,
-		RandomizationFactor: 0.5,
-		Multiplier:          2,
-		MaxInterval:         10 * time.Second,
-	}
-}
+// wakeupPolicy paces the retries of the listening session and of the
+// first query: a session that lasted a minute starts them from 200ms again.
+var wakeupPolicy = reconnect.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, StableAfter: time.Minute}
 
 // wakeupChannel names the channel of the installation in schema.
 func wakeupChannel(schema string) string {
@@ -227,27 +224,14 @@ func parseWakeup(payload string) (origin string, all bool, ids []int64, err erro
 // listenLoop keeps a LISTEN session open, re-establishing it with backoff,
 // and hands what the others announce to deliver.
 func (w *Wakeups) listenLoop(ctx context.Context, channel string, deliver func(int64)) {
-	bo := wakeupBackoff()
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := w.listen(ctx, channel, deliver)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(began) > time.Minute {
-			bo.Reset()
-		}
-		delay := bo.NextBackOff()
+	var err error
+	reconnect.Loop(ctx, wakeupPolicy, func(ctx context.Context) bool {
+		err = w.listen(ctx, channel, deliver)
+		return true
+	}, func(wait time.Duration) {
 		w.s.log.Warn("listening for wake-ups from other pingd processes failed; they fall back to polling meanwhile",
-			"retry_in", delay, "err", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+			"retry_in", wait, "err", err)
+	})
 }
 
 // listen runs one LISTEN session until it fails or ctx ends.
