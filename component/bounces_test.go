@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,24 +40,6 @@ func TestBounceCondition(t *testing.T) {
 	}
 }
 
-// testClock is a settable clock for the hub.
-type testClock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = c.at.Add(d)
-}
-
 // TestBouncesEndSubscriptions: errors answering notifications reach
 // their subscription. Prosody answers a notification to an account that
 // does not exist with service-unavailable, which is counted: the
@@ -67,8 +48,8 @@ func (c *testClock) advance(d time.Duration) {
 // command clears its sender's count.
 func TestBouncesEndSubscriptions(t *testing.T) {
 	testenv.RequireProsody(t)
-	clock := &testClock{at: time.Now()}
-	e := newEnv(t, envOptions{hub: func(c *hub.Config) { c.Now = clock.now }})
+	clock := testenv.NewClock(time.Now())
+	e := newEnv(t, envOptions{hub: func(c *hub.Config) { c.Now = clock.Now }})
 	n := e.createNode("demo", "Demo feed", hub.AccessOpen)
 	alice := e.dial("alice", "bounce")
 	subOf := func(addr string) *hub.Subscription {
@@ -100,11 +81,11 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	}
 	e.publish("demo", "g1")
 	s := bounces(1)
-	if !strings.Contains(s.LastError, "service-unavailable") || !s.FirstFailureAt.Equal(clock.now().Truncate(time.Microsecond)) {
+	if !strings.Contains(s.LastError, "service-unavailable") || !s.FirstFailureAt.Equal(clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("after one bounce: errors %d since %v, %q", s.ConsecutiveErrors, s.FirstFailureAt, s.LastError)
 	}
 	first := s.FirstFailureAt
-	clock.advance(hub.BounceWindow + time.Hour)
+	clock.Advance(hub.BounceWindow + time.Hour)
 	e.publish("demo", "g2")
 	if s := bounces(2); !s.FirstFailureAt.Equal(first) {
 		t.Errorf("the second bounce moved the first bounce's time to %v", s.FirstFailureAt)

@@ -14,31 +14,13 @@ import (
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
 // The dialect tests run the real engine on a real SQLite store with real
 // loopback receivers; only the clock is fake, so that a day of ageing
 // takes milliseconds.
-
-// fakeClock is an adjustable clock shared by the hub, the engine and the
-// senders.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // dialectEnv is a hub and a running delivery engine.
 type dialectEnv struct {
@@ -47,7 +29,7 @@ type dialectEnv struct {
 	store  store.Store
 	hub    *hub.Hub
 	engine *delivery.Engine
-	clock  *fakeClock
+	clock  *testenv.Clock
 	sender delivery.HTTPSender
 }
 
@@ -60,7 +42,7 @@ func newDialectEnv(t *testing.T, senders func(delivery.HTTPSender, hub.Store, fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &dialectEnv{t: t, ctx: ctx, store: st, clock: &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	e := &dialectEnv{t: t, ctx: ctx, store: st, clock: testenv.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -199,11 +181,11 @@ type receiver struct {
 	mu      sync.Mutex
 	hits    []hit
 	answer  func(w http.ResponseWriter, h hit)
-	clock   *fakeClock
+	clock   *testenv.Clock
 	arrived chan struct{}
 }
 
-func newReceiver(t *testing.T, clock *fakeClock, answer func(w http.ResponseWriter, h hit)) *receiver {
+func newReceiver(t *testing.T, clock *testenv.Clock, answer func(w http.ResponseWriter, h hit)) *receiver {
 	rc := &receiver{answer: answer, clock: clock, arrived: make(chan struct{}, 1000)}
 	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.Close)
@@ -212,7 +194,7 @@ func newReceiver(t *testing.T, clock *fakeClock, answer func(w http.ResponseWrit
 
 // newReceiverOn starts a receiver on a given loopback address (a host that
 // comes back).
-func newReceiverOn(t *testing.T, addr string, clock *fakeClock, answer func(w http.ResponseWriter, h hit)) *receiver {
+func newReceiverOn(t *testing.T, addr string, clock *testenv.Clock, answer func(w http.ResponseWriter, h hit)) *receiver {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +224,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.arrived <- struct{}{}
 }
 
-func (rc *receiver) setClock(c *fakeClock) {
+func (rc *receiver) setClock(c *testenv.Clock) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.clock = c

@@ -22,34 +22,12 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
 // The tests run the engine on a real SQLite store with real loopback
 // receivers; only the clock is the test's, so retry schedules are exact.
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const (
 	testPublicURL  = "http://pingd.test:8080"
@@ -62,7 +40,7 @@ type harness struct {
 	store  store.Store
 	hub    *hub.Hub
 	engine *Engine
-	clock  *fakeClock
+	clock  *testenv.Clock
 	node   *hub.Node
 }
 
@@ -72,7 +50,7 @@ func newHarness(t *testing.T, tune ...func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st := openTestStore(t)
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	h, err := hub.New(hub.Config{Store: st, Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +191,7 @@ type received struct {
 // down (connections refused) and come back.
 type receiver struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *testenv.Clock
 	addr  string
 
 	mu     sync.Mutex
@@ -224,7 +202,7 @@ type receiver struct {
 	answer func(r *received) (int, string)      // answer to deliveries
 }
 
-func newReceiver(t *testing.T, clock *fakeClock) *receiver {
+func newReceiver(t *testing.T, clock *testenv.Clock) *receiver {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

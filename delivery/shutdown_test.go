@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -21,14 +22,14 @@ type rig struct {
 	t     *testing.T
 	store store.Store
 	hub   *hub.Hub
-	clock *fakeClock
+	clock *testenv.Clock
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
 	st := openTestStore(t)
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	h, err := hub.New(hub.Config{Store: st, Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -17,35 +17,12 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/internal/xmlrpc"
 	"github.com/pingd/pingd/store"
 )
 
 const testAdminToken = "admin-token-for-tests"
-
-// clock is the hub's adjustable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // syncBuffer collects log output from concurrent handlers.
 type syncBuffer struct {
@@ -71,7 +48,7 @@ type env struct {
 	hub   *hub.Hub
 	api   *API
 	srv   *httptest.Server
-	clock *clock
+	clock *testenv.Clock
 	ready atomic.Bool
 	logs  *syncBuffer
 }
@@ -97,7 +74,7 @@ func newEnvOn(t *testing.T, wrap func(store.Store) store.Store, tune ...func(*Co
 	if wrap != nil {
 		st = wrap(st)
 	}
-	e := &env{t: t, store: st, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, logs: &syncBuffer{}}
+	e := &env{t: t, store: st, clock: testenv.NewClock(time.Now().UTC().Truncate(time.Second)), logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})
 	if err != nil {

@@ -17,39 +17,12 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
 // t0 is where every fake clock starts: a Sunday at 10:00 UTC.
 var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-
-// fakeClock is the hub's and the fetcher's clock in these tests: it moves
-// only when a test moves it, so fetch times and schedules are exact.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(at time.Time) *fakeClock { return &fakeClock{now: at} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
-
-func (c *fakeClock) Set(at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = at
-}
 
 // openStore opens a real SQLite store in the test's temporary directory.
 func openStore(t *testing.T) store.Store {
@@ -119,7 +92,7 @@ type env struct {
 	store  store.Store
 	dbPath string // the store's SQLite file
 	hub    *hub.Hub
-	clock  *fakeClock
+	clock  *testenv.Clock
 	origin *origin
 	rec    *recorder
 }
@@ -135,7 +108,7 @@ type envOptions struct {
 // newEnv builds the hub without starting its background work; run starts it.
 func newEnv(t *testing.T, opt envOptions) *env {
 	t.Helper()
-	e := &env{t: t, dbPath: filepath.Join(t.TempDir(), "pingd.db"), clock: newClock(t0), origin: newOrigin(t), rec: newRecorder()}
+	e := &env{t: t, dbPath: filepath.Join(t.TempDir(), "pingd.db"), clock: testenv.NewClock(t0), origin: newOrigin(t), rec: newRecorder()}
 	e.store = openStoreAt(t, e.dbPath)
 	if opt.scheduler == nil {
 		// No jitter: a schedule is exactly what the hints say.

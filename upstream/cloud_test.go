@@ -249,7 +249,7 @@ func TestRSSCloudUpstreamOverRPC(t *testing.T) {
 			}
 
 			// Re-registration every 24 hours, in the same protocol.
-			e.clock.Add(25 * time.Hour)
+			e.clock.Advance(25 * time.Hour)
 			e.m.Check(e.ctx)
 			if cloud.regs != 2 {
 				t.Errorf("not re-registered after 25 hours (%d)", cloud.regs)

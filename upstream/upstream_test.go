@@ -23,6 +23,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -204,20 +205,8 @@ type env struct {
 	st    store.Store
 	hub   *hub.Hub
 	m     *Manager
-	clock *fakeClock
+	clock *testenv.Clock
 	cb    *httptest.Server
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 func newEnv(t *testing.T) *env {
@@ -244,7 +233,7 @@ func newEnvWith(t *testing.T, configure func(*Config)) *env {
 	var handler http.Handler
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(cb.Close)
-	clock := &fakeClock{t: time.Now().UTC()}
+	clock := testenv.NewClock(time.Now().UTC())
 	client := netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: 10 * time.Second})
 	cfg := Config{Hub: h, Store: st, HTTP: client, PublicURL: cb.URL, Tracker: tracker, Logger: log, Now: clock.Now, CheckEvery: time.Hour}
 	if configure != nil {
@@ -400,12 +389,12 @@ func testWebSubUpstream(t *testing.T, inHeader bool) {
 	}
 
 	// Renewal: nothing before 80 % of the lease, a new request after.
-	e.clock.Add(700 * time.Second)
+	e.clock.Advance(700 * time.Second)
 	e.m.Check(e.ctx)
 	if got := wh.modes(); len(got) != 1 {
 		t.Errorf("requests before the renewal is due: %v", got)
 	}
-	e.clock.Add(150 * time.Second)
+	e.clock.Advance(150 * time.Second)
 	e.m.Check(e.ctx)
 	if got := wh.modes(); len(got) != 2 || got[1] != "subscribe" {
 		t.Errorf("requests after 85 %% of the lease: %v", got)
@@ -520,12 +509,12 @@ func TestRSSCloudUpstream(t *testing.T) {
 		t.Errorf("%d GETs after one notification, want 1", got)
 	}
 	// Re-registration every 24 hours.
-	e.clock.Add(23 * time.Hour)
+	e.clock.Advance(23 * time.Hour)
 	e.m.Check(e.ctx)
 	if cloud.regs != 1 {
 		t.Errorf("re-registered after 23 hours (%d)", cloud.regs)
 	}
-	e.clock.Add(2 * time.Hour)
+	e.clock.Advance(2 * time.Hour)
 	e.m.Check(e.ctx)
 	if cloud.regs != 2 {
 		t.Errorf("not re-registered after 25 hours (%d)", cloud.regs)
@@ -580,7 +569,7 @@ func TestRSSCloudNotificationsOverTheLimitAreRefused(t *testing.T) {
 		t.Errorf("%d pings recorded for 2 notifications let through and 1 refused", after-before)
 	}
 	// Ten seconds later a token is back.
-	e.clock.Add(10 * time.Second)
+	e.clock.Advance(10 * time.Second)
 	if resp := notify(site.URL + "/rss"); resp.StatusCode != http.StatusOK {
 		t.Errorf("a notification after the wait: HTTP %d, want 200", resp.StatusCode)
 	}

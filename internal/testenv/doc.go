@@ -2,7 +2,8 @@
 // need: a private Prosody on free loopback ports with pingd's component (and
 // Prosody's own pubsub for comparison) configured, the same with ejabberd,
 // XMPP client sessions logged in to them, and the terminal client Profanity
-// driven through tmux (profanity.go). Nothing here is mocked; the tests skip
+// driven through tmux (profanity.go), and Clock, the clock tests move by hand
+// (clock.go). Nothing here is mocked; the tests skip
 // only in -short mode, and fail when Prosody or ejabberd is not installed
 // (a test with Profanity skips when it or tmux is missing).
 //
