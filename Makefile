@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/pingd
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-deps test-short vet fmt-check fuzz clean
+.PHONY: all build run test test-deps test-pg-check test-short vet fmt-check fuzz clean
 
 all: build
 
@@ -19,9 +19,18 @@ run: build
 
 # Everything: vet, formatting, unit and integration tests with the race
 # detector (integration tests start their own Prosody and ejabberd; the
-# Debian packages they need are installed first if missing).
+# Debian packages they need are installed first if missing). The store and
+# multi-instance tests run on PostgreSQL too: on the server
+# PINGD_TEST_POSTGRES names, or else on a private cluster started for the
+# run and stopped after it, also when tests fail.
 test: test-deps vet fmt-check
-	$(GO) test -race -timeout 15m ./...
+	./scripts/with-postgres.sh $(GO) test -race -timeout 15m ./...
+
+# The PostgreSQL plumbing of make test alone: starts the private cluster
+# (unless PINGD_TEST_POSTGRES names a server), makes and drops test
+# schemas on it, and stops it.
+test-pg-check: test-deps
+	./scripts/with-postgres.sh sh -c 'test -n "$$PINGD_TEST_POSTGRES" && $(GO) test -count=1 -run "^TestPostgresURL$$" -v ./internal/testenv'
 
 test-deps:
 	./scripts/test-deps.sh

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make test: installs the Debian packages the integration tests start for
-# real (Prosody, ejabberd, headless Chromium, the Python clients, curl, the
-# terminal client Profanity and tmux to drive it) when any is missing, as
-# make run installs Prosody. Nothing happens when
-# everything is there. PostgreSQL is optional: the store tests run on it
-# when PINGD_TEST_POSTGRES is set (store/testdata/start-postgres.sh).
+# real (Prosody, ejabberd, PostgreSQL, headless Chromium, the Python
+# clients, curl, the terminal client Profanity and tmux to drive it) when
+# any is missing, as make run installs Prosody. Nothing happens when
+# everything is there. make test starts a private PostgreSQL cluster with
+# the server's binaries (scripts/with-postgres.sh) unless
+# PINGD_TEST_POSTGRES names a server.
 set -euo pipefail
 missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -14,6 +15,8 @@ have chromium || missing+=(chromium)
 have curl || missing+=(curl)
 have profanity || missing+=(profanity)
 have tmux || missing+=(tmux)
+# Debian keeps initdb out of PATH, under /usr/lib/postgresql/VERSION/bin.
+have initdb || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 for m in slixmpp:python3-slixmpp openid:python3-openid feedparser:python3-feedparser; do
   /usr/bin/python3 -c "import ${m%%:*}" >/dev/null 2>&1 || missing+=("${m#*:}")
 done

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestCopySQLiteToPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	target := store.TestPostgresURL(t)
+	target := testenv.PostgresURL(t)
 	path := filepath.Join(t.TempDir(), "pingd.db")
 	src, err := store.Open(ctx, path, store.Options{Logger: quietLogger()})
 	if err != nil {
@@ -129,7 +130,7 @@ func TestCopyRefusals(t *testing.T) {
 	}
 
 	// A source this pingd cannot read as its own.
-	target := store.TestPostgresURL(t)
+	target := testenv.PostgresURL(t)
 	notPingd := filepath.Join(dir, "other.db")
 	if err := os.WriteFile(notPingd, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // nodeWithSubscribers makes a node with n subscriptions of every kind in
@@ -105,7 +106,7 @@ func BenchmarkClaimDeliveries(b *testing.B) {
 	const nodes, perNode = 100, 1000
 	backends := map[string]func(b *testing.B) string{
 		backendSQLite:   func(b *testing.B) string { return b.TempDir() + "/pingd.db" },
-		backendPostgres: func(b *testing.B) string { return testPostgresURL(b) },
+		backendPostgres: func(b *testing.B) string { return testenv.PostgresURL(b) },
 	}
 	for _, name := range []string{backendSQLite, backendPostgres} {
 		b.Run(name, func(b *testing.B) {

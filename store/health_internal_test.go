@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestCheckAnswersWhileTheReadPoolIsBusy holds every connection of the
@@ -18,7 +20,7 @@ func TestCheckAnswersWhileTheReadPoolIsBusy(t *testing.T) {
 		dsn  func(t *testing.T) string
 	}{
 		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "pingd.db") }},
-		{"postgres", func(t *testing.T) string { return testPostgresURL(t) }},
+		{"postgres", func(t *testing.T) string { return testenv.PostgresURL(t) }},
 	} {
 		t.Run(backend.name, func(t *testing.T) {
 			ctx := context.Background()

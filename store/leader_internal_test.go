@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // The leader lock, on both backends: two holders are impossible, release
@@ -61,7 +63,7 @@ func TestLeaderSQLite(t *testing.T) {
 }
 
 func TestLeaderPostgres(t *testing.T) {
-	dsn := testPostgresURL(t)
+	dsn := testenv.PostgresURL(t)
 	open := func() Store {
 		s, err := Open(context.Background(), dsn, quietOptions())
 		if err != nil {
@@ -75,7 +77,7 @@ func TestLeaderPostgres(t *testing.T) {
 
 	// Another schema is another installation: its lock of the same name
 	// is its own.
-	other, err := Open(context.Background(), testPostgresURL(t), quietOptions())
+	other, err := Open(context.Background(), testenv.PostgresURL(t), quietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // latestVersion is the newest schema version this binary knows.
@@ -51,7 +52,7 @@ func backendCases() []backendCase {
 			return s, path
 		}},
 		{backendPostgres, func(t *testing.T) (*sqlStore, string) {
-			dsn := testPostgresURL(t)
+			dsn := testenv.PostgresURL(t)
 			s, err := connectPostgres(context.Background(), dsn, quietOptions())
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -150,7 +151,7 @@ func BenchmarkSaveDeliveryStates(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				dsn := filepath.Join(b.TempDir(), "pingd.db")
 				if backend == "postgres" {
-					dsn = store.TestPostgresURL(b)
+					dsn = testenv.PostgresURL(b)
 				}
 				s, err := store.Open(context.Background(), dsn, store.Options{Logger: quietLogger()})
 				if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestClaimDeliveriesPlanPostgres checks, on 50,000 subscriptions with
@@ -18,7 +19,7 @@ import (
 // through subscriptions_changing, instead of walking the table.
 func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 	ctx := context.Background()
-	s0, err := Open(ctx, testPostgresURL(t), quietOptions())
+	s0, err := Open(ctx, testenv.PostgresURL(t), quietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 	"github.com/pingd/pingd/store/storetest"
 )
@@ -12,7 +13,7 @@ import (
 // server; the schema is dropped when the test ends.
 func openPostgres(t *testing.T) store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), store.TestPostgresURL(t), store.Options{Logger: quietLogger(), MaxConns: 8})
+	s, err := store.Open(context.Background(), testenv.PostgresURL(t), store.Options{Logger: quietLogger(), MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +24,6 @@ func openPostgres(t *testing.T) store.Store {
 }
 
 func TestPostgres(t *testing.T) {
-	store.SkipWithoutPostgres(t)
+	testenv.SkipWithoutPostgres(t)
 	storetest.Run(t, openPostgres)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestRelays(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testRelays(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		store.SkipWithoutPostgres(t)
+		testenv.SkipWithoutPostgres(t)
 		testRelays(t, openPostgres(t))
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -22,7 +23,7 @@ func TestSharedDatabaseSQLite(t *testing.T) {
 }
 
 func TestSharedDatabasePostgres(t *testing.T) {
-	testSharedDatabase(t, store.TestPostgresURL(t))
+	testSharedDatabase(t, testenv.PostgresURL(t))
 }
 
 func testSharedDatabase(t *testing.T, dsn string) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -19,7 +20,7 @@ func TestStatusReportSQLite(t *testing.T) {
 }
 
 func TestStatusReportPostgres(t *testing.T) {
-	store.SkipWithoutPostgres(t)
+	testenv.SkipWithoutPostgres(t)
 	testStatusReport(t, openPostgres(t))
 }
 
@@ -28,7 +29,7 @@ func TestStatusReportEmptySQLite(t *testing.T) {
 }
 
 func TestStatusReportEmptyPostgres(t *testing.T) {
-	store.SkipWithoutPostgres(t)
+	testenv.SkipWithoutPostgres(t)
 	testStatusReportEmpty(t, openPostgres(t))
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestUpstreams(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testUpstreams(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		store.SkipWithoutPostgres(t)
+		testenv.SkipWithoutPostgres(t)
 		testUpstreams(t, openPostgres(t))
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // received collects what a Wakeups hands to its process.
@@ -64,7 +66,7 @@ func runWakeups(t *testing.T, s Store) (*Wakeups, *received) {
 }
 
 func TestWakeupsPostgres(t *testing.T) {
-	dsn := testPostgresURL(t)
+	dsn := testenv.PostgresURL(t)
 	open := func(dsn string) Store {
 		s, err := Open(context.Background(), dsn, quietOptions())
 		if err != nil {
@@ -74,7 +76,7 @@ func TestWakeupsPostgres(t *testing.T) {
 		return s
 	}
 	a, b := open(dsn), open(dsn)
-	other := open(testPostgresURL(t))
+	other := open(testenv.PostgresURL(t))
 	wa, ra := runWakeups(t, a)
 	wb, rb := runWakeups(t, b)
 	_, ro := runWakeups(t, other)
