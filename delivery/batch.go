@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // batch shares reads and renderings among the subscriptions claimed
@@ -112,15 +112,15 @@ func (d *Delivery) Render(variant string, f func() ([]byte, string, error)) ([]b
 
 // Links returns the node's discovery links under publicURL, built once
 // for every subscriber of the batch. Without a batch it just builds them.
-func (d *Delivery) Links(publicURL string) (discovery.Links, error) {
+func (d *Delivery) Links(publicURL string) (nodeurl.Links, error) {
 	if d.batch == nil {
-		return discovery.NodeLinks(publicURL, d.Node.Name)
+		return nodeurl.NodeLinks(publicURL, d.Node.Name)
 	}
 	v, err := get(d.batch, d.batch.links, publicURL+"\x00"+d.Node.Name, func() (any, error) {
-		return discovery.NodeLinks(publicURL, d.Node.Name)
+		return nodeurl.NodeLinks(publicURL, d.Node.Name)
 	})
 	if err != nil {
-		return discovery.Links{}, err
+		return nodeurl.Links{}, err
 	}
-	return v.(discovery.Links), nil
+	return v.(nodeurl.Links), nil
 }

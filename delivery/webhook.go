@@ -10,9 +10,9 @@ import (
 
 	"github.com/beevik/etree"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // Diff formats a GetPingd webhook subscriber may ask for.
@@ -35,8 +35,8 @@ type HTTPSender struct {
 	RetryWindow time.Duration
 }
 
-func (h *HTTPSender) links(node *hub.Node) (discovery.Links, error) {
-	return discovery.NodeLinks(h.PublicURL, node.Name)
+func (h *HTTPSender) links(node *hub.Node) (nodeurl.Links, error) {
+	return nodeurl.NodeLinks(h.PublicURL, node.Name)
 }
 
 func (h *HTTPSender) window() time.Duration {
@@ -133,7 +133,7 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 // hands it to the XMPP component, whose subscriptions may ask for the
 // same patches.
 func NodePatch(publicURL string, node *hub.Node, events []hub.Event) ([]byte, error) {
-	links, err := discovery.NodeLinks(publicURL, node.Name)
+	links, err := nodeurl.NodeLinks(publicURL, node.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func judge(resp response) Result {
 }
 
 // nodeFeedMeta describes the node's own Atom feed.
-func nodeFeedMeta(node *hub.Node, links discovery.Links) feed.FeedMeta {
+func nodeFeedMeta(node *hub.Node, links nodeurl.Links) feed.FeedMeta {
 	title := node.Title
 	if title == "" {
 		title = node.Name

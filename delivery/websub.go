@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // WebSub leases, in seconds: the default when a subscriber asks for none
@@ -89,7 +89,7 @@ func (w *WebSub) Verify(ctx context.Context, sub *hub.Subscription, node *hub.No
 	topic := w.topic(sub, node)
 	if mode == "subscribe" {
 		reason := sub.Options.Verify[WebSubDenied]
-		if _, own := discovery.OwnNodeName(w.PublicURL, topic); reason == "" && !own {
+		if _, own := nodeurl.OwnNodeName(w.PublicURL, topic); reason == "" && !own {
 			// pingd's own feed of the node is there whatever its source
 			// does; only a topic that is the source itself can fail.
 			reason = w.unservable(ctx, node)
@@ -184,7 +184,7 @@ func (w *WebSub) topic(sub *hub.Subscription, node *hub.Node) string {
 
 // topicOf is the topic given the node's links: as the subscriber named
 // it, else pingd's own Atom feed of the node.
-func topicOf(sub *hub.Subscription, links discovery.Links) string {
+func topicOf(sub *hub.Subscription, links nodeurl.Links) string {
 	if sub.Options.Topic != "" {
 		return sub.Options.Topic
 	}

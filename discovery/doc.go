@@ -4,8 +4,7 @@
 // the snippets (rssCloud <cloud>, WebSub rel="hub" links) publishers paste
 // into their pages and feeds.
 //
-// Its room: NodeLinks (the node's URLs under pingd's public URL, a node name
-// being one percent-encoded path segment), NewDescriptor and XRDS (the
+// Its room: NewDescriptor and XRDS (descriptor.go, xrds.go: the
 // document in the exact tree of the design, served as ContentTypeXRDS),
 // DescriptorPage (the HTML page at the descriptor URL, with the
 // DescriptorPageCSP it is served under; it shows people the chat command,
@@ -21,9 +20,11 @@
 // page's policy needs no exception for (an <img> of a data: URI or of a
 // served SVG would need img-src).
 //
-// The rendering is pure: no I/O, no hub state beyond the node it is given,
-// no HTTP routing (httpapi serves what it renders). Every value is escaped
-// for its context, so any node name and URL gives a well-formed document.
+// The node's own URLs it writes into these documents come from
+// internal/nodeurl. The rendering is pure: no I/O, no hub state beyond the
+// node it is given, no HTTP routing (httpapi serves what it renders).
+// Every value is escaped for its context, so any node name and URL gives a
+// well-formed document.
 //
 // The client side reads what others publish the same way (find.go,
 // client.go): Client.Discover fetches a URL through the SSRF-guarded,

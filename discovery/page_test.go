@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // headTag is a <meta> or <link> found in the <head> of a parsed page.
@@ -80,7 +81,7 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 		for _, model := range []hub.AccessModel{hub.AccessOpen, hub.AccessWhitelist} {
 			t.Run(string(model)+"/"+node, func(t *testing.T) {
 				d := descriptorFor(t, node, model, "")
-				links, err := NodeLinks("https://pingd.example.org/base", node)
+				links, err := nodeurl.NodeLinks("https://pingd.example.org/base", node)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +138,7 @@ func TestDescriptorPageDefaultsTheTitleToTheNode(t *testing.T) {
 func TestSnippets(t *testing.T) {
 	for _, node := range hostileNodes {
 		t.Run(node, func(t *testing.T) {
-			links, err := NodeLinks("https://pingd.example.org:8443/base/", node)
+			links, err := nodeurl.NodeLinks("https://pingd.example.org:8443/base/", node)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +229,7 @@ func TestCloudDefaultPorts(t *testing.T) {
 	if _, err := CloudFor("/relative"); err == nil {
 		t.Error("CloudFor accepted a relative URL")
 	}
-	if _, err := Snippets(Links{PleaseNotify: ":bad"}); err == nil {
+	if _, err := Snippets(nodeurl.Links{PleaseNotify: ":bad"}); err == nil {
 		t.Error("Snippets accepted a bad endpoint")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"net/url"
 	"strings"
+
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // PublisherSnippets is what a publisher pastes so that readers find pingd:
@@ -24,8 +26,8 @@ type PublisherSnippets struct {
 }
 
 // Snippets returns the snippets for the node whose links are given (see
-// NodeLinks), with a <cloud> for the rssCloud REST endpoint.
-func Snippets(l Links) (PublisherSnippets, error) {
+// nodeurl.NodeLinks), with a <cloud> for the rssCloud REST endpoint.
+func Snippets(l nodeurl.Links) (PublisherSnippets, error) {
 	c, err := CloudFor(l.PleaseNotify)
 	if err != nil {
 		return PublisherSnippets{}, err
@@ -36,7 +38,7 @@ func Snippets(l Links) (PublisherSnippets, error) {
 // SnippetsWith returns the snippets for the node whose links are given,
 // with the <cloud> element c (a server that takes registrations over
 // XML-RPC or SOAP says so there).
-func SnippetsWith(l Links, c Cloud) PublisherSnippets {
+func SnippetsWith(l nodeurl.Links, c Cloud) PublisherSnippets {
 	esc := template.HTMLEscapeString
 	cloud := fmt.Sprintf(`<cloud domain="%s" port="%s" path="%s" registerProcedure="%s" protocol="%s"/>`,
 		esc(c.Domain), esc(c.Port), esc(c.Path), esc(c.RegisterProcedure), esc(c.Protocol)) // escapes & < > " ' : right for XML and HTML attributes

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/xmppaddr"
 )
 
@@ -108,12 +109,12 @@ type discoveredJSON struct {
 
 // nodeLinks are the node's URLs: descriptor, subscribe, xrds, atom, rss,
 // hub and please_notify.
-type nodeLinks = discovery.Links
+type nodeLinks = nodeurl.Links
 
 func (a *API) nodeJSON(n *hub.Node) nodeJSON {
 	// The public URL was validated by New, so neither call fails; if one
 	// did, the answer would lack links rather than fail.
-	links, _ := discovery.NodeLinks(a.publicURL, n.Name)
+	links, _ := nodeurl.NodeLinks(a.publicURL, n.Name)
 	var snippets discovery.PublisherSnippets
 	if cloud, err := a.cloudOf(links); err == nil {
 		snippets = discovery.SnippetsWith(links, cloud)

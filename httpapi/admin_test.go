@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 func TestAdminAuthorization(t *testing.T) {
@@ -277,7 +277,7 @@ func TestAdminEncodedNodeNames(t *testing.T) {
 				t.Errorf("name = %q, want %q", got.Name, name)
 			}
 			// "." and ".." are escaped further, or clients would resolve them.
-			if want := "http://pingd.test:8080/feeds/" + discovery.PathSegment(name); got.Links.Descriptor != want {
+			if want := "http://pingd.test:8080/feeds/" + nodeurl.PathSegment(name); got.Links.Descriptor != want {
 				t.Errorf("descriptor = %q, want %q", got.Links.Descriptor, want)
 			}
 			wantStatus(t, e.admin(http.MethodGet, path+"/status", nil), http.StatusOK)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // busySpellings are five spellings of one origin: zero-padded ports, a
@@ -75,7 +75,7 @@ func TestCallbackSpellingsAreOneSubscription(t *testing.T) {
 		{"http://127.0.0.1:0009/x/../cb", "HTTP://pingd.test:08080/./atom/n?"},
 	} {
 		form := url.Values{"hub.mode": {"subscribe"}, "hub.callback": {req[0]}, "hub.topic": {req[1]}}
-		wantStatus(t, e.do(http.MethodPost, discovery.PathWebSub, "", strings.NewReader(form.Encode()),
+		wantStatus(t, e.do(http.MethodPost, nodeurl.PathWebSub, "", strings.NewReader(form.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded"), http.StatusAccepted)
 	}
 	subs, err := e.hub.Subscriptions(t.Context(), hub.SubscriptionFilter{NodeID: e.nodeOf("n").ID, Kind: hub.KindWebSub})
@@ -102,13 +102,13 @@ func TestNoOpenNodeForAWhitelistSource(t *testing.T) {
 	topics := []string{"HTTP://feeds.example/./private?", "http://feeds.example:80/private#x", "http://Feeds.Example./%70rivate"}
 	for _, topic := range topics {
 		form := url.Values{"hub.mode": {"subscribe"}, "hub.callback": {callback}, "hub.topic": {topic}}
-		resp := e.do(http.MethodPost, discovery.PathWebSub, "", strings.NewReader(form.Encode()),
+		resp := e.do(http.MethodPost, nodeurl.PathWebSub, "", strings.NewReader(form.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")
 		if resp.StatusCode >= 500 {
 			t.Errorf("WebSub subscribe to %s: HTTP %d", topic, resp.StatusCode)
 		}
 		rss := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/rss"}, "protocol": {"http-post"}, "url1": {topic}}
-		resp = e.do(http.MethodPost, discovery.PathPleaseNotify, "", strings.NewReader(rss.Encode()),
+		resp = e.do(http.MethodPost, nodeurl.PathPleaseNotify, "", strings.NewReader(rss.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")
 		if resp.StatusCode >= 500 {
 			t.Errorf("rssCloud pleaseNotify for %s: HTTP %d", topic, resp.StatusCode)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/whitelist"
 )
 
@@ -152,17 +153,17 @@ func (a *API) xrds(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
 }
 
-func (a *API) descriptorOf(w http.ResponseWriter, r *http.Request, n *hub.Node) (discovery.Descriptor, discovery.Links, bool) {
+func (a *API) descriptorOf(w http.ResponseWriter, r *http.Request, n *hub.Node) (discovery.Descriptor, nodeurl.Links, bool) {
 	d, err := discovery.NewDescriptor(a.publicURL, a.cfg.ComponentJID, n)
 	if err == nil {
-		var links discovery.Links
-		if links, err = discovery.NodeLinks(a.publicURL, n.Name); err == nil {
+		var links nodeurl.Links
+		if links, err = nodeurl.NodeLinks(a.publicURL, n.Name); err == nil {
 			return d, links, true
 		}
 	}
 	a.log.ErrorContext(r.Context(), "render descriptor", "node", n.Name, "err", err)
 	writeText(w, http.StatusInternalServerError, "render descriptor: internal error")
-	return discovery.Descriptor{}, discovery.Links{}, false
+	return discovery.Descriptor{}, nodeurl.Links{}, false
 }
 
 // writeBody answers 200 with a complete body (none for HEAD).

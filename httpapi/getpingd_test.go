@@ -21,6 +21,7 @@ import (
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 const (
@@ -128,7 +129,7 @@ func checkXRDS(t *testing.T, body []byte, node, security string) {
 	if err := xml.Unmarshal(body, &doc); err != nil {
 		t.Fatalf("XRDS does not parse: %v\n%s", err, body)
 	}
-	descriptor := "http://pingd.test:8080/feeds/" + discovery.PathSegment(node)
+	descriptor := "http://pingd.test:8080/feeds/" + nodeurl.PathSegment(node)
 	if len(doc.XRD) != 1 || len(doc.XRD[0].Services) != 1 {
 		t.Fatalf("want one XRD with one Service: %s", body)
 	}
@@ -204,7 +205,7 @@ func TestDiscoveryDocuments(t *testing.T) {
 	} {
 		t.Run(tc.node, func(t *testing.T) {
 			e.createNode(tc.node, tc.model)
-			seg := discovery.PathSegment(tc.node)
+			seg := nodeurl.PathSegment(tc.node)
 			xrdsURL := "http://pingd.test:8080/xrds/" + seg
 
 			// The XRDS document, by content negotiation and at /xrds.
@@ -286,7 +287,7 @@ func TestDiscoveryDocuments(t *testing.T) {
 // subscribe sends a GetPingd subscription request with SUBSCRIBE.
 func (e *env) subscribe(node, contentType, token, body string) *http.Response {
 	e.t.Helper()
-	return e.do("SUBSCRIBE", "/feeds/"+discovery.PathSegment(node), token, strings.NewReader(body), "Content-Type", contentType)
+	return e.do("SUBSCRIBE", "/feeds/"+nodeurl.PathSegment(node), token, strings.NewReader(body), "Content-Type", contentType)
 }
 
 type webhookAnswerDoc struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // Node feed settings.
@@ -318,7 +319,7 @@ func (a *API) feedFingerprint(n *hub.Node, format feedFormat) string {
 
 // renderNodeFeed renders the node's feed document of items (newest first).
 func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time, items []hub.Event) ([]byte, error) {
-	links, err := discovery.NodeLinks(a.publicURL, n.Name)
+	links, err := nodeurl.NodeLinks(a.publicURL, n.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +355,7 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 // cloudOf is the rssCloud <cloud> that node feeds and publisher snippets
 // advertise: the REST endpoint, or /RPC2 when registrations are to come
 // over XML-RPC or SOAP (Config.CloudProtocol).
-func (a *API) cloudOf(links discovery.Links) (discovery.Cloud, error) {
+func (a *API) cloudOf(links nodeurl.Links) (discovery.Cloud, error) {
 	c, err := discovery.CloudFor(links.PleaseNotify)
 	if err != nil {
 		return c, err

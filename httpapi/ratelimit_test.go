@@ -11,6 +11,7 @@ import (
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -23,7 +24,7 @@ func TestSubscribeRateLimit(t *testing.T) {
 	const topic, callback = "http://pingd.test:8080/atom/n", "http://127.0.0.1:9/cb"
 	websub := func(mode string) *http.Response {
 		form := url.Values{"hub.mode": {mode}, "hub.topic": {topic}, "hub.callback": {callback}}
-		return e.do(http.MethodPost, discovery.PathWebSub, "", strings.NewReader(form.Encode()),
+		return e.do(http.MethodPost, nodeurl.PathWebSub, "", strings.NewReader(form.Encode()),
 			"Content-Type", "application/x-www-form-urlencoded")
 	}
 	// The first request of the burst is served (here: refused for its own
@@ -53,7 +54,7 @@ func TestSubscribeRateLimit(t *testing.T) {
 		`</notificationURL></subscribe></notification>`),
 		"Content-Type", "text/xml"), "text/xml")
 	form := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/cb"}, "protocol": {"http-post"}, "url1": {topic}}
-	limited("rssCloud REST pleaseNotify", e.do(http.MethodPost, discovery.PathPleaseNotify, "", strings.NewReader(form.Encode()),
+	limited("rssCloud REST pleaseNotify", e.do(http.MethodPost, nodeurl.PathPleaseNotify, "", strings.NewReader(form.Encode()),
 		"Content-Type", "application/x-www-form-urlencoded"), "text/xml")
 	resp, _, err := e.rpc("rssCloud.pleaseNotify", "river.feedUpdated", 9, "/cb", "xml-rpc", []any{topic})
 	limited("rssCloud XML-RPC pleaseNotify", resp, "text/xml")

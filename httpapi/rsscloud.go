@@ -19,8 +19,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/delivery"
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -39,7 +39,7 @@ const MaxCloudURLs = 100
 const cloudVerifyWait = delivery.CloudVerifyTimeout + 10*time.Second
 
 func (a *API) rssCloudRoutes(r *mux.Router) {
-	r.HandleFunc(discovery.PathPleaseNotify, a.restPleaseNotify).Methods(http.MethodPost)
+	r.HandleFunc(nodeurl.PathPleaseNotify, a.restPleaseNotify).Methods(http.MethodPost)
 	a.HandleRPC("rssCloud.pleaseNotify", a.rpcPleaseNotify)
 	a.HandleRPC("xmlStorageSystem.rssPleaseNotify", a.rpcPleaseNotify)
 }
@@ -504,5 +504,5 @@ func (a *API) resourceNode(ctx context.Context, raw string, create bool) (*hub.N
 
 // ownNodeName recognises pingd's own node URLs under its public URL.
 func (a *API) ownNodeName(raw string) (string, bool) {
-	return discovery.OwnNodeName(a.publicURL, raw)
+	return nodeurl.OwnNodeName(a.publicURL, raw)
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/delivery"
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // The WebSub hub (W3C Recommendation, 23 January 2018) at POST /websub:
@@ -70,7 +70,7 @@ func (l LeaseLimits) clamp(requested int) int {
 }
 
 func (a *API) webSubRoutes(r *mux.Router) {
-	r.HandleFunc(discovery.PathWebSub, a.webSub).Methods(http.MethodPost)
+	r.HandleFunc(nodeurl.PathWebSub, a.webSub).Methods(http.MethodPost)
 }
 
 // WebSubRequest is a decoded hub request.

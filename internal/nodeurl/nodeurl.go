@@ -1,4 +1,4 @@
-package discovery
+package nodeurl
 
 import (
 	"fmt"
@@ -124,33 +124,4 @@ func parseBase(publicURL string) (string, error) {
 	}
 	u.RawQuery, u.Fragment, u.RawFragment, u.User = "", "", "", nil
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// Security is the getpingd-xmpp:PubSub security value of an access model.
-func Security(model hub.AccessModel) string {
-	if model == hub.AccessWhitelist {
-		return SecurityWhitelist
-	}
-	return SecurityNone
-}
-
-// NewDescriptor describes a node served by the component componentJID,
-// with pingd reachable at publicURL. Its Ref is the resource the node
-// follows, when it follows one and the node is open: the descriptor of a
-// whitelist node is public, its source is for members.
-func NewDescriptor(publicURL, componentJID string, n *hub.Node) (Descriptor, error) {
-	links, err := NodeLinks(publicURL, n.Name)
-	if err != nil {
-		return Descriptor{}, err
-	}
-	d := Descriptor{
-		DescriptorURL: links.Descriptor,
-		ComponentJID:  componentJID,
-		Node:          n.Name,
-		Security:      Security(n.AccessModel),
-	}
-	if n.AccessModel != hub.AccessWhitelist {
-		d.Ref = n.SourceURL
-	}
-	return d, nil
 }
