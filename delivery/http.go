@@ -3,14 +3,8 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -75,27 +69,6 @@ func redactURLError(err error) error {
 	return err
 }
 
-// signature returns the X-Hub-Signature value of body under secret with
-// the named algorithm (sha1, sha256, sha384, sha512).
-func signature(algo, secret string, body []byte) (string, error) {
-	var h func() hash.Hash
-	switch algo {
-	case "", "sha256":
-		algo, h = "sha256", sha256.New
-	case "sha1":
-		h = sha1.New
-	case "sha384":
-		h = sha512.New384
-	case "sha512":
-		h = sha512.New
-	default:
-		return "", fmt.Errorf("unsupported signature algorithm %q", algo)
-	}
-	mac := hmac.New(h, []byte(secret))
-	mac.Write(body)
-	return algo + "=" + hex.EncodeToString(mac.Sum(nil)), nil
-}
-
 // verifyIntent asks a callback to confirm a (un)subscription the WebSub
 // way: a GET with hub.mode, hub.topic, hub.challenge and the extra
 // parameters, answered with a 2xx whose body is exactly the challenge.
@@ -124,11 +97,6 @@ func verifyIntent(ctx context.Context, client *http.Client, userAgent, callback 
 		return fmt.Errorf("callback did not echo the challenge")
 	}
 	return nil
-}
-
-// linkHeader is the WebSub discovery header for a delivery.
-func linkHeader(hubURL, self string) string {
-	return fmt.Sprintf("<%s>; rel=\"hub\", <%s>; rel=\"self\"", hubURL, self)
 }
 
 // latestItems keeps, per item id, the newest item event of a batch, newest

@@ -13,6 +13,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/websub"
 )
 
 // Diff formats a GetPingd webhook subscriber may ask for.
@@ -112,9 +113,9 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 		method = MethodPost
 	}
 	header := http.Header{}
-	header.Set("Link", linkHeader(links.Hub, links.Descriptor))
+	header.Set("Link", websub.LinkHeader(links.Hub, links.Descriptor))
 	if secret := d.Sub.Options.Secret; secret != "" {
-		sig, err := signature("sha256", secret, body)
+		sig, err := websub.Sign("sha256", secret, body)
 		if err != nil {
 			return Result{Err: err}
 		}

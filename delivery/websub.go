@@ -15,40 +15,12 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
-)
-
-// WebSub leases, in seconds: the default when a subscriber asks for none
-// and the bounds a request is clamped to (W3C WebSub §5.1 lets the hub
-// choose).
-const (
-	WebSubDefaultLease = 10 * 24 * 3600
-	WebSubMinLease     = 5 * 60
-	WebSubMaxLease     = 30 * 24 * 3600
-)
-
-// WebSubMaxSecretBytes bounds hub.secret: "MUST be less than 200 bytes".
-const WebSubMaxSecretBytes = 199
-
-// Keys of hub.Options.Verify for WebSub.
-const (
-	// WebSubDenied holds the reason a request is denied: the engine then
-	// sends the denial notice instead of a verification of intent.
-	WebSubDenied = "denied"
+	"github.com/pingd/pingd/internal/websub"
 )
 
 // webSubBaselineWait bounds how long the check of a new subscription waits
 // for the first fetch of its topic, to deny a topic pingd cannot fetch.
 const webSubBaselineWait = 15 * time.Second
-
-// ValidSigAlgo reports whether algo names an X-Hub-Signature method pingd
-// signs with ("" is the default, sha256).
-func ValidSigAlgo(algo string) bool {
-	switch algo {
-	case "", "sha1", "sha256", "sha384", "sha512":
-		return true
-	}
-	return false
-}
 
 // WebSub distributes content to WebSub subscribers (W3C Recommendation
 // §5–§8): verification of intent with the lease echoed, denial notices,
@@ -88,7 +60,7 @@ func (w *WebSub) Policy() Policy { return Policy{RetryWindow: w.window()} }
 func (w *WebSub) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
 	topic := w.topic(sub, node)
 	if mode == "subscribe" {
-		reason := sub.Options.Verify[WebSubDenied]
+		reason := sub.Options.Verify[websub.VerifyDenied]
 		if _, own := nodeurl.OwnNodeName(w.PublicURL, topic); reason == "" && !own {
 			// pingd's own feed of the node is there whatever its source
 			// does; only a topic that is the source itself can fail.
@@ -103,7 +75,7 @@ func (w *WebSub) Verify(ctx context.Context, sub *hub.Subscription, node *hub.No
 	}
 	lease := sub.Options.LeaseSeconds
 	if lease <= 0 {
-		lease = WebSubDefaultLease
+		lease = websub.DefaultLease
 	}
 	params := url.Values{"hub.mode": {mode}, "hub.topic": {topic}}
 	if mode == "subscribe" {
@@ -209,9 +181,9 @@ func (w *WebSub) Deliver(ctx context.Context, d *Delivery) Result {
 		return Result{}
 	}
 	header := http.Header{}
-	header.Set("Link", linkHeader(links.Hub, topic))
+	header.Set("Link", websub.LinkHeader(links.Hub, topic))
 	if secret := d.Sub.Options.Secret; secret != "" {
-		sig, err := signature(d.Sub.Options.SigAlgo, secret, body)
+		sig, err := websub.Sign(d.Sub.Options.SigAlgo, secret, body)
 		if err != nil {
 			return Result{Err: err}
 		}

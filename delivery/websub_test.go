@@ -11,6 +11,7 @@ import (
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/websub"
 )
 
 func webSubEnv(t *testing.T) *dialectEnv {
@@ -84,7 +85,7 @@ func TestWebSubDenialNotice(t *testing.T) {
 	e.node("n")
 	rec := newReceiver(t, e.clock, webSubCallback)
 	sub := e.subscribe(hub.Subscription{NodeName: "n", Kind: hub.KindWebSub, Address: rec.URL + "/cb?k=v", State: hub.SubPending,
-		Options: hub.Options{Topic: "http://pingd.test/rss/n", Verify: map[string]string{delivery.WebSubDenied: "not for you"}}})
+		Options: hub.Options{Topic: "http://pingd.test/rss/n", Verify: map[string]string{websub.VerifyDenied: "not for you"}}})
 	e.waitSub(sub.ID, "dropped", func(s *hub.Subscription) bool { return s == nil })
 	q := rec.Hits()[0].Query
 	if q["hub.mode"][0] != "denied" || q["hub.topic"][0] != "http://pingd.test/rss/n" || q["hub.reason"][0] != "not for you" || q["k"][0] != "v" {

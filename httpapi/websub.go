@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/websub"
 )
 
 // The WebSub hub (W3C Recommendation, 23 January 2018) at POST /websub:
@@ -25,35 +22,26 @@ import (
 // DialectWebSub is recorded with pings that came as WebSub publish.
 const DialectWebSub = "websub"
 
-// Extension parameter: the X-Hub-Signature method a subscriber wants
-// (sha1, sha256, sha384, sha512); sha256 without it. The Recommendation
-// lets the hub choose; this lets older subscribers that verify only sha1
-// ask for it.
-const paramSigAlgo = "pingd.signature_algorithm"
-
-// maxPublishURLs caps the topics of one publish request.
-const maxPublishURLs = 100
-
 // LeaseLimits bounds WebSub leases: a subscriber's hub.lease_seconds is
 // clamped to [Min, Max] and Default is used when it asks for none.
 type LeaseLimits struct {
 	Default, Min, Max time.Duration
 }
 
-// withDefaults fills zero fields with the delivery package's defaults and
+// withDefaults fills zero fields with internal/websub's defaults and
 // keeps Min ≤ Default ≤ Max.
 func (l LeaseLimits) withDefaults() LeaseLimits {
 	if l.Min <= 0 {
-		l.Min = delivery.WebSubMinLease * time.Second
+		l.Min = websub.MinLease * time.Second
 	}
 	if l.Max <= 0 {
-		l.Max = delivery.WebSubMaxLease * time.Second
+		l.Max = websub.MaxLease * time.Second
 	}
 	if l.Max < l.Min {
 		l.Max = l.Min
 	}
 	if l.Default <= 0 {
-		l.Default = delivery.WebSubDefaultLease * time.Second
+		l.Default = websub.DefaultLease * time.Second
 	}
 	l.Default = min(max(l.Default, l.Min), l.Max)
 	return l
@@ -71,95 +59,6 @@ func (l LeaseLimits) clamp(requested int) int {
 
 func (a *API) webSubRoutes(r *mux.Router) {
 	r.HandleFunc(nodeurl.PathWebSub, a.webSub).Methods(http.MethodPost)
-}
-
-// WebSubRequest is a decoded hub request.
-type WebSubRequest struct {
-	// Mode is subscribe, unsubscribe or publish.
-	Mode string
-	// Callback and Topic name a (un)subscription.
-	Callback string
-	Topic    string
-	// LeaseSeconds is the lease asked for (0: none).
-	LeaseSeconds int
-	Secret       string
-	SigAlgo      string
-	// URLs are the topics of a publish request (hub.url and hub.topic,
-	// each repeatable).
-	URLs []string
-}
-
-// ParseWebSubForm decodes a hub request's form. Parameters it does not
-// know are ignored, as §5.1 requires.
-func ParseWebSubForm(form url.Values) (WebSubRequest, error) {
-	req := WebSubRequest{Mode: strings.TrimSpace(form.Get("hub.mode"))}
-	switch req.Mode {
-	case "publish":
-		seen := map[string]bool{}
-		for _, key := range []string{"hub.url", "hub.topic"} {
-			for _, u := range form[key] {
-				u = strings.TrimSpace(u)
-				if u == "" || seen[u] {
-					continue
-				}
-				if err := hub.ValidURL(u); err != nil {
-					return req, fmt.Errorf("%s: %w", key, err)
-				}
-				seen[u] = true
-				req.URLs = append(req.URLs, u)
-			}
-		}
-		if len(req.URLs) == 0 {
-			return req, fmt.Errorf("%w: publish needs hub.url or hub.topic", hub.ErrInvalid)
-		}
-		if len(req.URLs) > maxPublishURLs {
-			return req, fmt.Errorf("%w: more than %d topics in one publish request", hub.ErrInvalid, maxPublishURLs)
-		}
-		return req, nil
-	case "subscribe", "unsubscribe":
-	case "":
-		return req, fmt.Errorf("%w: hub.mode is missing", hub.ErrInvalid)
-	default:
-		return req, fmt.Errorf("%w: hub.mode %q (want subscribe, unsubscribe or publish)", hub.ErrInvalid, req.Mode)
-	}
-	for _, p := range []string{"hub.callback", "hub.topic", "hub.secret", "hub.lease_seconds", paramSigAlgo} {
-		if len(form[p]) > 1 {
-			return req, fmt.Errorf("%w: %s given more than once", hub.ErrInvalid, p)
-		}
-	}
-	req.Callback = strings.TrimSpace(form.Get("hub.callback"))
-	if err := hub.ValidURL(req.Callback); err != nil {
-		return req, fmt.Errorf("hub.callback: %w", err)
-	}
-	if u, _ := url.Parse(req.Callback); u != nil && u.Fragment != "" {
-		return req, fmt.Errorf("%w: hub.callback has a fragment", hub.ErrInvalid)
-	}
-	req.Topic = strings.TrimSpace(form.Get("hub.topic"))
-	if err := hub.ValidURL(req.Topic); err != nil {
-		return req, fmt.Errorf("hub.topic: %w", err)
-	}
-	if req.Mode == "unsubscribe" {
-		return req, nil
-	}
-	if s := strings.TrimSpace(form.Get("hub.lease_seconds")); s != "" {
-		n, err := strconv.Atoi(s)
-		if errors.Is(err, strconv.ErrRange) && n > 0 {
-			err = nil // more than any lease: the maximum is what it gets
-		}
-		if err != nil || n < 0 {
-			return req, fmt.Errorf("%w: hub.lease_seconds %q is not a positive integer", hub.ErrInvalid, s)
-		}
-		req.LeaseSeconds = n
-	}
-	req.Secret = form.Get("hub.secret")
-	if len(req.Secret) > delivery.WebSubMaxSecretBytes {
-		return req, fmt.Errorf("%w: hub.secret must be less than 200 bytes", hub.ErrInvalid)
-	}
-	req.SigAlgo = strings.ToLower(strings.TrimSpace(form.Get(paramSigAlgo)))
-	if !delivery.ValidSigAlgo(req.SigAlgo) {
-		return req, fmt.Errorf("%w: %s %q (want sha1, sha256, sha384 or sha512)", hub.ErrInvalid, paramSigAlgo, req.SigAlgo)
-	}
-	return req, nil
 }
 
 // webSub is POST /websub.
@@ -180,15 +79,15 @@ func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req, err := ParseWebSubForm(r.PostForm)
+	req, err := websub.ParseRequest(r.PostForm)
 	if err != nil {
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	switch req.Mode {
-	case "publish":
+	case websub.ModePublish:
 		a.webSubPublish(w, r, req)
-	case "subscribe":
+	case websub.ModeSubscribe:
 		a.webSubSubscribe(w, r, req)
 	default:
 		a.webSubUnsubscribe(w, r, req)
@@ -198,7 +97,7 @@ func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
 // webSubPublish takes a publish request as a ping of each topic: pingd
 // fetches it and distributes what is new. pingd's own node feeds stand
 // for their node's source. Each topic is recorded as submitted.
-func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
 	type topic struct {
 		submitted string
@@ -253,7 +152,7 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req WebSubRe
 // webSubSubscribe stores the request as pending and answers 202; the
 // delivery engine then verifies intent, or sends the denial notice for a
 // whitelist node without its token and for a topic that cannot be fetched.
-func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
 	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
@@ -308,7 +207,7 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 		if given {
 			reason = "the topic belongs to a whitelist node and the bearer token is not valid for it"
 		}
-		opts.Verify = map[string]string{delivery.WebSubDenied: reason}
+		opts.Verify = map[string]string{websub.VerifyDenied: reason}
 		opts.Secret = "" // nothing will be signed
 		log.InfoContext(ctx, "WebSub subscription denied", "reason", reason)
 	}
@@ -336,7 +235,7 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req WebSub
 // never verified is cancelled at once, and a callback without a
 // subscription has nothing to verify: both get 202 too, so the answer
 // tells nobody which callbacks are subscribed.
-func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req WebSubRequest) {
+func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
 	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)

@@ -2,14 +2,8 @@ package upstream
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"mime"
 	"net/http"
@@ -20,6 +14,7 @@ import (
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
 	"github.com/pingd/pingd/internal/soap"
+	"github.com/pingd/pingd/internal/websub"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -148,7 +143,7 @@ func (m *Manager) websubContent(w http.ResponseWriter, r *http.Request, u *hub.U
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if u.State != hub.UpstreamActive || !validSignature(r.Header.Get("X-Hub-Signature"), u.Secret, body) {
+	if u.State != hub.UpstreamActive || !websub.ValidSignature(r.Header.Get("X-Hub-Signature"), u.Secret, body) {
 		m.log.WarnContext(r.Context(), "upstream content without a valid signature ignored", "endpoint", u.Endpoint, "topic", u.Topic,
 			"remote", r.RemoteAddr)
 		w.WriteHeader(http.StatusAccepted)
@@ -159,34 +154,6 @@ func (m *Manager) websubContent(w http.ResponseWriter, r *http.Request, u *hub.U
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-}
-
-// validSignature checks X-Hub-Signature: method=hex HMAC of the body.
-func validSignature(header, secret string, body []byte) bool {
-	algo, sig, ok := strings.Cut(header, "=")
-	if !ok || secret == "" {
-		return false
-	}
-	var h func() hash.Hash
-	switch strings.ToLower(algo) {
-	case "sha1":
-		h = sha1.New
-	case "sha256":
-		h = sha256.New
-	case "sha384":
-		h = sha512.New384
-	case "sha512":
-		h = sha512.New
-	default:
-		return false
-	}
-	want, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(h, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal(mac.Sum(nil), want)
 }
 
 // cloudChallenge answers the cloud's check of a registration naming
