@@ -11,48 +11,13 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
-// rssCloud protocols a registration may name (case-sensitive, as the
-// specification says). https-post is http-post over TLS, the common
-// extension of rssCloud servers.
-const (
-	CloudHTTPPost  = "http-post"
-	CloudHTTPSPost = "https-post"
-	CloudXMLRPC    = "xml-rpc"
-	CloudSOAP      = "soap"
-)
-
-// ValidCloudProtocol reports whether p is an rssCloud protocol pingd speaks.
-func ValidCloudProtocol(p string) bool {
-	switch p {
-	case CloudHTTPPost, CloudHTTPSPost, CloudXMLRPC, CloudSOAP:
-		return true
-	}
-	return false
-}
-
-// rssCloud rules.
-const (
-	// CloudLease is how long a registration lasts; subscribers register
-	// again every 24 hours.
-	CloudLease = 25 * time.Hour
-	// CloudSuspendAfter consecutive failed notifications stop a
-	// registration until it is renewed.
-	CloudSuspendAfter = 3
-	// CloudVerifyTimeout bounds the check of a registration (the challenge
-	// GET or the test notification): pleaseNotify answers only after it.
-	CloudVerifyTimeout = 10 * time.Second
-	// cloudNotifyTimeout bounds one notification.
-	cloudNotifyTimeout = 30 * time.Second
-)
-
-// CloudVerifyDomain is the key of hub.Options.Verify that holds the domain
-// a registration named: such a registration is checked with a challenge
-// GET instead of a test notification.
-const CloudVerifyDomain = "domain"
+// cloudNotifyTimeout bounds one notification.
+const cloudNotifyTimeout = 30 * time.Second
 
 // RSSCloud notifies rssCloud registrations that a URL changed: an
 // http-post form with url=…, an XML-RPC call of the registered procedure
@@ -78,7 +43,7 @@ func (c *RSSCloud) Wants(_ *hub.Subscription, ev hub.Event) bool { return ev.Kin
 // Policy: a failing registration is retried with backoff and suspended
 // after three errors in a row; the retry window only bounds the backoff.
 func (c *RSSCloud) Policy() Policy {
-	return Policy{RetryWindow: c.window(), SuspendAfter: CloudSuspendAfter}
+	return Policy{RetryWindow: c.window(), SuspendAfter: rsscloud.SuspendAfter}
 }
 
 // Verify checks a registration before it is stored as active. With a
@@ -90,17 +55,17 @@ func (c *RSSCloud) Verify(ctx context.Context, sub *hub.Subscription, node *hub.
 	if mode != "subscribe" {
 		return time.Time{}, nil
 	}
-	vctx, cancel := context.WithTimeout(ctx, CloudVerifyTimeout)
+	vctx, cancel := context.WithTimeout(ctx, rsscloud.VerifyTimeout)
 	defer cancel()
 	resource := cloudResource(sub, node)
-	if sub.Options.Verify[CloudVerifyDomain] != "" {
+	if sub.Options.Verify[rsscloud.VerifyDomain] != "" {
 		if err := c.challenge(vctx, sub.Address, resource); err != nil {
 			return time.Time{}, fmt.Errorf("rssCloud challenge: %w", err)
 		}
 	} else if _, err := c.notify(vctx, sub, resource); err != nil {
 		return time.Time{}, fmt.Errorf("rssCloud test notification: %w", err)
 	}
-	return c.now().Add(CloudLease), nil
+	return c.now().Add(rsscloud.Lease), nil
 }
 
 // Deliver tells the registration once that its URL changed, however many
@@ -153,36 +118,17 @@ func (c *RSSCloud) challenge(ctx context.Context, callback, resource string) err
 // judges the answer: a 2xx, and for XML-RPC a true result, for SOAP no
 // fault.
 func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource string) (int, error) {
-	var r request
-	r.Method, r.URL = http.MethodPost, sub.Address
-	switch sub.Options.Protocol {
-	case CloudHTTPPost, CloudHTTPSPost, "":
-		r.ContentType = "application/x-www-form-urlencoded"
-		r.Body = []byte(url.Values{"url": {resource}}.Encode())
-	case CloudXMLRPC:
-		body, err := xmlrpc.MarshalCall(sub.Options.Procedure, resource)
-		if err != nil {
-			return 0, err
-		}
-		r.ContentType, r.Body = "text/xml", body
-	case CloudSOAP:
-		// One string parameter url, the form Radio UserLand's SOAP
-		// responders take.
-		body, err := soap.MarshalCall(sub.Options.Procedure, soap.Param{Name: "url", Value: resource})
-		if err != nil {
-			return 0, err
-		}
-		r.ContentType, r.Body = soap.ContentType, body
-		r.Header = http.Header{"Soapaction": {soap.Action(sub.Options.Procedure)}}
-	default:
-		return 0, fmt.Errorf("unsupported rssCloud protocol %q", sub.Options.Protocol)
+	n, err := rsscloud.EncodeNotification(sub.Options.Protocol, sub.Options.Procedure, resource)
+	if err != nil {
+		return 0, err
 	}
+	r := request{Method: http.MethodPost, URL: sub.Address, ContentType: n.ContentType, Body: n.Body, Header: n.Header}
 	resp, err := do(ctx, c.Client, c.UserAgent, r)
 	if err != nil {
 		return resp.Status, err
 	}
 	switch sub.Options.Protocol {
-	case CloudXMLRPC:
+	case rsscloud.XMLRPC:
 		if resp.Status < 200 || resp.Status > 299 {
 			return resp.Status, errStatus(resp.Status)
 		}
@@ -193,7 +139,7 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 		if !ok {
 			return resp.Status, errors.New("the subscriber answered false")
 		}
-	case CloudSOAP:
+	case rsscloud.SOAP:
 		// A SOAP fault comes with HTTP 500; look for it first so its
 		// message reaches the delivery state.
 		if fault := soap.FaultString(resp.Body); fault != "" {
@@ -209,7 +155,3 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 	}
 	return resp.Status, nil
 }
-
-// ValidSOAPProcedure reports whether name can be the element name of a
-// SOAP call: an XML name without a prefix.
-func ValidSOAPProcedure(name string) bool { return soap.ValidProcedure(name) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -57,7 +58,7 @@ func TestRSSCloudProtocols(t *testing.T) {
 		tls                 bool
 		check               func(t *testing.T, h hit)
 	}{
-		{delivery.CloudHTTPPost, "", answerStatus(200, "ok"), false, func(t *testing.T, h hit) {
+		{rsscloud.HTTPPost, "", answerStatus(200, "ok"), false, func(t *testing.T, h hit) {
 			if ct := h.Header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" {
 				t.Errorf("content type %q", ct)
 			}
@@ -65,12 +66,12 @@ func TestRSSCloudProtocols(t *testing.T) {
 				t.Errorf("body %q", h.Body)
 			}
 		}},
-		{delivery.CloudHTTPSPost, "", answerStatus(204, ""), true, func(t *testing.T, h hit) {
+		{rsscloud.HTTPSPost, "", answerStatus(204, ""), true, func(t *testing.T, h hit) {
 			if !strings.HasPrefix(h.Body, "url=") {
 				t.Errorf("body %q", h.Body)
 			}
 		}},
-		{delivery.CloudXMLRPC, "myCloud.notify", xmlrpcAnswer(true), false, func(t *testing.T, h hit) {
+		{rsscloud.XMLRPC, "myCloud.notify", xmlrpcAnswer(true), false, func(t *testing.T, h hit) {
 			call, err := xmlrpc.DecodeCall(strings.NewReader(h.Body), xmlrpc.Limits{})
 			if err != nil {
 				t.Fatalf("not an XML-RPC call: %v\n%s", err, h.Body)
@@ -79,7 +80,7 @@ func TestRSSCloudProtocols(t *testing.T) {
 				t.Errorf("call %+v", call)
 			}
 		}},
-		{delivery.CloudSOAP, "notify", soapOK, false, func(t *testing.T, h hit) {
+		{rsscloud.SOAP, "notify", soapOK, false, func(t *testing.T, h hit) {
 			if got := h.Header.Get("SOAPAction"); got != `"/notify"` {
 				t.Errorf("SOAPAction %q", got)
 			}
@@ -151,7 +152,7 @@ func TestRSSCloudDomainChallenge(t *testing.T) {
 			_, _ = io.WriteString(w, h.Query["challenge"][0])
 		}
 	})
-	sub := e.subscribe(cloudSub("n", echo.URL+"/cb?x=1", delivery.CloudHTTPPost, "", map[string]string{delivery.CloudVerifyDomain: "127.0.0.1"}))
+	sub := e.subscribe(cloudSub("n", echo.URL+"/cb?x=1", rsscloud.HTTPPost, "", map[string]string{rsscloud.VerifyDomain: "127.0.0.1"}))
 	e.waitSub(sub.ID, "active", func(s *hub.Subscription) bool { return s != nil && s.State == hub.SubActive })
 	hits := echo.Hits()
 	if len(hits) != 1 || hits[0].Method != http.MethodGet || hits[0].Query["x"][0] != "1" || len(hits[0].Query["challenge"][0]) < 16 {
@@ -160,7 +161,7 @@ func TestRSSCloudDomainChallenge(t *testing.T) {
 
 	// A callback that answers 200 without the challenge is refused.
 	mute := newReceiver(t, e.clock, answerStatus(200, "sure"))
-	sub = e.subscribe(cloudSub("n", mute.URL+"/cb", delivery.CloudHTTPPost, "", map[string]string{delivery.CloudVerifyDomain: "127.0.0.1"}))
+	sub = e.subscribe(cloudSub("n", mute.URL+"/cb", rsscloud.HTTPPost, "", map[string]string{rsscloud.VerifyDomain: "127.0.0.1"}))
 	e.waitSub(sub.ID, "removed", func(s *hub.Subscription) bool { return s == nil })
 	if hits := mute.Hits(); len(hits) != 1 || hits[0].Method != http.MethodGet {
 		t.Fatalf("want only the challenge GET, got %+v", hits)
@@ -182,12 +183,12 @@ func TestRSSCloudTestNotificationRefused(t *testing.T) {
 		protocol, procedure string
 		answer              func(http.ResponseWriter, hit)
 	}{
-		"http 500":      {delivery.CloudHTTPPost, "", answerStatus(500, "")},
-		"http 404":      {delivery.CloudHTTPPost, "", answerStatus(404, "")},
-		"xml-rpc false": {delivery.CloudXMLRPC, "n.notify", xmlrpcAnswer(false)},
-		"xml-rpc fault": {delivery.CloudXMLRPC, "n.notify", fault},
-		"xml-rpc junk":  {delivery.CloudXMLRPC, "n.notify", answerStatus(200, "<html>hi</html>")},
-		"soap fault":    {delivery.CloudSOAP, "notify", soapFault},
+		"http 500":      {rsscloud.HTTPPost, "", answerStatus(500, "")},
+		"http 404":      {rsscloud.HTTPPost, "", answerStatus(404, "")},
+		"xml-rpc false": {rsscloud.XMLRPC, "n.notify", xmlrpcAnswer(false)},
+		"xml-rpc fault": {rsscloud.XMLRPC, "n.notify", fault},
+		"xml-rpc junk":  {rsscloud.XMLRPC, "n.notify", answerStatus(200, "<html>hi</html>")},
+		"soap fault":    {rsscloud.SOAP, "notify", soapFault},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := rssCloudEnv(t)
@@ -216,7 +217,7 @@ func TestRSSCloudSuspendAndRenew(t *testing.T) {
 		}
 	})
 	setFailing := func(v bool) { mu.Lock(); failing = v; mu.Unlock() }
-	sub := e.subscribe(cloudSub("n", rec.URL+"/", delivery.CloudHTTPPost, "", nil))
+	sub := e.subscribe(cloudSub("n", rec.URL+"/", rsscloud.HTTPPost, "", nil))
 	e.waitSub(sub.ID, "active", func(s *hub.Subscription) bool { return s != nil && s.State == hub.SubActive })
 	rec.waitHits(t, 1) // the test notification
 
@@ -243,7 +244,7 @@ func TestRSSCloudSuspendAndRenew(t *testing.T) {
 	rec.quiet(t, 4)
 
 	// Registering again: a test notification, then active and clean.
-	renewed := e.subscribe(cloudSub("n", rec.URL+"/", delivery.CloudHTTPPost, "", nil))
+	renewed := e.subscribe(cloudSub("n", rec.URL+"/", rsscloud.HTTPPost, "", nil))
 	if renewed.ID != sub.ID {
 		t.Fatalf("renewal made a new subscription %d (was %d)", renewed.ID, sub.ID)
 	}
@@ -251,7 +252,7 @@ func TestRSSCloudSuspendAndRenew(t *testing.T) {
 	if s.ConsecutiveErrors != 0 || !s.FirstFailureAt.IsZero() {
 		t.Fatalf("renewed registration keeps its errors: %+v", s.DeliveryState)
 	}
-	if want := e.clock.Now().Add(delivery.CloudLease); !s.ExpiresAt.Equal(want) {
+	if want := e.clock.Now().Add(rsscloud.Lease); !s.ExpiresAt.Equal(want) {
 		t.Fatalf("renewed expiry %v, want %v", s.ExpiresAt, want)
 	}
 	// The test notification and the changes it missed while suspended.
@@ -269,7 +270,7 @@ func TestRSSCloudExpiry(t *testing.T) {
 	e := rssCloudEnv(t)
 	e.node("n")
 	rec := newReceiver(t, e.clock, answerStatus(200, ""))
-	sub := e.subscribe(cloudSub("n", rec.URL+"/", delivery.CloudHTTPPost, "", nil))
+	sub := e.subscribe(cloudSub("n", rec.URL+"/", rsscloud.HTTPPost, "", nil))
 	e.waitSub(sub.ID, "active", func(s *hub.Subscription) bool { return s != nil && s.State == hub.SubActive })
 	rec.waitHits(t, 1)
 
@@ -285,15 +286,4 @@ func TestRSSCloudExpiry(t *testing.T) {
 	e.publish("n", "b", "B", "")
 	e.waitSub(sub.ID, "removed at expiry", func(s *hub.Subscription) bool { return s == nil })
 	rec.quiet(t, 2)
-}
-
-func TestValidSOAPProcedure(t *testing.T) {
-	for name, want := range map[string]bool{
-		"notify": true, "rssNotify.v2": true, "_x-1": true,
-		"": false, "1abc": false, "a b": false, "a:b": false, "<x>": false, strings.Repeat("a", 300): false,
-	} {
-		if got := delivery.ValidSOAPProcedure(name); got != want {
-			t.Errorf("ValidSOAPProcedure(%q) = %v", name, got)
-		}
-	}
 }

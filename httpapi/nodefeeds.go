@@ -18,6 +18,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/rsscloud"
 )
 
 // Node feed settings.
@@ -361,10 +362,10 @@ func (a *API) cloudOf(links nodeurl.Links) (discovery.Cloud, error) {
 		return c, err
 	}
 	switch a.cfg.CloudProtocol {
-	case "xml-rpc":
-		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", "xml-rpc"
-	case "soap":
-		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "pleaseNotify", "soap"
+	case rsscloud.XMLRPC:
+		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", rsscloud.XMLRPC
+	case rsscloud.SOAP:
+		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "pleaseNotify", rsscloud.SOAP
 	}
 	return c, nil
 }

@@ -1,16 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +13,9 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -30,195 +25,15 @@ import (
 // delivery engine does the check (a challenge GET when a domain is named,
 // a test notification otherwise) and the handler waits for its outcome.
 
-// MaxCloudURLs caps the URLs of one registration.
-const MaxCloudURLs = 100
-
 // cloudVerifyWait bounds how long pleaseNotify waits for the check of its
 // registrations; it exceeds the check's own timeout so that a slow
 // callback is judged by the check, not by this wait.
-const cloudVerifyWait = delivery.CloudVerifyTimeout + 10*time.Second
+const cloudVerifyWait = rsscloud.VerifyTimeout + 10*time.Second
 
 func (a *API) rssCloudRoutes(r *mux.Router) {
 	r.HandleFunc(nodeurl.PathPleaseNotify, a.restPleaseNotify).Methods(http.MethodPost)
 	a.HandleRPC("rssCloud.pleaseNotify", a.rpcPleaseNotify)
 	a.HandleRPC("xmlStorageSystem.rssPleaseNotify", a.rpcPleaseNotify)
-}
-
-// CloudRegistration is one pleaseNotify request.
-type CloudRegistration struct {
-	// Procedure is called on the subscriber (xml-rpc, soap).
-	Procedure string
-	Port      int
-	Path      string
-	Protocol  string
-	URLs      []string
-	// Domain, when set, is the callback host instead of the caller's
-	// address; the callback must then echo a challenge.
-	Domain string
-}
-
-// urlParamPattern matches the numbered url1…urlN fields of the REST form.
-var urlParamPattern = regexp.MustCompile(`^url([1-9][0-9]{0,3})$`)
-
-// ParsePleaseNotifyForm decodes the REST form of pleaseNotify:
-// notifyProcedure (or registerProcedure), port, path, protocol,
-// url1…urlN (a plain url is taken too) and the optional domain.
-func ParsePleaseNotifyForm(form url.Values) (CloudRegistration, error) {
-	procedure := form.Get("notifyProcedure")
-	if procedure == "" {
-		procedure = form.Get("registerProcedure")
-	}
-	type numbered struct {
-		n int
-		u string
-	}
-	var found []numbered
-	for key, vs := range form {
-		if key == "url" {
-			for _, v := range vs {
-				found = append(found, numbered{0, v})
-			}
-			continue
-		}
-		m := urlParamPattern.FindStringSubmatch(key)
-		if m == nil {
-			continue
-		}
-		n, _ := strconv.Atoi(m[1])
-		for _, v := range vs {
-			found = append(found, numbered{n, v})
-		}
-		if len(found) > MaxCloudURLs {
-			break
-		}
-	}
-	slices.SortStableFunc(found, func(a, b numbered) int { return a.n - b.n })
-	urls := make([]string, 0, len(found))
-	for _, f := range found {
-		urls = append(urls, f.u)
-	}
-	return NewCloudRegistration(procedure, form.Get("port"), form.Get("path"), form.Get("protocol"), urls, form.Get("domain"))
-}
-
-// NewCloudRegistration checks the parameters of a registration, as both
-// the REST form and the XML-RPC call give them.
-func NewCloudRegistration(procedure, port, path, protocol string, urls []string, domain string) (CloudRegistration, error) {
-	reg := CloudRegistration{
-		Procedure: strings.TrimSpace(procedure),
-		Path:      strings.TrimSpace(path),
-		Protocol:  strings.TrimSpace(protocol),
-		Domain:    strings.TrimSpace(domain),
-	}
-	if !delivery.ValidCloudProtocol(reg.Protocol) {
-		return reg, fmt.Errorf("%w: protocol %q (want http-post, https-post, xml-rpc or soap)", hub.ErrInvalid, reg.Protocol)
-	}
-	p, err := strconv.Atoi(strings.TrimSpace(port))
-	if err != nil || p < 1 || p > 65535 {
-		return reg, fmt.Errorf("%w: port %q (want 1 to 65535)", hub.ErrInvalid, port)
-	}
-	reg.Port = p
-	if err := checkCloudPath(reg.Path); err != nil {
-		return reg, err
-	}
-	if reg.Path == "" {
-		reg.Path = "/"
-	} else if !strings.HasPrefix(reg.Path, "/") {
-		reg.Path = "/" + reg.Path
-	}
-	switch reg.Protocol {
-	case delivery.CloudXMLRPC:
-		if !xmlrpc.ValidMethodName(reg.Procedure) {
-			return reg, fmt.Errorf("%w: notifyProcedure %q is not an XML-RPC method name", hub.ErrInvalid, reg.Procedure)
-		}
-	case delivery.CloudSOAP:
-		if !delivery.ValidSOAPProcedure(reg.Procedure) {
-			return reg, fmt.Errorf("%w: notifyProcedure %q is not a SOAP procedure name", hub.ErrInvalid, reg.Procedure)
-		}
-	default:
-		reg.Procedure = "" // http-post calls no procedure
-	}
-	if reg.Domain != "" {
-		if err := checkCloudDomain(reg.Domain); err != nil {
-			return reg, err
-		}
-	}
-	if len(urls) == 0 {
-		return reg, fmt.Errorf("%w: no URL to be notified about (url1, url2, …)", hub.ErrInvalid)
-	}
-	if len(urls) > MaxCloudURLs {
-		return reg, fmt.Errorf("%w: more than %d URLs in one registration", hub.ErrInvalid, MaxCloudURLs)
-	}
-	seen := map[string]bool{}
-	for _, u := range urls {
-		u = strings.TrimSpace(u)
-		if err := hub.ValidURL(u); err != nil {
-			return reg, err
-		}
-		if !seen[u] {
-			seen[u] = true
-			reg.URLs = append(reg.URLs, u)
-		}
-	}
-	return reg, nil
-}
-
-// checkCloudPath accepts a path of printable ASCII without a fragment or
-// white space (a query is allowed: some responders take one).
-func checkCloudPath(p string) error {
-	if len(p) > 1024 {
-		return fmt.Errorf("%w: path longer than 1024 bytes", hub.ErrInvalid)
-	}
-	for _, r := range p {
-		if r <= ' ' || r >= 0x7f || r == '#' || r == '\\' {
-			return fmt.Errorf("%w: path %q has a character it may not have (%q)", hub.ErrInvalid, p, r)
-		}
-	}
-	return nil
-}
-
-// checkCloudDomain accepts a host name or an IP address, nothing else.
-func checkCloudDomain(d string) error {
-	if _, err := netip.ParseAddr(strings.Trim(d, "[]")); err == nil {
-		return nil
-	}
-	if len(d) > 253 {
-		return fmt.Errorf("%w: domain longer than 253 bytes", hub.ErrInvalid)
-	}
-	for _, label := range strings.Split(strings.TrimSuffix(d, "."), ".") {
-		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
-			return fmt.Errorf("%w: domain %q is not a host name or an IP address", hub.ErrInvalid, d)
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-				return fmt.Errorf("%w: domain %q is not a host name or an IP address", hub.ErrInvalid, d)
-			}
-		}
-	}
-	return nil
-}
-
-// Callback is the URL notifications go to: the domain when given, else
-// the caller's own address (a registration cannot be made for another
-// host), with the port and path.
-func (reg CloudRegistration) Callback(remoteIP string) (string, error) {
-	host := reg.Domain
-	if host == "" {
-		ip, err := netip.ParseAddr(remoteIP)
-		if err != nil {
-			return "", fmt.Errorf("the caller's address %q is not an IP address", remoteIP)
-		}
-		host = ip.Unmap().WithZone("").String()
-	}
-	scheme := "http"
-	if reg.Protocol == delivery.CloudHTTPSPost {
-		scheme = "https"
-	}
-	raw := scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(reg.Port)) + reg.Path
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("%w: callback %q: %v", hub.ErrInvalid, raw, err)
-	}
-	return u.String(), nil
 }
 
 // cloudOutcome is what a pleaseNotify call achieved.
@@ -230,7 +45,7 @@ type cloudOutcome struct {
 // pleaseNotify registers the callback for every URL, waits for the checks
 // and says how it went. Only a failure to store is returned as an error;
 // everything the caller can act on is an outcome with a message.
-func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegistration, remoteIP string) (cloudOutcome, error) {
+func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Registration, remoteIP string) (cloudOutcome, error) {
 	if limited := a.allowSubscribe(remoteIP); limited != nil {
 		return cloudOutcome{}, limited
 	}
@@ -266,7 +81,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg CloudRegist
 	}
 	opts := hub.Options{Protocol: reg.Protocol, Procedure: reg.Procedure}
 	if reg.Domain != "" {
-		opts.Verify = map[string]string{delivery.CloudVerifyDomain: reg.Domain}
+		opts.Verify = map[string]string{rsscloud.VerifyDomain: reg.Domain}
 	}
 	subs := make([]cloudRequest, len(reg.URLs))
 	for i, u := range reg.URLs {
@@ -369,7 +184,7 @@ func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// r.Form: the body's fields and, for lenience, the query's.
-	reg, err := ParsePleaseNotifyForm(r.Form)
+	reg, err := rsscloud.ParsePleaseNotifyForm(r.Form)
 	if err != nil {
 		writeNotifyResult(w, http.StatusBadRequest, false, err.Error())
 		return
@@ -391,16 +206,11 @@ func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
 
 // writeNotifyResult answers as rssCloud REST clients expect.
 func writeNotifyResult(w http.ResponseWriter, code int, ok bool, msg string) {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	fmt.Fprintf(&b, `<notifyResult success="%t" msg="`, ok)
-	_ = xml.EscapeText(&b, []byte(msg))
-	b.WriteString("\"/>\n")
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(rsscloud.EncodeNotifyResult(ok, msg))
 }
 
 // rpcPleaseNotify is rssCloud.pleaseNotify(procedure, port, path,
@@ -454,7 +264,7 @@ func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error)
 			return nil, err
 		}
 	}
-	reg, err := NewCloudRegistration(procedure, port, path, protocol, urls, domain)
+	reg, err := rsscloud.NewRegistration(procedure, port, path, protocol, urls, domain)
 	if err != nil {
 		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: %v", req.Method, err)
 	}

@@ -14,17 +14,9 @@ import (
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/xmlrpc"
-)
-
-// rssCloud protocols (case-sensitive, as seed 001 says). A <cloud> names
-// one for the registration and pingd asks the cloud to notify it in the
-// same one.
-const (
-	protocolHTTPPost = "http-post"
-	protocolXMLRPC   = "xml-rpc"
-	protocolSOAP     = "soap"
 )
 
 // NotifyProcedure is the procedure pingd asks an xml-rpc or soap cloud to
@@ -45,7 +37,7 @@ type cloud struct {
 // cloud is its URL alone, as registrations made before other protocols
 // were stored.
 func (c cloud) endpoint() string {
-	if c.protocol == protocolHTTPPost {
+	if c.protocol == rsscloud.HTTPPost {
 		return c.url
 	}
 	return c.url + "#" + url.Values{"protocol": {c.protocol}, "procedure": {c.procedure}}.Encode()
@@ -55,7 +47,7 @@ func (c cloud) endpoint() string {
 func parseCloud(endpoint string) cloud {
 	u, frag, ok := strings.Cut(endpoint, "#")
 	if !ok {
-		return cloud{url: endpoint, protocol: protocolHTTPPost}
+		return cloud{url: endpoint, protocol: rsscloud.HTTPPost}
 	}
 	v, _ := url.ParseQuery(frag)
 	return cloud{url: u, protocol: v.Get("protocol"), procedure: v.Get("procedure")}
@@ -75,13 +67,13 @@ func cloudEndpoint(c discovery.FoundCloud) string {
 		procedure: c.RegisterProcedure,
 	}
 	switch c.Protocol {
-	case protocolHTTPPost:
-	case protocolXMLRPC:
+	case rsscloud.HTTPPost:
+	case rsscloud.XMLRPC:
 		if !xmlrpc.ValidMethodName(c.RegisterProcedure) {
 			return ""
 		}
-	case protocolSOAP:
-		if !soap.ValidProcedure(c.RegisterProcedure) {
+	case rsscloud.SOAP:
+		if !rsscloud.ValidSOAPProcedure(c.RegisterProcedure) {
 			return ""
 		}
 	default:
@@ -107,11 +99,11 @@ func (m *Manager) pleaseNotify(ctx context.Context, u *hub.Upstream) error {
 	cb, _ := url.Parse(m.callback(u))
 	reg := registration{port: port, path: cb.EscapedPath(), domain: m.base.Hostname(), topic: u.Topic}
 	switch c.protocol {
-	case protocolHTTPPost:
+	case rsscloud.HTTPPost:
 		return m.pleaseNotifyREST(ctx, c, reg)
-	case protocolXMLRPC:
+	case rsscloud.XMLRPC:
 		return m.pleaseNotifyXMLRPC(ctx, c, reg)
-	case protocolSOAP:
+	case rsscloud.SOAP:
 		return m.pleaseNotifySOAP(ctx, c, reg)
 	}
 	return fmt.Errorf("rssCloud protocol %q is not one pingd registers with", c.protocol)
@@ -128,7 +120,7 @@ func (m *Manager) pleaseNotifyREST(ctx context.Context, c cloud, reg registratio
 		"notifyProcedure": {""},
 		"port":            {reg.port},
 		"path":            {reg.path},
-		"protocol":        {protocolHTTPPost},
+		"protocol":        {rsscloud.HTTPPost},
 		"domain":          {reg.domain},
 		"url1":            {reg.topic},
 	}
@@ -156,7 +148,7 @@ func (m *Manager) pleaseNotifyXMLRPC(ctx context.Context, c cloud, reg registrat
 	if err != nil {
 		return fmt.Errorf("public URL port %q: %w", reg.port, err)
 	}
-	params := []any{NotifyProcedure, port, reg.path, protocolXMLRPC, []any{reg.topic}, reg.domain}
+	params := []any{NotifyProcedure, port, reg.path, rsscloud.XMLRPC, []any{reg.topic}, reg.domain}
 	err = m.callXMLRPC(ctx, c, params)
 	var fault *xmlrpc.Fault
 	if errors.As(err, &fault) {
@@ -202,7 +194,7 @@ func (m *Manager) pleaseNotifySOAP(ctx context.Context, c cloud, reg registratio
 		soap.Param{Name: "notifyProcedure", Value: NotifyProcedure},
 		soap.Param{Name: "port", Value: port},
 		soap.Param{Name: "path", Value: reg.path},
-		soap.Param{Name: "protocol", Value: protocolSOAP},
+		soap.Param{Name: "protocol", Value: rsscloud.SOAP},
 		soap.Param{Name: "urlList", Value: []string{reg.topic}},
 		soap.Param{Name: "domain", Value: reg.domain})
 	if err != nil {
