@@ -1,33 +1,14 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/cnws"
 )
-
-// CNWSNamespace is the namespace of CNWS documents (the 2003-04-08 draft).
-const CNWSNamespace = "http://www.owlfish.com/thoughts/cnws-2003-04-08.html"
-
-// CNWSMaxTitleRunes is the longest title CNWS allows.
-const CNWSMaxTitleRunes = 255
-
-// CNWSMinRetryLimit is the shortest ageing of an unreachable subscriber
-// the CNWS draft allows: "a minimum of a 24 hour period".
-const CNWSMinRetryLimit = 24 * time.Hour
-
-// cnwsContentType is what pingd posts CNWS documents as.
-const cnwsContentType = "text/xml; charset=utf-8"
 
 // CNWS notifies CNWS subscribers with a <notification><resourceChange>
 // naming the resource they subscribed to, with a title and description of
@@ -74,11 +55,11 @@ func (c *CNWS) Verify(context.Context, *hub.Subscription, *hub.Node, string) (ti
 // Deliver posts one <resourceChange> for the batch of changes.
 func (c *CNWS) Deliver(ctx context.Context, d *Delivery) Result {
 	change := c.changeOf(d)
-	body, err := EncodeCNWSChange(change)
+	body, err := cnws.EncodeChange(change)
 	if err != nil {
 		return Result{Err: err}
 	}
-	resp, err := do(ctx, c.Client, c.UserAgent, request{Method: http.MethodPost, URL: d.Sub.Address, ContentType: cnwsContentType, Body: body})
+	resp, err := do(ctx, c.Client, c.UserAgent, request{Method: http.MethodPost, URL: d.Sub.Address, ContentType: cnws.ContentType, Body: body})
 	if err != nil {
 		// Not contacted: the ageing process (the engine's retry window).
 		return Result{Err: err}
@@ -93,7 +74,7 @@ func (c *CNWS) Deliver(ctx context.Context, d *Delivery) Result {
 func judgeCNWS(resp response) Result {
 	switch {
 	case resp.Status >= 200 && resp.Status <= 299:
-		if status, ok := DecodeCNWSStatus(resp.Body); ok && !status {
+		if status, ok := cnws.DecodeStatus(resp.Body); ok && !status {
 			return Result{Status: resp.Status, Err: errors.New("the subscriber answered false"), Remove: true}
 		}
 		return Result{Status: resp.Status}
@@ -106,22 +87,11 @@ func judgeCNWS(resp response) Result {
 	}
 }
 
-// CNWSChange is the content of one <resourceChange>.
-type CNWSChange struct {
-	ResourceID  string
-	ChangeTime  time.Time
-	Title       string
-	Description string
-	// Extensions are the publisher's elements of other namespaces, each a
-	// self-contained XML element, passed on as they came.
-	Extensions string
-}
-
 // changeOf sums up a batch: a publisher's own words (a CNWS
 // resourceChange note) win; otherwise the newest new item's title and
 // summary describe the change.
-func (c *CNWS) changeOf(d *Delivery) CNWSChange {
-	ch := CNWSChange{ResourceID: d.Sub.Options.Topic}
+func (c *CNWS) changeOf(d *Delivery) cnws.Change {
+	ch := cnws.Change{ResourceID: d.Sub.Options.Topic}
 	if ch.ResourceID == "" {
 		ch.ResourceID = d.Node.SourceURL
 	}
@@ -148,94 +118,4 @@ func (c *CNWS) changeOf(d *Delivery) CNWSChange {
 		ch.ChangeTime = c.now()
 	}
 	return ch
-}
-
-// EncodeCNWSChange renders a <notification> carrying one <resourceChange>.
-// The title is cut to 255 characters; both texts lose control characters
-// XML cannot carry.
-func EncodeCNWSChange(ch CNWSChange) ([]byte, error) {
-	if err := hub.ValidURL(ch.ResourceID); err != nil {
-		return nil, fmt.Errorf("CNWS resourceID: %w", err)
-	}
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	b.WriteString(`<notification version="1.0" xmlns="` + CNWSNamespace + `">` + "\n<resourceChange>\n")
-	element(&b, "resourceID", ch.ResourceID)
-	element(&b, "changeTime", ch.ChangeTime.UTC().Format(http.TimeFormat))
-	if t := CNWSText(ch.Title, CNWSMaxTitleRunes); t != "" {
-		element(&b, "title", t)
-	}
-	if d := CNWSText(ch.Description, 0); d != "" {
-		element(&b, "description", d)
-	}
-	if ch.Extensions != "" {
-		b.WriteString(ch.Extensions + "\n")
-	}
-	b.WriteString("</resourceChange>\n</notification>\n")
-	return b.Bytes(), nil
-}
-
-func element(b *bytes.Buffer, name, text string) {
-	b.WriteString("<" + name + ">")
-	_ = xml.EscapeText(b, []byte(text))
-	b.WriteString("</" + name + ">\n")
-}
-
-// CNWSText makes s fit CNWS's plain text: valid UTF-8, no control
-// characters but white space, surrounding space trimmed, at most max
-// runes (0: any length).
-func CNWSText(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if max > 0 && utf8.RuneCountInString(s) > max {
-		runes := []rune(s)
-		s = strings.TrimSpace(string(runes[:max]))
-	}
-	return s
-}
-
-// DecodeCNWSStatus reads the <status> of a CNWS <result> answer. ok is
-// false when the body is not such a document (or says neither true nor
-// false): the caller decides what an unreadable answer means.
-func DecodeCNWSStatus(body []byte) (status, ok bool) {
-	d := xml.NewDecoder(io.LimitReader(bytes.NewReader(body), maxResponseBytes))
-	d.Strict = true
-	var path []string
-	var text strings.Builder
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return false, false
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			path = append(path, t.Name.Local)
-			text.Reset()
-		case xml.EndElement:
-			if len(path) >= 2 && path[len(path)-1] == "status" && path[len(path)-2] == "result" {
-				switch strings.ToLower(strings.TrimSpace(text.String())) {
-				case "true", "1":
-					return true, true
-				case "false", "0":
-					return false, true
-				}
-				return false, false
-			}
-			if len(path) > 0 {
-				path = path[:len(path)-1]
-			}
-		case xml.CharData:
-			if text.Len() < 64 {
-				text.Write(t)
-			}
-		case xml.Directive:
-			return false, false // no DOCTYPE: nothing to expand
-		}
-	}
 }

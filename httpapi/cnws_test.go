@@ -3,20 +3,17 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/cnws"
 )
 
-const cnwsNS = "http://www.owlfish.com/thoughts/cnws-2003-04-08.html"
+const cnwsNS = cnws.Namespace
 
 // cnwsResult is a CNWS answer.
 type cnwsResult struct {
@@ -219,74 +216,4 @@ func TestCNWSBadDocuments(t *testing.T) {
 	if resp, res := e.cnws(big); resp.StatusCode != 413 || res.Result.Status != "false" {
 		t.Errorf("too large: HTTP %d %+v", resp.StatusCode, res.Result)
 	}
-}
-
-func TestDecodeCNWS(t *testing.T) {
-	// No namespace (early clients), an extension element and attribute,
-	// a non-UTF-8 encoding, a title of exactly 255 characters.
-	title := strings.Repeat("é", 255)
-	latin1 := []byte(`<?xml version="1.0" encoding="ISO-8859-1"?><notification version="1.0"><resourceChange xmlns:x="urn:x">` +
-		`<resourceID> http://example.org/ </resourceID><x:extra><x:deep>ignored</x:deep></x:extra><title>`)
-	for range 255 {
-		latin1 = append(latin1, 0xE9)
-	}
-	latin1 = append(latin1, []byte(`</title><description>caf`+"\xe9"+`</description></resourceChange></notification>`)...)
-	req, err := httpapi.DecodeCNWS(bytes.NewReader(latin1), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.Change == nil || req.Change.ResourceID != "http://example.org/" || req.Change.Title != title ||
-		req.Change.Description != "café" || !req.Change.HasText || req.Subscribe != nil {
-		t.Fatalf("decoded %+v", req.Change)
-	}
-	req, err = httpapi.DecodeCNWS(strings.NewReader(cnwsSubscribeDoc("http://a.example/", "http://b.example:8888/")), 1<<20)
-	if err != nil || req.Subscribe == nil || req.Subscribe.NotificationURL != "http://b.example:8888/" {
-		t.Fatalf("subscribe %+v %v", req.Subscribe, err)
-	}
-	if _, err := httpapi.DecodeCNWS(strings.NewReader(cnwsChangeDoc("http://a/", "", strings.Repeat("d", 100))), 50); !errors.Is(err, httpapi.ErrCNWS) {
-		t.Fatalf("over the size limit: %v", err)
-	}
-}
-
-func FuzzDecodeCNWS(f *testing.F) {
-	f.Add([]byte(cnwsSubscribeDoc("http://news.bbc.co.uk/", "http://test.server.com:8888/")))
-	f.Add([]byte(cnwsChangeDoc("http://news.bbc.co.uk/", "Title of the change", "A description of the change")))
-	f.Add([]byte(`<notification><resourceChange><resourceID>http://x/</resourceID><y:z xmlns:y="u"><q/></y:z></resourceChange></notification>`))
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		req, err := httpapi.DecodeCNWS(bytes.NewReader(doc), 1<<16)
-		if err != nil {
-			if !errors.Is(err, httpapi.ErrCNWS) {
-				t.Fatalf("error without ErrCNWS: %v", err)
-			}
-			return
-		}
-		switch {
-		case req.Change != nil && req.Subscribe == nil:
-			if hub.ValidURL(req.Change.ResourceID) != nil || utf8.RuneCountInString(req.Change.Title) > delivery.CNWSMaxTitleRunes {
-				t.Fatalf("accepted %+v", req.Change)
-			}
-			if !utf8.ValidString(req.Change.Title) || !utf8.ValidString(req.Change.Description) {
-				t.Fatal("invalid UTF-8 accepted")
-			}
-			// Kept extensions are well-formed XML elements on their own.
-			if ext := req.Change.Extensions; ext != "" {
-				d := xml.NewDecoder(strings.NewReader("<x>" + ext + "</x>"))
-				for {
-					_, err := d.Token()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						t.Fatalf("extensions %q do not parse: %v", ext, err)
-					}
-				}
-			}
-		case req.Subscribe != nil && req.Change == nil:
-			if hub.ValidURL(req.Subscribe.ResourceID) != nil || hub.ValidURL(req.Subscribe.NotificationURL) != nil {
-				t.Fatalf("accepted %+v", req.Subscribe)
-			}
-		default:
-			t.Fatalf("decoded %+v", req)
-		}
-	})
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/cnws"
 	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
@@ -50,7 +50,7 @@ func TestSubscribeRateLimit(t *testing.T) {
 	limited("GetPingd subscribe", e.do(http.MethodPost, "/feeds/n?method=subscribe", "", strings.NewReader("<subscription/>"),
 		"Content-Type", discovery.ContentTypeHTTPSubscribe), "text/plain")
 	limited("CNWS subscribe", e.do(http.MethodPost, "/cnws", "", strings.NewReader(`<?xml version="1.0"?><notification version="1.0" xmlns="`+
-		delivery.CNWSNamespace+`"><subscribe><resourceID>`+topic+`</resourceID><notificationURL>`+callback+
+		cnws.Namespace+`"><subscribe><resourceID>`+topic+`</resourceID><notificationURL>`+callback+
 		`</notificationURL></subscribe></notification>`),
 		"Content-Type", "text/xml"), "text/xml")
 	form := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/cb"}, "protocol": {"http-post"}, "url1": {topic}}

@@ -18,6 +18,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/internal/cnws"
 	"github.com/pingd/pingd/internal/xmppaddr"
 )
 
@@ -303,7 +304,7 @@ func (c *Config) Validate() error {
 	if c.PingArchive < 2*time.Hour {
 		errs = append(errs, fmt.Errorf("PINGD_PING_ARCHIVE (--ping-archive) %s: want at least 2h (changes.xml shows the last hour)", c.PingArchive))
 	}
-	if c.CNWSRetryLimit < delivery.CNWSMinRetryLimit {
+	if c.CNWSRetryLimit < cnws.MinRetryLimit {
 		errs = append(errs, fmt.Errorf("PINGD_CNWS_RETRY_LIMIT (--cnws-retry-limit) %s: want at least 24h (the CNWS draft: \"the publisher should keep retrying for a minimum of a 24 hour period\")", c.CNWSRetryLimit))
 	}
 	if c.UpstreamCheck < time.Second {

@@ -1,4 +1,4 @@
-package httpapi
+package cnws
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ type extensionCapture struct {
 func (c *extensionCapture) start(t xml.StartElement) error {
 	c.count++
 	if c.count > maxCNWSExtensions {
-		return cnwsErrorf("more than %d extension elements", maxCNWSExtensions)
+		return errorf("more than %d extension elements", maxCNWSExtensions)
 	}
 	c.cur.Reset()
 	c.enc = xml.NewEncoder(&c.cur)
@@ -60,13 +60,13 @@ func (c *extensionCapture) token(tok xml.Token) error {
 		return nil
 	}
 	if err := c.enc.EncodeToken(tok); err != nil {
-		return cnwsErrorf("extension element: %v", err)
+		return errorf("extension element: %v", err)
 	}
 	if err := c.enc.Flush(); err != nil {
-		return cnwsErrorf("extension element: %v", err)
+		return errorf("extension element: %v", err)
 	}
 	if c.all.Len()+c.cur.Len() > maxCNWSExtensionBytes {
-		return cnwsErrorf("extension elements larger than %d bytes", maxCNWSExtensionBytes)
+		return errorf("extension elements larger than %d bytes", maxCNWSExtensionBytes)
 	}
 	return nil
 }
