@@ -16,6 +16,7 @@ import (
 
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 )
 
@@ -177,7 +178,7 @@ func measureWebhooks(ctx context.Context, t testing.TB, plan webhookPlan) []webh
 		err := parallel(n, 4, func(i int) error {
 			_, _, err := p.Hub.Subscribe(ctx, hub.Subscription{
 				NodeName: node, Kind: hub.KindWebhook, Address: urls[i],
-				Options: hub.Options{Method: delivery.MethodPost, Diff: delivery.DiffNone},
+				Options: hub.Options{Method: getpingd.WebhookMethodPost, Diff: getpingd.DiffNone},
 			})
 			return err
 		})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -323,7 +324,7 @@ func atomIDs(t *testing.T, body []byte) []string {
 func TestReceiverDownThenBackGetsEverythingInOrder(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Batch = 2 })
 	rcv := newReceiver(t, h.clock)
-	id := h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{Method: MethodPost, Diff: DiffNone})
+	id := h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{Method: getpingd.WebhookMethodPost, Diff: getpingd.DiffNone})
 
 	rcv.Down()
 	var published []string

@@ -12,19 +12,13 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/websub"
 )
 
-// Diff formats a GetPingd webhook subscriber may ask for.
-const (
-	DiffNone      = "none"
-	DiffPatchOps  = "application/patch-ops+xml"
-	DiffXMLPatch  = "application/xml-patch+xml" // RFC 7351's name, accepted as an alias
-	MethodPost    = "POST"
-	MethodNotify  = "NOTIFY"
-	atomMediaType = "application/atom+xml"
-)
+// atomMediaType is what Atom documents are sent as.
+const atomMediaType = "application/atom+xml"
 
 // HTTPSender is what the HTTP-based senders share: the guarded client and
 // the addresses pingd signs its requests with.
@@ -58,12 +52,10 @@ func (w *Webhook) Wants(sub *hub.Subscription, ev hub.Event) bool {
 	case hub.EventItem:
 		return true
 	case hub.EventRetract, hub.EventPurge:
-		return isPatch(sub.Options.Diff)
+		return getpingd.IsPatch(sub.Options.Diff)
 	}
 	return false
 }
-
-func isPatch(diff string) bool { return diff == DiffPatchOps || diff == DiffXMLPatch }
 
 // Policy: retried for 24 hours with a last retry; 410 removes.
 func (w *Webhook) Policy() Policy { return Policy{RetryWindow: w.window()} }
@@ -86,8 +78,8 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	patch := isPatch(d.Sub.Options.Diff)
-	variant := DiffNone
+	patch := getpingd.IsPatch(d.Sub.Options.Diff)
+	variant := getpingd.DiffNone
 	if patch {
 		variant = d.Sub.Options.Diff
 	}
@@ -110,7 +102,7 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	}
 	method := d.Sub.Options.Method
 	if method == "" {
-		method = MethodPost
+		method = getpingd.WebhookMethodPost
 	}
 	header := http.Header{}
 	header.Set("Link", websub.LinkHeader(links.Hub, links.Descriptor))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 )
 
 func TestVerificationOfIntent(t *testing.T) {
@@ -99,8 +100,8 @@ func TestDeliveryMethodsAndSignature(t *testing.T) {
 	h := newHarness(t)
 	rcv := newReceiver(t, h.clock)
 	const secret = "s3cr3t"
-	h.subscribe(rcv.URL("/post"), hub.SubActive, hub.Options{Method: MethodPost, Diff: DiffNone})
-	h.subscribe(rcv.URL("/notify"), hub.SubActive, hub.Options{Method: MethodNotify, Diff: DiffNone, Secret: secret})
+	h.subscribe(rcv.URL("/post"), hub.SubActive, hub.Options{Method: getpingd.WebhookMethodPost, Diff: getpingd.DiffNone})
+	h.subscribe(rcv.URL("/notify"), hub.SubActive, hub.Options{Method: getpingd.WebhookMethodNotify, Diff: getpingd.DiffNone, Secret: secret})
 	h.subscribe(rcv.URL("/default"), hub.SubActive, hub.Options{})
 	h.publish("one", "two")
 	eventually(t, "three deliveries", func() bool { return len(rcv.deliveries("")) == 3 })
@@ -174,11 +175,11 @@ func entries(t *testing.T, doc []byte) []entryView {
 }
 
 func TestDeliveryPatch(t *testing.T) {
-	for _, diff := range []string{DiffPatchOps, DiffXMLPatch} {
+	for _, diff := range []string{getpingd.DiffPatchOps, getpingd.DiffXMLPatch} {
 		t.Run(diff, func(t *testing.T) {
 			h := newHarness(t)
 			rcv := newReceiver(t, h.clock)
-			id := h.subscribe(rcv.URL("/patch"), hub.SubActive, hub.Options{Method: MethodPost, Diff: diff})
+			id := h.subscribe(rcv.URL("/patch"), hub.SubActive, hub.Options{Method: getpingd.WebhookMethodPost, Diff: diff})
 			ctx := context.Background()
 			current := func() []byte {
 				items, err := h.hub.Items(ctx, h.node, nil, 0)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 )
 
@@ -300,13 +301,13 @@ func TestDiscoverGetPingdAsTheSeedWritesIt(t *testing.T) {
 		gadget.URIs[0].Method != "SUBSCRIBE" || gadget.URIs[1].Method != "POST" || gadget.URIs[2].Method != "GET" {
 		t.Errorf("URIs %+v", gadget.URIs)
 	}
-	if gadget.JID != "user@example.com" || gadget.Node != "feeds/TheUniversalGadget" || gadget.Security != SecurityWhitelist {
+	if gadget.JID != "user@example.com" || gadget.Node != "feeds/TheUniversalGadget" || gadget.Security != getpingd.SecurityWhitelist {
 		t.Errorf("the PubSub nested in Accept was not read: %+v", gadget)
 	}
 	want := []Choice{
-		{Type: ContentTypeHTTPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget"},
-		{Type: ContentTypeXMPPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget",
-			JID: "user@example.com", Node: "feeds/TheUniversalGadget", Security: SecurityWhitelist},
+		{Type: getpingd.ContentTypeHTTPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget"},
+		{Type: getpingd.ContentTypeXMPPSubscribe, Descriptor: s.URL + "/xrds", Method: "SUBSCRIBE", URI: s.URL + "/feeds/TheUniversalGadget",
+			JID: "user@example.com", Node: "feeds/TheUniversalGadget", Security: getpingd.SecurityWhitelist},
 	}
 	if !slices.Equal(f.Chosen, want) {
 		t.Errorf("chosen %+v\nwant   %+v", f.Chosen, want)
@@ -327,21 +328,21 @@ func TestDiscoverGetPingdAsTheSeedWritesIt(t *testing.T) {
 // subscription type asked for, or without a usable method is passed
 // over; an XMPP choice needs the pubsub node.
 func TestChooseService(t *testing.T) {
-	sub := []string{ServiceSubscribe}
+	sub := []string{getpingd.ServiceSubscribe}
 	services := []Service{
-		{Descriptor: "d0", Types: []string{"other"}, Accept: []string{ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/0"}}},
-		{Descriptor: "d1", Types: sub, Accept: []string{ContentTypeXMPPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/1"}}},
-		{Descriptor: "d2", Types: sub, Accept: []string{ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "GET", URL: "http://x/2"}}},
-		{Descriptor: "d3", Types: sub, Accept: []string{ContentTypeHTTPSubscribe, ContentTypeXMPPSubscribe}, JID: "pubsub.example", Node: "n",
+		{Descriptor: "d0", Types: []string{"other"}, Accept: []string{getpingd.ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/0"}}},
+		{Descriptor: "d1", Types: sub, Accept: []string{getpingd.ContentTypeXMPPSubscribe}, URIs: []ServiceURI{{Method: "POST", URL: "http://x/1"}}},
+		{Descriptor: "d2", Types: sub, Accept: []string{getpingd.ContentTypeHTTPSubscribe}, URIs: []ServiceURI{{Method: "GET", URL: "http://x/2"}}},
+		{Descriptor: "d3", Types: sub, Accept: []string{getpingd.ContentTypeHTTPSubscribe, getpingd.ContentTypeXMPPSubscribe}, JID: "pubsub.example", Node: "n",
 			URIs: []ServiceURI{{Method: "GET", URL: "http://x/3g"}, {Method: "POST", URL: "http://x/3"}}},
 	}
-	if c, ok := ChooseService(services, ContentTypeHTTPSubscribe); !ok || c.Descriptor != "d3" || c.URI != "http://x/3" || c.Method != "POST" {
+	if c, ok := ChooseService(services, getpingd.ContentTypeHTTPSubscribe); !ok || c.Descriptor != "d3" || c.URI != "http://x/3" || c.Method != "POST" {
 		t.Errorf("HTTP: %+v %v", c, ok)
 	}
-	if c, ok := ChooseService(services, ContentTypeXMPPSubscribe); !ok || c.Descriptor != "d3" || c.JID != "pubsub.example" {
+	if c, ok := ChooseService(services, getpingd.ContentTypeXMPPSubscribe); !ok || c.Descriptor != "d3" || c.JID != "pubsub.example" {
 		t.Errorf("XMPP: %+v %v", c, ok)
 	}
-	if _, ok := ChooseService(services[:3], ContentTypeHTTPSubscribe); ok {
+	if _, ok := ChooseService(services[:3], getpingd.ContentTypeHTTPSubscribe); ok {
 		t.Error("a choice among services none of which fits")
 	}
 }

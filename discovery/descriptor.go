@@ -2,15 +2,16 @@ package discovery
 
 import (
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // Security is the getpingd-xmpp:PubSub security value of an access model.
 func Security(model hub.AccessModel) string {
 	if model == hub.AccessWhitelist {
-		return SecurityWhitelist
+		return getpingd.SecurityWhitelist
 	}
-	return SecurityNone
+	return getpingd.SecurityNone
 }
 
 // NewDescriptor describes a node served by the component componentJID,

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/linkheader"
 	"github.com/pingd/pingd/internal/xmlguard"
 )
@@ -99,7 +100,7 @@ type ServiceURI struct {
 // request to, and for XMPP the pubsub node.
 type Choice struct {
 	// Type is the subscription request's content type
-	// (ContentTypeHTTPSubscribe or ContentTypeXMPPSubscribe).
+	// (getpingd.ContentTypeHTTPSubscribe or getpingd.ContentTypeXMPPSubscribe).
 	Type       string `json:"type"`
 	Descriptor string `json:"descriptor"`
 	Method     string `json:"method"`
@@ -180,7 +181,7 @@ func (f *Found) addLink(rel, href string) bool {
 		if f.Self == "" {
 			f.Self = href
 		}
-	case RelDescriptor, RelDescription:
+	case getpingd.RelDescriptor, getpingd.RelDescription:
 		f.Descriptors = addUnique(f.Descriptors, href)
 	default:
 		return false
@@ -504,18 +505,18 @@ func parseXRDS(descriptor string, body []byte) ([]Service, error) {
 // XMPP subscription also needs the service's pubsub JID and node.
 func ChooseService(services []Service, contentType string) (Choice, bool) {
 	for _, s := range services {
-		if !slices.Contains(s.Types, ServiceSubscribe) || !slices.Contains(s.Accept, contentType) {
+		if !slices.Contains(s.Types, getpingd.ServiceSubscribe) || !slices.Contains(s.Accept, contentType) {
 			continue
 		}
-		if contentType == ContentTypeXMPPSubscribe && (s.JID == "" || s.Node == "") {
+		if contentType == getpingd.ContentTypeXMPPSubscribe && (s.JID == "" || s.Node == "") {
 			continue
 		}
 		for _, u := range s.URIs {
-			if u.Method != MethodSubscribe && u.Method != MethodPost {
+			if u.Method != getpingd.MethodSubscribe && u.Method != getpingd.MethodPost {
 				continue
 			}
 			c := Choice{Type: contentType, Descriptor: s.Descriptor, Method: u.Method, URI: u.URL}
-			if contentType == ContentTypeXMPPSubscribe {
+			if contentType == getpingd.ContentTypeXMPPSubscribe {
 				c.JID, c.Node, c.Security = s.JID, s.Node, s.Security
 			}
 			return c, true
@@ -527,7 +528,7 @@ func ChooseService(services []Service, contentType string) (Choice, bool) {
 // choose fills Chosen from Services.
 func (f *Found) choose() {
 	f.Chosen = nil
-	for _, t := range []string{ContentTypeHTTPSubscribe, ContentTypeXMPPSubscribe} {
+	for _, t := range []string{getpingd.ContentTypeHTTPSubscribe, getpingd.ContentTypeXMPPSubscribe} {
 		if c, ok := ChooseService(f.Services, t); ok {
 			f.Chosen = append(f.Chosen, c)
 		}

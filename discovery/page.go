@@ -3,6 +3,8 @@ package discovery
 import (
 	"bytes"
 	"html/template"
+
+	"github.com/pingd/pingd/internal/getpingd"
 )
 
 // DescriptorPage renders the HTML page served at the descriptor URL for
@@ -32,15 +34,15 @@ func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
 		Title:            title,
 		XRDSURL:          xrdsURL,
 		PostURL:          d.PostURL(),
-		Whitelist:        d.Security == SecurityWhitelist,
-		HTTPType:         ContentTypeHTTPSubscribe,
-		XMPPType:         ContentTypeXMPPSubscribe,
-		DiffType:         DiffPatchOps,
+		Whitelist:        d.Security == getpingd.SecurityWhitelist,
+		HTTPType:         getpingd.ContentTypeHTTPSubscribe,
+		XMPPType:         getpingd.ContentTypeXMPPSubscribe,
+		DiffType:         getpingd.DiffPatchOps,
 		XRDSType:         ContentTypeXRDS,
 		XRDSHeader:       XRDSLocationHeader,
-		RelDescriptor:    RelDescriptor,
-		MethodSubscribe:  MethodSubscribe,
-		ServiceSubscribe: ServiceSubscribe,
+		RelDescriptor:    getpingd.RelDescriptor,
+		MethodSubscribe:  getpingd.MethodSubscribe,
+		ServiceSubscribe: getpingd.ServiceSubscribe,
 	})
 	if err != nil {
 		// The template is fixed and its data are plain strings: only a

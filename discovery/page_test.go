@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 )
 
@@ -106,7 +107,7 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 				}
 				// The explanation names the node and the component as
 				// text, whatever characters they hold.
-				for _, want := range []string{node, "pubsub.example.org", ContentTypeHTTPSubscribe, d.DescriptorURL, d.PostURL(), links.XRDS} {
+				for _, want := range []string{node, "pubsub.example.org", getpingd.ContentTypeHTTPSubscribe, d.DescriptorURL, d.PostURL(), links.XRDS} {
 					if !strings.Contains(body, want) {
 						t.Errorf("body text lacks %q", want)
 					}
@@ -116,7 +117,7 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 				if got := strings.Contains(body, "Authorization: Bearer"); got != whitelist {
 					t.Errorf("token explained = %v on a %s node", got, model)
 				}
-				if got := strings.Contains(body, ContentTypeXMPPSubscribe); got != whitelist {
+				if got := strings.Contains(body, getpingd.ContentTypeXMPPSubscribe); got != whitelist {
 					t.Errorf("whitelist request explained = %v on a %s node", got, model)
 				}
 				if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) {
@@ -173,7 +174,7 @@ func TestSnippets(t *testing.T) {
 			if err := xml.Unmarshal([]byte(`<feed xmlns="http://www.w3.org/2005/Atom">`+s.Atom+`</feed>`), &feed); err != nil {
 				t.Fatalf("Atom snippet: %v", err)
 			}
-			if len(feed.Links) != 2 || feed.Links[0].Rel != RelDescriptor || feed.Links[0].Href != links.Descriptor ||
+			if len(feed.Links) != 2 || feed.Links[0].Rel != getpingd.RelDescriptor || feed.Links[0].Href != links.Descriptor ||
 				feed.Links[1].Rel != "hub" || feed.Links[1].Href != links.Hub {
 				t.Errorf("Atom links = %+v", feed.Links)
 			}
@@ -198,7 +199,7 @@ func TestSnippets(t *testing.T) {
 			if err := xml.Unmarshal([]byte(`<channel>`+s.RSS+`</channel>`), &channel); err != nil {
 				t.Fatalf("RSS snippet: %v", err)
 			}
-			if len(channel.Links) != 2 || channel.Links[0].Rel != RelDescriptor || channel.Links[0].Href != links.Descriptor ||
+			if len(channel.Links) != 2 || channel.Links[0].Rel != getpingd.RelDescriptor || channel.Links[0].Href != links.Descriptor ||
 				channel.Links[1].Rel != "hub" || channel.Links[1].Href != links.Hub {
 				t.Errorf("RSS atom:links = %+v", channel.Links)
 			}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 )
 
@@ -46,19 +47,19 @@ func SnippetsWith(l nodeurl.Links, c Cloud) PublisherSnippets {
 		`<link rel="%s" href="%s">`+"\n"+
 			`<meta http-equiv="%s" content="%s">`+"\n"+
 			`<link rel="%s" href="%s">`,
-		RelDescriptor, esc(l.Descriptor),
+		getpingd.RelDescriptor, esc(l.Descriptor),
 		XRDSLocationHeader, esc(l.XRDS),
 		RelHub, esc(l.Hub))
 	atom := fmt.Sprintf(
 		`<link rel="%s" href="%s"/>`+"\n"+
 			`<link rel="%s" href="%s"/>`,
-		RelDescriptor, esc(l.Descriptor),
+		getpingd.RelDescriptor, esc(l.Descriptor),
 		RelHub, esc(l.Hub))
 	rss := fmt.Sprintf(
 		`<atom:link xmlns:atom="%s" rel="%s" href="%s"/>`+"\n"+
 			`<atom:link xmlns:atom="%s" rel="%s" href="%s"/>`+"\n"+
 			`%s`,
-		NSAtom, RelDescriptor, esc(l.Descriptor),
+		NSAtom, getpingd.RelDescriptor, esc(l.Descriptor),
 		NSAtom, RelHub, esc(l.Hub),
 		cloud)
 	return PublisherSnippets{HTMLHead: head, Atom: atom, RSS: rss}

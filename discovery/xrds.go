@@ -6,50 +6,28 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pingd/pingd/internal/getpingd"
 )
 
-// Content types and header names of GetPingd discovery.
+// Content types and header names of XRDS discovery (Yadis). GetPingd's
+// own names (link relations, its namespaces, the service description
+// values) are internal/getpingd's.
 const (
 	// ContentTypeXRDS is sent without parameters: Yadis clients compare it
 	// literally.
 	ContentTypeXRDS = "application/xrds+xml"
 	// XRDSLocationHeader points from a page at its XRDS document.
 	XRDSLocationHeader = "X-XRDS-Location"
-	// RelDescriptor is the link relation of a GetPingd descriptor.
-	RelDescriptor = "getpingd.updates.descriptor"
-	// RelDescription is the other spelling the proposal uses for it
-	// ("a X-XRDS-Location meta tag or getpingd.updates.description
-	// link"); discovery reads both and pingd writes RelDescriptor.
-	RelDescription = "getpingd.updates.description"
 	// RelHub is the WebSub hub link relation.
 	RelHub = "hub"
 )
 
-// Namespaces of the XRDS document.
+// Namespaces of the XRDS document besides GetPingd's, and Atom's.
 const (
-	NSXRDS         = "xri://$xrds"
-	NSXRD          = "xri://$xrd*($v*2.0)"
-	NSGetPingd     = "http://getpingd.com/core/getpingd-1.0"
-	NSGetPingdXMPP = "http://getpingd.com/extensions/xmpp/getpingd-1.0"
-	NSAtom         = "http://www.w3.org/2005/Atom"
-)
-
-// GetPingd service description values.
-const (
-	ServiceSubscribe = "http://getpingd.com/services/subscribe"
-	// ContentTypeHTTPSubscribe is a webhook subscription request body.
-	ContentTypeHTTPSubscribe = "application/getpingd+http+subscribe+xml"
-	// ContentTypeXMPPSubscribe is a whitelist (XMPP consumer) request body.
-	ContentTypeXMPPSubscribe = "application/getpingd+xmpp+subscribe+xml"
-	// DiffPatchOps is the diff format both subscription types support.
-	DiffPatchOps = "application/patch-ops+xml"
-	// MethodSubscribe and MethodPost are the getpingd:http-method values.
-	MethodSubscribe = "SUBSCRIBE"
-	MethodPost      = "POST"
-	// SecurityNone and SecurityWhitelist are the getpingd-xmpp:PubSub
-	// security values.
-	SecurityNone      = "none"
-	SecurityWhitelist = "whitelist"
+	NSXRDS = "xri://$xrds"
+	NSXRD  = "xri://$xrd*($v*2.0)"
+	NSAtom = "http://www.w3.org/2005/Atom"
 )
 
 // Descriptor is what an XRDS document says about one node.
@@ -60,7 +38,7 @@ type Descriptor struct {
 	// ComponentJID and Node name the XEP-0060 node.
 	ComponentJID string
 	Node         string
-	// Security is SecurityNone or SecurityWhitelist.
+	// Security is getpingd.SecurityNone or getpingd.SecurityWhitelist.
 	Security string
 	// Ref, optional, is the resource the document describes (the xrds:XRDS
 	// ref attribute).
@@ -91,8 +69,8 @@ func XRDS(d Descriptor) []byte {
 	rootAttrs := []xml.Attr{
 		attr("xmlns:xrds", NSXRDS),
 		attr("xmlns", NSXRD),
-		attr("xmlns:getpingd", NSGetPingd),
-		attr("xmlns:getpingd-xmpp", NSGetPingdXMPP),
+		attr("xmlns:getpingd", getpingd.NSGetPingd),
+		attr("xmlns:getpingd-xmpp", getpingd.NSGetPingdXMPP),
 	}
 	if d.Ref != "" {
 		rootAttrs = append(rootAttrs, attr("ref", d.Ref))
@@ -100,12 +78,12 @@ func XRDS(d Descriptor) []byte {
 	w.start("xrds:XRDS", rootAttrs...)
 	w.start("XRD")
 	w.start("Service")
-	w.text("Type", ServiceSubscribe)
-	w.text("URI", d.DescriptorURL, attr("getpingd:http-method", MethodSubscribe))
-	w.text("URI", d.PostURL(), attr("getpingd:http-method", MethodPost))
-	for _, typ := range []string{ContentTypeHTTPSubscribe, ContentTypeXMPPSubscribe} {
+	w.text("Type", getpingd.ServiceSubscribe)
+	w.text("URI", d.DescriptorURL, attr("getpingd:http-method", getpingd.MethodSubscribe))
+	w.text("URI", d.PostURL(), attr("getpingd:http-method", getpingd.MethodPost))
+	for _, typ := range []string{getpingd.ContentTypeHTTPSubscribe, getpingd.ContentTypeXMPPSubscribe} {
 		w.start("getpingd:Accept", attr("type", typ))
-		w.empty("getpingd:SupportsDiff", attr("type", DiffPatchOps))
+		w.empty("getpingd:SupportsDiff", attr("type", getpingd.DiffPatchOps))
 		w.end("getpingd:Accept")
 	}
 	w.empty("getpingd-xmpp:PubSub",

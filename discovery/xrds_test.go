@@ -13,6 +13,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 )
 
@@ -96,7 +97,7 @@ func TestXRDSParsesBackWithNamespaces(t *testing.T) {
 					t.Fatalf("want one XRD with one Service, got %+v", got)
 				}
 				s := got.XRDs[0].Services[0]
-				if !slices.Equal(s.Types, []string{ServiceSubscribe}) {
+				if !slices.Equal(s.Types, []string{getpingd.ServiceSubscribe}) {
 					t.Errorf("Type = %q", s.Types)
 				}
 				if len(s.URIs) != 2 ||
@@ -182,8 +183,8 @@ func parseTree(t *testing.T, doc []byte) *xmlNode {
 func TestXRDSIsExactlyTheDesignTree(t *testing.T) {
 	const (
 		xrd  = NSXRD
-		gp   = NSGetPingd
-		gpx  = NSGetPingdXMPP
+		gp   = getpingd.NSGetPingd
+		gpx  = getpingd.NSGetPingdXMPP
 		desc = "https://pingd.example.org/base/feeds/feeds%2FTheUniversalGadget"
 	)
 	diff := func() *xmlNode {
@@ -287,7 +288,7 @@ func TestXRDSPrefixesWithEtree(t *testing.T) {
 			}
 			for i, method := range []string{"SUBSCRIBE", "POST"} {
 				a := uris[i].SelectAttr("getpingd:http-method")
-				if a == nil || a.Value != method || a.NamespaceURI() != NSGetPingd {
+				if a == nil || a.Value != method || a.NamespaceURI() != getpingd.NSGetPingd {
 					t.Errorf("URI %d http-method = %+v", i, a)
 				}
 			}
@@ -295,16 +296,16 @@ func TestXRDSPrefixesWithEtree(t *testing.T) {
 				t.Errorf("URIs = %q, %q", uris[0].Text(), uris[1].Text())
 			}
 			for _, acc := range svc.SelectElements("getpingd:Accept") {
-				if acc.NamespaceURI() != NSGetPingd {
+				if acc.NamespaceURI() != getpingd.NSGetPingd {
 					t.Errorf("Accept namespace %q", acc.NamespaceURI())
 				}
 				diffs := acc.SelectElements("getpingd:SupportsDiff")
-				if len(diffs) != 1 || diffs[0].SelectAttrValue("type", "") != DiffPatchOps || diffs[0].NamespaceURI() != NSGetPingd {
+				if len(diffs) != 1 || diffs[0].SelectAttrValue("type", "") != getpingd.DiffPatchOps || diffs[0].NamespaceURI() != getpingd.NSGetPingd {
 					t.Errorf("Accept %s: SupportsDiff %v", acc.SelectAttrValue("type", ""), diffs)
 				}
 			}
 			ps := svc.SelectElement("getpingd-xmpp:PubSub")
-			if ps == nil || ps.NamespaceURI() != NSGetPingdXMPP {
+			if ps == nil || ps.NamespaceURI() != getpingd.NSGetPingdXMPP {
 				t.Fatalf("PubSub = %v", ps)
 			}
 			if ps.SelectAttrValue("node", "") != node || ps.SelectAttrValue("jid", "") != "pubsub.example.org" ||
@@ -317,7 +318,7 @@ func TestXRDSPrefixesWithEtree(t *testing.T) {
 
 func TestXRDSReplacesCharactersXMLCannotCarry(t *testing.T) {
 	d := Descriptor{DescriptorURL: "https://p.example/feeds/x", ComponentJID: "c\x01.example",
-		Node: "bad\x00\xffname\uFFFE", Security: SecurityNone}
+		Node: "bad\x00\xffname\uFFFE", Security: getpingd.SecurityNone}
 	var got xrdsDoc
 	if err := xml.Unmarshal(XRDS(d), &got); err != nil {
 		t.Fatalf("not well-formed: %v", err)
@@ -365,7 +366,7 @@ func FuzzXRDS(f *testing.F) {
 			t.Errorf("descriptor URL changed")
 		}
 		tags, _, _ := parsePage(t, DescriptorPage(d, node, d.DescriptorURL))
-		if l := findTag(tags, "link", "rel", RelDescriptor); l == nil || l.attrs["href"] != d.DescriptorURL {
+		if l := findTag(tags, "link", "rel", getpingd.RelDescriptor); l == nil || l.attrs["href"] != d.DescriptorURL {
 			t.Errorf("page link = %+v", l)
 		}
 	})

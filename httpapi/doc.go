@@ -30,7 +30,7 @@
 //
 // GetPingd (getpingd.go): the descriptor page and XRDS document, and the
 // subscription requests, dispatched on their Content-Type to the whitelist
-// Service or to the webhook parser (ParseWebhookRequest); webhook
+// Service or to the webhook parser (getpingd.ParseWebhookRequest); webhook
 // subscriptions are stored pending and verified by the delivery engine.
 // Anyone can name any callback, so in every dialect a request about a
 // verified subscription only records a pending change

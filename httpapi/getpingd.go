@@ -1,60 +1,29 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/whitelist"
 )
 
-// GetPingd webhook subscription values (the <url> element's attributes).
-const (
-	WebhookMethodPost   = "POST"
-	WebhookMethodNotify = "NOTIFY"
-	DiffNone            = "none"
-	DiffPatchOps        = "application/patch-ops+xml"
-	// DiffXMLPatch is RFC 7351's name for the same patch format, accepted
-	// as an alias.
-	DiffXMLPatch = "application/xml-patch+xml"
-)
-
-// MaxSubscribeBytes caps a GetPingd subscription request body (either
-// type); the documents are a few hundred bytes.
-const MaxSubscribeBytes = 64 << 10
-
-// MaxWebhookSecretBytes caps the signing secret, as WebSub caps hub.secret.
-const MaxWebhookSecretBytes = 199
-
-// maxSubscribeDepth caps element nesting: the documents are two levels
-// deep, room is left for unknown extension elements.
-const maxSubscribeDepth = 16
-
-// Errors of ParseWebhookRequest: 400 and 413.
-var (
-	ErrMalformedSubscription = errors.New("malformed subscription request")
-	ErrSubscriptionTooLarge  = fmt.Errorf("subscription request larger than %d bytes", MaxSubscribeBytes)
-)
-
 // acceptedSubscribeTypes are the request types SUBSCRIBE takes, in the
 // order the XRDS document lists them.
-var acceptedSubscribeTypes = []string{discovery.ContentTypeHTTPSubscribe, discovery.ContentTypeXMPPSubscribe}
+var acceptedSubscribeTypes = []string{getpingd.ContentTypeHTTPSubscribe, getpingd.ContentTypeXMPPSubscribe}
 
 func (a *API) getPingdRoutes(r *mux.Router) {
 	r.HandleFunc("/feeds/{node}", a.descriptor).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/feeds/{node}", a.subscribeRequest).Methods(discovery.MethodSubscribe, http.MethodPost)
+	r.HandleFunc("/feeds/{node}", a.subscribeRequest).Methods(getpingd.MethodSubscribe, http.MethodPost)
 	r.HandleFunc("/xrds/{node}", a.xrds).Methods(http.MethodGet, http.MethodHead)
 }
 
@@ -202,7 +171,7 @@ func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mediaType {
-	case discovery.ContentTypeXMPPSubscribe, discovery.ContentTypeHTTPSubscribe:
+	case getpingd.ContentTypeXMPPSubscribe, getpingd.ContentTypeHTTPSubscribe:
 	default:
 		w.Header().Set("Accept-Post", strings.Join(acceptedSubscribeTypes, ", "))
 		got := r.Header.Get("Content-Type")
@@ -213,13 +182,13 @@ func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
 			got, strings.Join(acceptedSubscribeTypes, " and ")))
 		return
 	}
-	limit := min(a.cfg.MaxBodyBytes, MaxSubscribeBytes)
+	limit := min(a.cfg.MaxBodyBytes, getpingd.MaxRequestBytes)
 	if r.ContentLength > limit {
 		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	if mediaType == discovery.ContentTypeXMPPSubscribe {
+	if mediaType == getpingd.ContentTypeXMPPSubscribe {
 		a.whitelistRequest(w, r, n)
 		return
 	}
@@ -273,10 +242,10 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before subscribing again")
 		return
 	}
-	req, err := ParseWebhookRequest(r.Body)
+	req, err := getpingd.ParseWebhookRequest(r.Body)
 	switch {
-	case errors.Is(err, ErrSubscriptionTooLarge), isTooLarge(err):
-		writeText(w, http.StatusRequestEntityTooLarge, ErrSubscriptionTooLarge.Error())
+	case errors.Is(err, getpingd.ErrWebhookTooLarge), isTooLarge(err):
+		writeText(w, http.StatusRequestEntityTooLarge, getpingd.ErrWebhookTooLarge.Error())
 		return
 	case err != nil:
 		writeText(w, http.StatusBadRequest, err.Error())
@@ -287,7 +256,7 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 	}
 	ctx := r.Context()
 	log := a.log.With("node", n.Name, "callback", redactCallback(req.Href))
-	if req.Action == WebhookSubscribe {
+	if req.Action == getpingd.Subscribe {
 		if err := a.checkOutbound(ctx, "the callback", req.Href); err != nil {
 			writeText(w, http.StatusBadRequest, err.Error())
 			return
@@ -304,7 +273,7 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 		}
 		log.InfoContext(ctx, "webhook subscription requested; verifying intent", "method", req.Method, "diff", req.Diff,
 			"signed", req.Secret != "", "request", outcome)
-		writeAnswer(w, http.StatusAccepted, webhookAnswer("pending", "subscribe", n.Name, req.Href))
+		writeAnswer(w, http.StatusAccepted, getpingd.WebhookAnswer("pending", getpingd.Subscribe, n.Name, req.Href))
 		return
 	}
 	_, outcome, err := a.hub.RequestUnsubscription(ctx, n.Name, hub.KindWebhook, req.Href)
@@ -317,11 +286,11 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 		return
 	case outcome == hub.RequestCancelled:
 		log.InfoContext(ctx, "unverified webhook subscription cancelled")
-		writeAnswer(w, http.StatusOK, webhookAnswer("unsubscribed", "unsubscribe", n.Name, req.Href))
+		writeAnswer(w, http.StatusOK, getpingd.WebhookAnswer("unsubscribed", getpingd.Unsubscribe, n.Name, req.Href))
 		return
 	}
 	log.InfoContext(ctx, "webhook unsubscription requested; verifying intent")
-	writeAnswer(w, http.StatusAccepted, webhookAnswer("pending", "unsubscribe", n.Name, req.Href))
+	writeAnswer(w, http.StatusAccepted, getpingd.WebhookAnswer("pending", getpingd.Unsubscribe, n.Name, req.Href))
 }
 
 func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -336,19 +305,6 @@ func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err er
 	}
 }
 
-// webhookAnswer is the answer document: <pending mode="subscribe"
-// node="…" href="…"/> while the callback is being verified, or
-// <unsubscribed mode="unsubscribe" node="…" href="…"/>.
-func webhookAnswer(name, mode, node, href string) []byte {
-	var b bytes.Buffer
-	b.WriteString("<" + name + ` mode="` + mode + `" node="`)
-	escapeAttr(&b, node)
-	b.WriteString(`" href="`)
-	escapeAttr(&b, href)
-	b.WriteString(`"/>`)
-	return b.Bytes()
-}
-
 // redactCallback drops the query of a callback URL for logs: receivers
 // often put secrets there.
 func redactCallback(href string) string {
@@ -357,199 +313,4 @@ func redactCallback(href string) string {
 		return base + "?…"
 	}
 	return base
-}
-
-// WebhookAction is what a webhook request asks for.
-type WebhookAction string
-
-const (
-	WebhookSubscribe   WebhookAction = "subscribe"
-	WebhookUnsubscribe WebhookAction = "unsubscribe"
-)
-
-// WebhookRequest is a parsed GetPingd HTTP subscription request.
-type WebhookRequest struct {
-	Action WebhookAction
-	// Href is the callback URL, an absolute http(s) URL.
-	Href string
-	// Method is POST or NOTIFY, Diff one of DiffNone, DiffPatchOps and
-	// DiffXMLPatch, Secret the optional signing secret; all three are
-	// empty in an unsubscribe request.
-	Method string
-	Diff   string
-	Secret string
-}
-
-// ParseWebhookRequest reads a GetPingd HTTP (webhook) subscription request
-// of at most MaxSubscribeBytes:
-//
-//	<subscribe><url href="…" method="POST|NOTIFY" diff="none|application/patch-ops+xml" secret="…"/></subscribe>
-//	<unsubscribe><url href="…"/></unsubscribe>
-//
-// method defaults to POST and diff to none; application/xml-patch+xml is
-// taken as an alias of application/patch-ops+xml. The elements carry no
-// namespace in the GetPingd proposal; one on the root is tolerated if <url>
-// shares it, and unknown elements are skipped. The document must be valid
-// UTF-8 with one root and no DOCTYPE. Errors wrap ErrMalformedSubscription
-// or are ErrSubscriptionTooLarge.
-func ParseWebhookRequest(r io.Reader) (WebhookRequest, error) {
-	body, err := io.ReadAll(io.LimitReader(r, MaxSubscribeBytes+1))
-	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		return WebhookRequest{}, ErrSubscriptionTooLarge // the caller's own, smaller cap
-	}
-	if err != nil {
-		return WebhookRequest{}, fmt.Errorf("reading the subscription request: %w", err)
-	}
-	if len(body) > MaxSubscribeBytes {
-		return WebhookRequest{}, ErrSubscriptionTooLarge
-	}
-	return parseWebhookRequest(body)
-}
-
-func parseWebhookRequest(body []byte) (WebhookRequest, error) {
-	malformed := func(format string, args ...any) (WebhookRequest, error) {
-		return WebhookRequest{}, fmt.Errorf("%w: %s", ErrMalformedSubscription, fmt.Sprintf(format, args...))
-	}
-	body = bytes.TrimPrefix(body, []byte("\uFEFF")) // a UTF-8 byte order mark
-	// The decoder checks UTF-8 in names, attributes and text but not in
-	// comments and processing instructions: check it all.
-	if !utf8.Valid(body) {
-		return malformed("not valid UTF-8")
-	}
-	dec := xml.NewDecoder(bytes.NewReader(body))
-	dec.Strict = true
-	// No CharsetReader: a document declaring another encoding than UTF-8
-	// is refused by the decoder.
-	var (
-		action   WebhookAction
-		rootNS   string
-		depth    int
-		roots    int
-		urlElem  *xml.StartElement
-		tokenErr error
-	)
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			tokenErr = err
-			break
-		}
-		switch t := tok.(type) {
-		case xml.Directive:
-			// DOCTYPE and friends: refused, so no entity is ever declared.
-			return malformed("DOCTYPE and other declarations are not allowed")
-		case xml.StartElement:
-			if dup := repeatedAttr(t); dup != "" {
-				return malformed("attribute %s repeated on <%s>", dup, t.Name.Local)
-			}
-			depth++
-			if depth > maxSubscribeDepth {
-				return malformed("elements nested deeper than %d", maxSubscribeDepth)
-			}
-			switch depth {
-			case 1:
-				roots++
-				if roots > 1 {
-					return malformed("more than one root element")
-				}
-				switch WebhookAction(t.Name.Local) {
-				case WebhookSubscribe, WebhookUnsubscribe:
-					action = WebhookAction(t.Name.Local)
-				default:
-					return malformed("root element <%s>, want <subscribe> or <unsubscribe>", t.Name.Local)
-				}
-				rootNS = t.Name.Space
-			case 2:
-				if t.Name.Local != "url" || t.Name.Space != rootNS {
-					continue // an extension: skipped
-				}
-				if urlElem != nil {
-					return malformed("more than one <url>")
-				}
-				urlElem = &t
-			}
-		case xml.EndElement:
-			depth--
-		case xml.CharData:
-			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
-				return malformed("text outside the root element")
-			}
-		}
-	}
-	if tokenErr != nil {
-		return malformed("%v", tokenErr)
-	}
-	if roots == 0 {
-		return malformed("no root element")
-	}
-	if urlElem == nil {
-		return malformed("no <url> element")
-	}
-	req := WebhookRequest{Action: action}
-	href, ok := unqualifiedAttr(*urlElem, "href")
-	if !ok {
-		return malformed("<url> has no href attribute")
-	}
-	// The callback is the subscription's identity: in canonical form, one
-	// callback spelled two ways is one subscription.
-	href, err := hub.CanonicalURL(strings.TrimSpace(href))
-	if err != nil {
-		return malformed("href: %v", err)
-	}
-	req.Href = href
-	if action == WebhookUnsubscribe {
-		return req, nil
-	}
-	req.Method = WebhookMethodPost
-	if m, ok := unqualifiedAttr(*urlElem, "method"); ok && strings.TrimSpace(m) != "" {
-		switch m = strings.ToUpper(strings.TrimSpace(m)); m {
-		case WebhookMethodPost, WebhookMethodNotify:
-			req.Method = m
-		default:
-			return malformed("method %q, want POST or NOTIFY", m)
-		}
-	}
-	req.Diff = DiffNone
-	if d, ok := unqualifiedAttr(*urlElem, "diff"); ok && strings.TrimSpace(d) != "" {
-		switch d = strings.ToLower(strings.TrimSpace(d)); d {
-		case DiffNone, DiffPatchOps, DiffXMLPatch:
-			req.Diff = d
-		default:
-			return malformed("diff %q, want none, %s or %s", d, DiffPatchOps, DiffXMLPatch)
-		}
-	}
-	if s, ok := unqualifiedAttr(*urlElem, "secret"); ok {
-		if len(s) > MaxWebhookSecretBytes {
-			return malformed("secret longer than %d bytes", MaxWebhookSecretBytes)
-		}
-		req.Secret = s
-	}
-	return req, nil
-}
-
-// repeatedAttr returns the name of an attribute the element carries twice
-// (a well-formedness error encoding/xml lets through), or "".
-func repeatedAttr(el xml.StartElement) string {
-	seen := make(map[xml.Name]bool, len(el.Attr))
-	for _, a := range el.Attr {
-		if seen[a.Name] {
-			return a.Name.Local
-		}
-		seen[a.Name] = true
-	}
-	return ""
-}
-
-// unqualifiedAttr returns the value of the attribute name without a
-// namespace.
-func unqualifiedAttr(el xml.StartElement, name string) (string, bool) {
-	for _, a := range el.Attr {
-		if a.Name.Space == "" && a.Name.Local == name {
-			return a.Value, true
-		}
-	}
-	return "", false
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -20,6 +19,7 @@ import (
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/nodeurl"
 )
@@ -103,8 +103,8 @@ func checkXRDS(t *testing.T, body []byte, node, security string) {
 			want := map[string]string{
 				"xmlns:xrds":          discovery.NSXRDS,
 				"xmlns":               discovery.NSXRD,
-				"xmlns:getpingd":      discovery.NSGetPingd,
-				"xmlns:getpingd-xmpp": discovery.NSGetPingdXMPP,
+				"xmlns:getpingd":      getpingd.NSGetPingd,
+				"xmlns:getpingd-xmpp": getpingd.NSGetPingdXMPP,
 			}
 			for _, a := range se.Attr {
 				name := a.Name.Local
@@ -623,66 +623,6 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func TestParseWebhookRequest(t *testing.T) {
-	for _, tc := range []struct {
-		body string
-		want WebhookRequest
-	}{
-		{`<subscribe><url href="http://x.example/h"/></subscribe>`,
-			WebhookRequest{Action: WebhookSubscribe, Href: "http://x.example/h", Method: "POST", Diff: "none"}},
-		{"\uFEFF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<subscribe>\n <url href=\" https://x.example/h?a=1&amp;b=2 \" method=\"NOTIFY\" diff=\"application/xml-patch+xml\" secret=\"k\"/>\n <note>ignored</note>\n</subscribe>",
-			WebhookRequest{Action: WebhookSubscribe, Href: "https://x.example/h?a=1&b=2", Method: "NOTIFY", Diff: DiffXMLPatch, Secret: "k"}},
-		{`<s:subscribe xmlns:s="urn:x"><s:url href="http://x.example/" method="" diff=""/><url href="http://ignored.example/"/></s:subscribe>`,
-			WebhookRequest{Action: WebhookSubscribe, Href: "http://x.example/", Method: "POST", Diff: "none"}},
-		{`<unsubscribe><url href="http://x.example/h" method="bogus" secret="s"/></unsubscribe>`,
-			WebhookRequest{Action: WebhookUnsubscribe, Href: "http://x.example/h"}},
-	} {
-		got, err := ParseWebhookRequest(strings.NewReader(tc.body))
-		if err != nil || got != tc.want {
-			t.Errorf("%q:\n got %+v, %v\nwant %+v", tc.body, got, err, tc.want)
-		}
-	}
-}
-
-func FuzzParseWebhookRequest(f *testing.F) {
-	f.Add([]byte(`<subscribe><url href="http://example-listener.getpingd.com/feedupdated?feed=UniversalGadget" method="POST" diff="none" /></subscribe>`))
-	f.Add([]byte(`<unsubscribe xmlns="urn:x"><url href="https://a.example/"/></unsubscribe>`))
-	f.Add([]byte(`<!DOCTYPE a [<!ENTITY b "c">]><subscribe><url href="&b;"/></subscribe>`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := ParseWebhookRequest(bytes.NewReader(body))
-		if err != nil {
-			if req != (WebhookRequest{}) {
-				t.Fatalf("error %v with request %+v", err, req)
-			}
-			return
-		}
-		if hub.ValidURL(req.Href) != nil || !utf8.ValidString(req.Href) {
-			t.Fatalf("href %q accepted", req.Href)
-		}
-		switch req.Action {
-		case WebhookSubscribe:
-			if (req.Method != "POST" && req.Method != "NOTIFY") ||
-				(req.Diff != DiffNone && req.Diff != DiffPatchOps && req.Diff != DiffXMLPatch) ||
-				len(req.Secret) > MaxWebhookSecretBytes {
-				t.Fatalf("accepted %+v", req)
-			}
-		case WebhookUnsubscribe:
-			if req.Method != "" || req.Diff != "" || req.Secret != "" {
-				t.Fatalf("unsubscribe with options %+v", req)
-			}
-		default:
-			t.Fatalf("action %q", req.Action)
-		}
-		// The answer document carries the href back unchanged.
-		var ans struct {
-			Href string `xml:"href,attr"`
-		}
-		if err := xml.Unmarshal(webhookAnswer("pending", "subscribe", "n", req.Href), &ans); err != nil || ans.Href != req.Href {
-			t.Fatalf("answer for %q: %q, %v", req.Href, ans.Href, err)
-		}
-	})
 }
 
 // TestAdminNodeAnswerHasLinksAndSnippets: the admin API's node answer

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/cnws"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
@@ -48,7 +48,7 @@ func TestSubscribeRateLimit(t *testing.T) {
 	limited("WebSub subscribe", websub("subscribe"), "text/plain")
 	limited("WebSub unsubscribe", websub("unsubscribe"), "text/plain")
 	limited("GetPingd subscribe", e.do(http.MethodPost, "/feeds/n?method=subscribe", "", strings.NewReader("<subscription/>"),
-		"Content-Type", discovery.ContentTypeHTTPSubscribe), "text/plain")
+		"Content-Type", getpingd.ContentTypeHTTPSubscribe), "text/plain")
 	limited("CNWS subscribe", e.do(http.MethodPost, "/cnws", "", strings.NewReader(`<?xml version="1.0"?><notification version="1.0" xmlns="`+
 		cnws.Namespace+`"><subscribe><resourceID>`+topic+`</resourceID><notificationURL>`+callback+
 		`</notificationURL></subscribe></notification>`),

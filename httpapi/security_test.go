@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/xmlrpc"
 	"github.com/pingd/pingd/store"
@@ -53,9 +54,9 @@ func bodyEndpoints() []bodyEndpoint {
 		{name: "CNWS", method: "POST", path: "/cnws", contentType: "text/xml", xml: true, limit: DefaultMaxBodyBytes},
 		{name: "WebSub", method: "POST", path: "/websub", contentType: "application/x-www-form-urlencoded", limit: DefaultMaxBodyBytes},
 		{name: "rssCloud pleaseNotify", method: "POST", path: "/pleaseNotify", contentType: "application/x-www-form-urlencoded", limit: DefaultMaxBodyBytes},
-		{name: "GetPingd webhook SUBSCRIBE", method: "SUBSCRIBE", path: "/feeds/n", contentType: "application/getpingd+http+subscribe+xml", xml: true, limit: MaxSubscribeBytes},
-		{name: "GetPingd whitelist SUBSCRIBE", method: "SUBSCRIBE", path: "/feeds/n", contentType: "application/getpingd+xmpp+subscribe+xml", xml: true, limit: MaxSubscribeBytes},
-		{name: "GetPingd POST subscribe", method: "POST", path: "/feeds/n?method=subscribe", contentType: "application/getpingd+http+subscribe+xml", xml: true, limit: MaxSubscribeBytes},
+		{name: "GetPingd webhook SUBSCRIBE", method: "SUBSCRIBE", path: "/feeds/n", contentType: "application/getpingd+http+subscribe+xml", xml: true, limit: getpingd.MaxRequestBytes},
+		{name: "GetPingd whitelist SUBSCRIBE", method: "SUBSCRIBE", path: "/feeds/n", contentType: "application/getpingd+xmpp+subscribe+xml", xml: true, limit: getpingd.MaxRequestBytes},
+		{name: "GetPingd POST subscribe", method: "POST", path: "/feeds/n?method=subscribe", contentType: "application/getpingd+http+subscribe+xml", xml: true, limit: getpingd.MaxRequestBytes},
 		{name: "admin API", method: "POST", path: "/api/nodes", contentType: "application/json", limit: DefaultMaxBodyBytes},
 	}
 }

@@ -4,9 +4,11 @@
 // onto XEP-0060 affiliations in the hub, so the HTTP, XMPP and admin-API
 // views of a whitelist are one and the same.
 //
-// Its room: ParseConsumerRequest (size-capped, no DOCTYPE, JIDs normalised
-// with the PRECIS profiles and reduced to bare JIDs), the Service (Add, Remove, List,
-// Apply) over the hub, and the answer documents. Add makes a JID a member
+// Its room: ParseConsumerRequest (the request grammar is
+// internal/getpingd's, shared with webhook requests; here JIDs are
+// normalised with the PRECIS profiles and reduced to bare JIDs), and the
+// Service (Add, Remove, List, Apply) over the hub, which answers with
+// getpingd's answer documents. Add makes a JID a member
 // only with a token (the node's or the admin's), which a whitelist node
 // requires; on an open node a request without one records nothing and only
 // confirms that the JID may subscribe, so strangers cannot enrol themselves

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pingd/pingd/internal/getpingd"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -123,10 +125,10 @@ func TestParseRequestSizeCap(t *testing.T) {
 		tail := `--></subscribe>`
 		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 	}
-	if req, err := ParseConsumerRequest(strings.NewReader(doc(MaxRequestBytes))); err != nil || req.JID != "a@b.example" {
+	if req, err := ParseConsumerRequest(strings.NewReader(doc(getpingd.MaxRequestBytes))); err != nil || req.JID != "a@b.example" {
 		t.Fatalf("document of exactly the cap: %+v, %v", req, err)
 	}
-	if _, err := ParseConsumerRequest(strings.NewReader(doc(MaxRequestBytes + 1))); !errors.Is(err, ErrTooLarge) {
+	if _, err := ParseConsumerRequest(strings.NewReader(doc(getpingd.MaxRequestBytes + 1))); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("one byte over the cap: err = %v, want ErrTooLarge", err)
 	}
 	// A huge stream is not read to its end.
@@ -134,7 +136,7 @@ func TestParseRequestSizeCap(t *testing.T) {
 	if _, err := ParseConsumerRequest(huge); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("endless body: err = %v", err)
 	}
-	if huge.n > MaxRequestBytes+32*1024 {
+	if huge.n > getpingd.MaxRequestBytes+32*1024 {
 		t.Errorf("read %d bytes of an endless body", huge.n)
 	}
 }
@@ -176,37 +178,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func TestAnswerDocuments(t *testing.T) {
-	for _, tc := range []struct {
-		doc       []byte
-		name      string
-		jid, node string
-	}{
-		{SubscribedDocument("a@b.example", "demo"), "subscribed", "a@b.example", "demo"},
-		{UnsubscribedDocument("a@b.example", `q"<&>'x`), "unsubscribed", "a@b.example", `q"<&>'x`},
-		{SubscribedDocument("σ@b.example", "日本/🙂\nline"), "subscribed", "σ@b.example", "日本/🙂\nline"},
-	} {
-		var got struct {
-			XMLName xml.Name
-			JID     string `xml:"jid,attr"`
-			Node    string `xml:"node,attr"`
-		}
-		dec := xml.NewDecoder(bytes.NewReader(tc.doc))
-		if err := dec.Decode(&got); err != nil {
-			t.Fatalf("%s: %v", tc.doc, err)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			t.Errorf("%s: more than one element (%v)", tc.doc, err)
-		}
-		if got.XMLName.Local != tc.name || got.XMLName.Space != "" || got.JID != tc.jid || got.Node != tc.node {
-			t.Errorf("%s parsed as %+v", tc.doc, got)
-		}
-	}
-	if got := string(SubscribedDocument("a@b", "n")); got != `<subscribed jid="a@b" node="n"/>` {
-		t.Errorf("SubscribedDocument = %s", got)
-	}
-}
-
 func FuzzParseConsumerRequest(f *testing.F) {
 	f.Add([]byte(`<subscribe><consumer jid="listener@example.com/FeedListener"/></subscribe>`))
 	f.Add([]byte(`<unsubscribe xmlns="urn:x"><consumer jid="A@B"/></unsubscribe>`))
@@ -235,7 +206,7 @@ func FuzzParseConsumerRequest(f *testing.F) {
 		var ans struct {
 			JID string `xml:"jid,attr"`
 		}
-		if err := xml.Unmarshal(SubscribedDocument(req.JID, "n"), &ans); err != nil || ans.JID != req.JID {
+		if err := xml.Unmarshal(getpingd.SubscribedDocument(req.JID, "n"), &ans); err != nil || ans.JID != req.JID {
 			t.Fatalf("answer for %q: %q, %v", req.JID, ans.JID, err)
 		}
 	})

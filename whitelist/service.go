@@ -2,13 +2,13 @@ package whitelist
 
 import (
 	"context"
-	"encoding/xml"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/getpingd"
 )
 
 // Service applies whitelist requests to the hub. A node's whitelist is its
@@ -144,31 +144,12 @@ func (s *Service) Apply(ctx context.Context, nodeName string, req Request, token
 		if err != nil {
 			return nil, err
 		}
-		return SubscribedDocument(bare, nodeName), nil
+		return getpingd.SubscribedDocument(bare, nodeName), nil
 	case Unsubscribe:
 		if err := s.Remove(ctx, nodeName, req.JID, token); err != nil {
 			return nil, err
 		}
-		return UnsubscribedDocument(req.JID, nodeName), nil
+		return getpingd.UnsubscribedDocument(req.JID, nodeName), nil
 	}
 	return nil, fmt.Errorf("%w: unknown action %q", ErrMalformed, req.Action)
-}
-
-// SubscribedDocument is the answer to an accepted subscribe request.
-func SubscribedDocument(bare, node string) []byte { return answer("subscribed", bare, node) }
-
-// UnsubscribedDocument is the answer to an accepted unsubscribe request.
-func UnsubscribedDocument(bare, node string) []byte { return answer("unsubscribed", bare, node) }
-
-// answer writes <name jid="…" node="…"/>; xml.EscapeText escapes quotes,
-// markup, tabs and newlines and replaces characters XML cannot carry, so
-// it is right for attribute values.
-func answer(name, bare, node string) []byte {
-	var b strings.Builder
-	b.WriteString("<" + name + ` jid="`)
-	_ = xml.EscapeText(&b, []byte(bare)) // a strings.Builder does not fail
-	b.WriteString(`" node="`)
-	_ = xml.EscapeText(&b, []byte(node))
-	b.WriteString(`"/>`)
-	return []byte(b.String())
 }

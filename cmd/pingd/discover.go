@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/discovery"
+	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 )
 
@@ -148,7 +149,7 @@ func writeOne(w io.Writer, f *discovery.Found, indent string) {
 	section("GetPingd services, in the order a client tries them", svcs)
 	var chosen []string
 	for _, c := range f.Chosen {
-		what := map[string]string{discovery.ContentTypeHTTPSubscribe: "webhook", discovery.ContentTypeXMPPSubscribe: "XMPP"}[c.Type]
+		what := map[string]string{getpingd.ContentTypeHTTPSubscribe: "webhook", getpingd.ContentTypeXMPPSubscribe: "XMPP"}[c.Type]
 		line := fmt.Sprintf("%s: %s %s", what, c.Method, c.URI)
 		if c.JID != "" {
 			line += fmt.Sprintf("  then xmpp:%s node %q security %s", c.JID, c.Node, c.Security)
