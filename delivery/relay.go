@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -232,15 +233,7 @@ func (r *Relayer) attempt(ctx context.Context, t *RelayTarget, rel *hub.Relay) (
 	var req *http.Request
 	if t.XMLRPC {
 		var body []byte
-		if rel.FeedURL != "" {
-			params := []any{rel.Name, rel.URL, rel.URL, rel.FeedURL}
-			if len(rel.Tags) > 0 {
-				params = append(params, strings.Join(rel.Tags, "|"))
-			}
-			body, err = xmlrpc.MarshalCall("weblogUpdates.extendedPing", params...)
-		} else {
-			body, err = xmlrpc.MarshalCall("weblogUpdates.ping", rel.Name, rel.URL)
-		}
+		body, err = weblogs.MarshalPing(rel.Name, rel.URL, rel.FeedURL, rel.Tags)
 		if err != nil {
 			return true, err
 		}
@@ -280,11 +273,8 @@ func (r *Relayer) attempt(ctx context.Context, t *RelayTarget, rel *hub.Relay) (
 	if err != nil {
 		return true, fmt.Errorf("answer: %w", err)
 	}
-	if m, ok := v.(map[string]any); ok {
-		if fl, _ := m["flerror"].(bool); fl {
-			msg, _ := m["message"].(string)
-			return true, fmt.Errorf("the ping server refused: %s", msg)
-		}
+	if refused, msg := weblogs.Refused(v); refused {
+		return true, fmt.Errorf("the ping server refused: %s", msg)
 	}
 	return false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
 )
 
 // Hourly ping archives (seed 003: weblogs.com archived the pings of each
@@ -34,17 +35,6 @@ import (
 // cached for a day; the current hour may be cached as long as its reading
 // serves.
 
-// archiveHour returns the UTC hour that /year/month/day/hour.xml names
-// (hour 1 to 24: the hour ending at that o'clock), and false when there is
-// no such hour.
-func archiveHour(year, month, day, hour int) (time.Time, bool) {
-	date := time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC)
-	if date.Year() != year || int(date.Month()) != month || date.Day() != day || hour < 1 || hour > 24 {
-		return time.Time{}, false
-	}
-	return date.Add(time.Duration(hour-1) * time.Hour), true
-}
-
 func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 	if !a.allowList(w, r) {
 		return
@@ -53,7 +43,7 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 	num := func(k string) int { n, _ := strconv.Atoi(v[k]); return n }
 	year, month, day, hour := num("year"), num("month"), num("day"), num("hour")
 	if hour == 0 {
-		if _, ok := archiveHour(year, month, day, 1); !ok {
+		if _, ok := weblogs.ArchiveHour(year, month, day, 1); !ok {
 			writeText(w, http.StatusNotFound, "no such hour")
 			return
 		}
@@ -67,7 +57,7 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusMovedPermanently, "the first hour of a day is 01.xml")
 		return
 	}
-	start, ok := archiveHour(year, month, day, hour)
+	start, ok := weblogs.ArchiveHour(year, month, day, hour)
 	if !ok {
 		writeText(w, http.StatusNotFound, "no such hour (a day's hours are 01.xml to 24.xml, UTC)")
 		return

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
 	"net/http"
 	"strconv"
 	"strings"
@@ -51,12 +49,6 @@ func (a *API) changes(view string, window time.Duration) http.HandlerFunc {
 		// "updated" with every reading: the weak tag covers the former.
 		serveList(w, r, d, true)
 	}
-}
-
-// escapeAttr writes s for a double-quoted attribute value; characters XML
-// cannot carry become U+FFFD.
-func escapeAttr(b *bytes.Buffer, s string) {
-	_ = xml.EscapeText(b, []byte(s))
 }
 
 // acceptsGzip reports whether an Accept-Encoding header accepts gzip with a

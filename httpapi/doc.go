@@ -57,10 +57,11 @@
 // node for each feed of a list that no node follows and reports outline
 // by outline.
 //
-// The ping lists (changes.go, archive.go, lists.go): changes.xml,
-// shortChanges.xml and the hourly archives (01.xml to 24.xml of a UTC day,
-// as seed 003 numbers them) list each ping's name and URL as submitted,
-// and an extendedPing's feed as rssUrl; they are read from the store at
+// The ping lists (changes.go, archive.go, lists.go; the document and the
+// archive hours are internal/weblogs'): changes.xml, shortChanges.xml and
+// the hourly archives (01.xml to 24.xml of a UTC day, as seed 003 numbers
+// them) list each ping's name and URL as submitted, and an extendedPing's
+// feed as rssUrl; they are read from the store at
 // most once per interval, one list query at a time, and served from that
 // reading with ETag, 304 and gzip; documents are capped in entries and
 // bytes, and readers are limited per client IP.

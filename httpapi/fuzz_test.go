@@ -9,9 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/xmlrpc"
@@ -66,32 +64,6 @@ func FuzzServeRPC(f *testing.F) {
 		}
 		if rec.Code == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
 			t.Fatal("429 without Retry-After")
-		}
-	})
-}
-
-// FuzzParseTags feeds extendedPing's tag parameter: what it accepts is a
-// bounded list of distinct, trimmed, valid UTF-8 tags without '|'.
-func FuzzParseTags(f *testing.F) {
-	f.Add("go|xmpp| Go |")
-	f.Add("||\xff|" + strings.Repeat("x", 70))
-	f.Fuzz(func(t *testing.T, v string) {
-		tags, err := parseTags(v)
-		if err != nil {
-			return
-		}
-		if len(tags) > maxTags {
-			t.Fatalf("%d tags", len(tags))
-		}
-		for i, tag := range tags {
-			if tag == "" || tag != strings.TrimSpace(tag) || strings.Contains(tag, "|") || !utf8.ValidString(tag) || len(tag) > maxTagBytes {
-				t.Fatalf("tag %q", tag)
-			}
-			for _, other := range tags[:i] {
-				if strings.EqualFold(other, tag) {
-					t.Fatalf("tag %q twice", tag)
-				}
-			}
 		}
 	})
 }

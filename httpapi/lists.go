@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
 )
 
 // The ping lists — /changes.xml, /shortChanges.xml and the hourly
@@ -105,10 +105,6 @@ type weblogEntry struct {
 	tags              []string
 	name, url, rssURL string
 }
-
-// weblogSizeMax is the size of an entry's line besides its name and URLs,
-// with the longest "when" there can be.
-const weblogSizeMax = len(` <weblog name="" url="" rssUrl="" when="-9223372036854775808"/>` + "\n")
 
 // fresh says whether the reading may serve a request at now; a clock set
 // back makes it stale too.
@@ -208,11 +204,11 @@ func weblogEntries(pings []hub.Ping) []weblogEntry {
 		pings = pings[:listMaxEntries]
 	}
 	out := make([]weblogEntry, 0, len(pings))
-	size := listHeaderMax
+	size := weblogs.HeaderSizeMax
 	var b bytes.Buffer
 	escaped := func(s string) string {
 		b.Reset()
-		escapeAttr(&b, s)
+		weblogs.EscapeAttr(&b, s)
 		return b.String()
 	}
 	for _, p := range pings {
@@ -220,7 +216,7 @@ func weblogEntries(pings []hub.Ping) []weblogEntry {
 		if p.FeedURL != "" {
 			e.rssURL = escaped(p.FeedURL)
 		}
-		size += weblogSizeMax + len(e.name) + len(e.url) + len(e.rssURL)
+		size += weblogs.EntrySizeMax + len(e.name) + len(e.url) + len(e.rssURL)
 		if size > listMaxBytes {
 			break
 		}
@@ -228,11 +224,6 @@ func weblogEntries(pings []hub.Ping) []weblogEntry {
 	}
 	return out
 }
-
-// listHeaderMax is the size of a document without its entries, with the
-// longest "updated" and "count" there can be.
-var listHeaderMax = len(xml.Header) + len(`<weblogUpdates version="2" updated="Mon, 02 Jan 20060 15:04:05 GMT" count="-9223372036854775808">`+"\n") +
-	len("</weblogUpdates>\n")
 
 // listView is what one document shows of a reading.
 type listView struct {
@@ -285,13 +276,9 @@ func (l *pingList) doc(v listView, tag string) *listDoc {
 	return d
 }
 
-// renderWeblogs writes the weblogs.com document (seed 003, and version 2
-// of changes.xml for rssUrl): <weblogUpdates version="2" updated count>
-// with one <weblog name url [rssUrl] when> per ping, newest first: name
-// and url as the ping submitted them, rssUrl the feed of an extendedPing,
-// when the whole minutes from the ping's receipt to "updated" (the seed:
-// "the number of minutes since the ping was received"). Its entity tag
-// covers everything in it but "updated".
+// renderWeblogs writes the weblogs.com document of the view's entries
+// (internal/weblogs writes the document's parts). Its entity tag covers
+// everything in it but "updated".
 func renderWeblogs(entries []weblogEntry, v listView, tag string, total int64) *listDoc {
 	listed := make([]weblogEntry, 0, len(entries))
 	for _, e := range entries {
@@ -310,19 +297,13 @@ func renderWeblogs(entries []weblogEntry, v listView, tag string, total int64) *
 	var b bytes.Buffer
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%d\n", count)
-	b.WriteString(xml.Header)
-	fmt.Fprintf(&b, `<weblogUpdates version="2" updated="%s" count="%d">`+"\n",
-		v.updated.UTC().Format(http.TimeFormat), count)
+	weblogs.WriteStart(&b, v.updated, count)
 	for _, e := range listed {
 		when := max(int64(v.updated.Sub(e.received)/time.Minute), 0)
-		if e.rssURL != "" {
-			fmt.Fprintf(&b, ` <weblog name="%s" url="%s" rssUrl="%s" when="%d"/>`+"\n", e.name, e.url, e.rssURL, when)
-		} else {
-			fmt.Fprintf(&b, ` <weblog name="%s" url="%s" when="%d"/>`+"\n", e.name, e.url, when)
-		}
+		weblogs.WriteWeblog(&b, e.name, e.url, e.rssURL, when)
 		fmt.Fprintf(sum, "%d %d %q %q %q\n", e.id, when, e.name, e.url, e.rssURL)
 	}
-	b.WriteString("</weblogUpdates>\n")
+	weblogs.WriteEnd(&b)
 	return &listDoc{body: b.Bytes(), tag: base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:18])}
 }
 

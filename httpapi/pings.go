@@ -8,13 +8,13 @@ import (
 	"html/template"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -27,9 +27,6 @@ const (
 	DialectForm          = "form"
 )
 
-// MaxWeblogNameBytes caps the weblog name a ping may carry.
-const MaxWeblogNameBytes = 1024
-
 func (a *API) pingRoutes(r *mux.Router) {
 	r.HandleFunc("/ping", a.restPing).Methods(http.MethodPost)
 	r.HandleFunc("/ping", a.getPing).Methods(http.MethodGet, http.MethodHead)
@@ -37,8 +34,8 @@ func (a *API) pingRoutes(r *mux.Router) {
 }
 
 func (a *API) pingRPCMethods() {
-	a.HandleRPC("weblogUpdates.ping", a.rpcWeblogUpdatesPing)
-	a.HandleRPC("weblogUpdates.extendedPing", a.rpcExtendedPing)
+	a.HandleRPC(weblogs.MethodPing, a.rpcWeblogUpdatesPing)
+	a.HandleRPC(weblogs.MethodExtendedPing, a.rpcExtendedPing)
 	a.HandleRPC("rssCloud.ping", a.rpcRSSCloudPing)
 }
 
@@ -51,8 +48,8 @@ var errPingNotStored = errors.New("the ping could not be recorded")
 // matched against the known sources. It returns how many sources will be
 // fetched.
 func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) {
-	if len(p.Name) > MaxWeblogNameBytes {
-		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, MaxWeblogNameBytes)
+	if len(p.Name) > weblogs.MaxNameBytes {
+		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, weblogs.MaxNameBytes)
 	}
 	if !utf8.ValidString(p.Name) {
 		return 0, fmt.Errorf("%w: the weblog name is not valid UTF-8", hub.ErrInvalid)
@@ -115,13 +112,13 @@ func weblogUpdatesAnswer(sources int, err error) (any, error) {
 	var limited *RateLimitError
 	switch {
 	case err == nil:
-		return map[string]any{"flerror": false, "message": pingThanks(sources)}, nil
+		return weblogs.Answer(false, pingThanks(sources)), nil
 	case errors.As(err, &limited):
 		return nil, err
 	case errors.Is(err, errPingNotStored):
-		return map[string]any{"flerror": true, "message": "The ping could not be recorded; please try again later."}, nil
+		return weblogs.Answer(true, "The ping could not be recorded; please try again later."), nil
 	}
-	return map[string]any{"flerror": true, "message": err.Error()}, nil
+	return weblogs.Answer(true, err.Error()), nil
 }
 
 // rpcWeblogUpdatesPing is weblogUpdates.ping(name, url): url is the site
@@ -184,7 +181,7 @@ func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error)
 	if hub.ValidURL(site) == nil {
 		p.URL = site
 	}
-	tags, err := parseTags(s[4])
+	tags, err := weblogs.ParseTags(s[4])
 	if err != nil {
 		return weblogUpdatesAnswer(0, err)
 	}
@@ -303,32 +300,6 @@ func writePingPage(w http.ResponseWriter, code int, title, message, rawURL strin
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
-}
-
-// Limits of extendedPing's tags.
-const (
-	maxTags     = 20
-	maxTagBytes = 64
-)
-
-// parseTags reads extendedPing's '|'-separated tags: trimmed, empty ones
-// dropped, duplicates (case-insensitive) once.
-func parseTags(v string) ([]string, error) {
-	var out []string
-	for t := range strings.SplitSeq(v, "|") {
-		t = strings.TrimSpace(t)
-		if t == "" || slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, t) }) {
-			continue
-		}
-		if len(t) > maxTagBytes || !utf8.ValidString(t) {
-			return nil, fmt.Errorf("%w: a tag is longer than %d bytes or not valid UTF-8", hub.ErrInvalid, maxTagBytes)
-		}
-		out = append(out, t)
-	}
-	if len(out) > maxTags {
-		return nil, fmt.Errorf("%w: more than %d tags", hub.ErrInvalid, maxTags)
-	}
-	return out, nil
 }
 
 // relay queues an accepted ping for the configured ping servers, unless

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -127,7 +128,7 @@ func TestWeblogUpdatesPing(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFlerror(t, v, true)
-	_, v, err = e.rpc("weblogUpdates.ping", strings.Repeat("n", MaxWeblogNameBytes+1), "http://other.example/")
+	_, v, err = e.rpc("weblogUpdates.ping", strings.Repeat("n", weblogs.MaxNameBytes+1), "http://other.example/")
 	if err != nil {
 		t.Fatal(err)
 	}
