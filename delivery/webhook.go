@@ -85,14 +85,14 @@ func (w *Webhook) Deliver(ctx context.Context, d *Delivery) Result {
 	}
 	body, contentType, err := d.Render(variant, func() ([]byte, string, error) {
 		if patch {
-			b, err := patchOf(d.Node, nodeFeedMeta(d.Node, links), d.Events)
+			b, err := patchOf(d.Node, feed.NodeFeedMeta(d.Node, links, time.Now().UTC()), d.Events)
 			return b, d.Sub.Options.Diff, err
 		}
 		items, _ := latestItems(d.Events)
 		if len(items) == 0 {
 			return nil, "", nil // only retractions, which a full-entries subscriber does not get
 		}
-		return feed.AtomFeed(nodeFeedMeta(d.Node, links), items), atomMediaType, nil
+		return feed.AtomFeed(feed.NodeFeedMeta(d.Node, links, time.Now().UTC()), items), atomMediaType, nil
 	})
 	if err != nil {
 		return Result{Err: err}
@@ -204,21 +204,5 @@ func judge(resp response) Result {
 		return Result{Status: resp.Status}
 	default:
 		return Result{Status: resp.Status, Err: errStatus(resp.Status)}
-	}
-}
-
-// nodeFeedMeta describes the node's own Atom feed.
-func nodeFeedMeta(node *hub.Node, links nodeurl.Links) feed.FeedMeta {
-	title := node.Title
-	if title == "" {
-		title = node.Name
-	}
-	return feed.FeedMeta{
-		ID:           links.Atom,
-		Title:        title,
-		SelfURL:      links.Atom,
-		HubURL:       links.Hub,
-		AlternateURL: node.SourceURL,
-		Updated:      time.Now().UTC(),
 	}
 }

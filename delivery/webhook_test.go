@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"net/http"
 	"slices"
 	"strings"
@@ -151,6 +152,49 @@ func TestDeliveryMethodsAndSignature(t *testing.T) {
 		if sig := rcv.deliveries(path)[0].Signature; sig != "" {
 			t.Errorf("%s: signed without a secret: %q", path, sig)
 		}
+	}
+}
+
+// TestWebhookFeedDescribesTheNode: a webhook's Atom document describes
+// the node as its own feed /atom/{node} does: that feed's id and self
+// link, the hub, the GetPingd descriptor and the owner's polling hints.
+func TestWebhookFeedDescribesTheNode(t *testing.T) {
+	h := newHarness(t)
+	cfg := hub.DefaultNodeConfig()
+	cfg.Title = "News"
+	cfg.Polling = hub.FeedPolling{UpdatePeriod: "hourly", UpdateFrequency: 2}
+	if err := h.hub.ConfigureNode(context.Background(), "news", cfg); err != nil {
+		t.Fatal(err)
+	}
+	rcv := newReceiver(t, h.clock)
+	h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{})
+	h.publish("one")
+	eventually(t, "a delivery", func() bool { return len(rcv.deliveries("/hook")) == 1 })
+	body := rcv.deliveries("/hook")[0].Body
+	var doc struct {
+		ID    string `xml:"http://www.w3.org/2005/Atom id"`
+		Title string `xml:"http://www.w3.org/2005/Atom title"`
+		Links []struct {
+			Rel  string `xml:"rel,attr"`
+			Href string `xml:"href,attr"`
+		} `xml:"http://www.w3.org/2005/Atom link"`
+		UpdatePeriod    string `xml:"http://purl.org/rss/1.0/modules/syndication/ updatePeriod"`
+		UpdateFrequency string `xml:"http://purl.org/rss/1.0/modules/syndication/ updateFrequency"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	links := map[string]string{}
+	for _, l := range doc.Links {
+		links[l.Rel] = l.Href
+	}
+	atom := testPublicURL + "/atom/news"
+	if doc.ID != atom || doc.Title != "News" || links["self"] != atom || links["hub"] != testHub ||
+		links["getpingd.updates.descriptor"] != testDescriptor {
+		t.Errorf("feed id %q, title %q, links %v; want /atom/news's\n%s", doc.ID, doc.Title, links, body)
+	}
+	if doc.UpdatePeriod != "hourly" || doc.UpdateFrequency != "2" {
+		t.Errorf("polling hints %q %q, want the node's hourly, 2\n%s", doc.UpdatePeriod, doc.UpdateFrequency, body)
 	}
 }
 

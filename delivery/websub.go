@@ -214,7 +214,7 @@ func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte
 	if len(items) == 0 {
 		return nil, "", nil
 	}
-	meta := nodeFeedMeta(d.Node, links)
+	meta := feed.NodeFeedMeta(d.Node, links, time.Now().UTC())
 	switch {
 	case topic == links.RSS:
 		meta.SelfURL = links.RSS
@@ -233,7 +233,10 @@ func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte
 		}
 		return src.Body, ct, nil
 	}
+	// The source's own feed: pingd's descriptor and the owner's polling
+	// hints describe pingd's feeds of the node, not this one.
 	meta.ID, meta.SelfURL = topic, topic
+	meta.DescriptorURL, meta.Polling = "", hub.FeedPolling{}
 	if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "rss") || strings.Contains(mt, "rdf") || looksLikeRSS(src.Body) {
 		if ct == "" {
 			ct = "application/rss+xml"

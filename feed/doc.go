@@ -20,7 +20,9 @@
 //     renderers drop other links of stored items again;
 //   - scheduler.go: Scheduler, the hub.Scheduler;
 //   - render.go, patch.go: AtomFeed, RSSFeed, Patch and ApplyPatch for the
-//     HTTP side and deliveries.
+//     HTTP side and deliveries, and NodeFeedMeta, the one description of a
+//     node's own feed (its URLs from internal/nodeurl) that the node feeds
+//     and the documents deliveries send share.
 //
 // It implements hub.Fetcher and hub.Scheduler and knows nothing of
 // subscribers, XMPP, HTTP routing or the database: it turns bytes from the

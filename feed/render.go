@@ -9,6 +9,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 )
 
 // FeedMeta describes a feed document pingd serves or sends.
@@ -36,6 +37,29 @@ type FeedMeta struct {
 	// positive, else the ttl argument), <skipHours> and <skipDays>; in both
 	// formats sy:updatePeriod and sy:updateFrequency.
 	Polling hub.FeedPolling
+}
+
+// NodeFeedMeta describes a node's own Atom feed, /atom/{node}: the
+// node's title (its name when it has none), the feed's URL as id and
+// rel="self", pingd's WebSub hub, the followed source as rel="alternate",
+// the GetPingd descriptor and the owner's polling hints, updated at
+// updated. The node's RSS feed and the documents deliveries send start
+// from it, so that every document of a node describes it the same way.
+func NodeFeedMeta(n *hub.Node, links nodeurl.Links, updated time.Time) FeedMeta {
+	title := n.Title
+	if title == "" {
+		title = n.Name
+	}
+	return FeedMeta{
+		ID:            links.Atom,
+		Title:         title,
+		SelfURL:       links.Atom,
+		HubURL:        links.Hub,
+		AlternateURL:  n.SourceURL,
+		Updated:       updated,
+		DescriptorURL: links.Descriptor,
+		Polling:       n.Polling,
+	}
 }
 
 // SyndicationNS is the RSS 1.0 syndication module, whose updatePeriod and

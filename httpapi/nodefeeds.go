@@ -324,20 +324,8 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 	if err != nil {
 		return nil, err
 	}
-	title := n.Title
-	if title == "" {
-		title = n.Name
-	}
-	meta := feed.FeedMeta{
-		Title:         title,
-		HubURL:        links.Hub,
-		AlternateURL:  n.SourceURL,
-		Updated:       modified,
-		DescriptorURL: links.Descriptor,
-		Polling:       n.Polling,
-	}
+	meta := feed.NodeFeedMeta(n, links, modified)
 	if format == formatAtom {
-		meta.ID, meta.SelfURL = links.Atom, links.Atom
 		return feed.AtomFeed(meta, items), nil
 	}
 	meta.SelfURL = links.RSS
