@@ -4,9 +4,13 @@
 //
 // Its room: the delivery engine (claims, per-host limits, retries with
 // backoff and jitter, ageing, removal and suspension rules), one Sender per
-// subscriber kind that knows that protocol's wire format, request signing,
-// and the SSRF-guarded HTTP client. It may not touch XMPP or inbound HTTP,
-// and it reads and writes state only through hub.Store.
+// subscriber kind that sends that protocol's requests and judges their
+// answers, and the SSRF-guarded HTTP client. The protocols' documents,
+// names and signatures come from internal/getpingd, internal/websub,
+// internal/rsscloud and internal/cnws (and internal/weblogs for the ping
+// relay), the node's URLs from internal/nodeurl and its feed's description
+// from feed.NodeFeedMeta. It may not touch XMPP or inbound HTTP, and it
+// reads and writes state only through hub.Store.
 //
 // Why publishing stays cheap as subscribers grow: there is no per-subscriber
 // outbox row written on the publish path. Publishing appends each new event

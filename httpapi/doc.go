@@ -16,7 +16,12 @@
 // cnws.go (POST /cnws) and websub.go (the WebSub hub at /websub); they map
 // a URL to its node (pingd's own node URLs included), store the
 // subscription through the hub and leave verification and notification to
-// the delivery package's senders. XML-RPC methods live in a
+// the delivery package's senders. What each protocol's documents and forms
+// say (names, parsers, encoders, validators) is its own package's:
+// internal/websub, internal/rsscloud, internal/cnws, internal/getpingd and
+// internal/weblogs; pingd's own node URLs are internal/nodeurl's. httpapi
+// imports delivery only for the ping relay (Relayer, RelayHeader).
+// XML-RPC methods live in a
 // method table (API.HandleRPC) so more can be added beside the ping
 // methods. Rate limits (ratelimit.go) are per pinged URL and per host of
 // the pinged URL for pings (both in canonical form, hub.CanonicalURL and

@@ -29,8 +29,9 @@
 //     are retried after an hour.
 //   - Handler serves the callbacks: /upstream/websub/{id} answers the hub's
 //     verification of intent for the subscription it knows and takes content
-//     distributions signed with its secret (X-Hub-Signature); unsigned or
-//     wrongly signed ones are answered 2xx and ignored, as WebSub §8 says;
+//     distributions signed with its secret (X-Hub-Signature, checked by
+//     internal/websub); unsigned or wrongly signed ones are answered 2xx
+//     and ignored, as WebSub §8 says;
 //     /upstream/rsscloud/{id} answers the cloud's challenge and takes its
 //     notifications (an http-post form, or a call of NotifyProcedure over
 //     XML-RPC or SOAP, answered true) for the registered URL only; they
@@ -41,7 +42,8 @@
 //     (conditionally) and the one rule of "what is new" decides what
 //     subscribers get.
 //
-// It talks to the hub and its store (hub.UpstreamStore) only; it never
+// The protocols' names are internal/websub's and internal/rsscloud's. It
+// talks to the hub and its store (hub.UpstreamStore) only; it never
 // touches the XMPP side or other packages' HTTP routes, and its outbound
 // requests go through the SSRF-guarded client it is given.
 package upstream
