@@ -130,7 +130,7 @@ func NodePatch(publicURL string, node *hub.Node, events []hub.Event) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return patchOf(node, nodeFeedMeta(node, links), events)
+	return patchOf(node, feed.NodeFeedMeta(node, links, time.Now().UTC()), events)
 }
 
 // patchOf renders a batch of events as an XML patch of the node's Atom

@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/cnws"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 	"github.com/pingd/pingd/upstream"
@@ -44,7 +45,7 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		{"poll-max-interval", cfg.PollMaxInterval, time.Duration(feed.DefaultMaxInterval)},
 		{"delivery-workers", cfg.DeliveryWorkers, delivery.DefaultWorkers},
 		{"deliveries-per-host", cfg.DeliveriesPerHost, delivery.DefaultPerHost},
-		{"cnws-retry-limit", cfg.CNWSRetryLimit, time.Duration(delivery.CNWSMinRetryLimit)},
+		{"cnws-retry-limit", cfg.CNWSRetryLimit, time.Duration(cnws.MinRetryLimit)},
 		{"ping-rate", cfg.PingRate, float64(httpapi.DefaultPingRate)},
 		{"ping-burst", cfg.PingBurst, httpapi.DefaultPingBurst},
 		{"ping-host-rate", cfg.PingHostRate, float64(httpapi.DefaultPingHostRate)},
