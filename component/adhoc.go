@@ -525,18 +525,10 @@ func runSetAccess(ctx context.Context, c *Component, sender jid.JID, f *submitte
 	}
 	cfg := n.NodeConfig
 	cfg.AccessModel = model
+	// Subscribers not on the list go when the node becomes whitelist-only:
+	// the hub ends their subscriptions and tells them.
 	if err := c.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
 		return commandAnswer{}, err
-	}
-	if model == hub.AccessWhitelist && n.AccessModel != hub.AccessWhitelist {
-		// As with the configuration form: subscribers not on the list go.
-		updated, err := c.hub.Node(ctx, n.Name)
-		if err != nil {
-			return commandAnswer{}, err
-		}
-		if err := c.revokeNonMembers(ctx, updated); err != nil {
-			return commandAnswer{}, err
-		}
 	}
 	return info(fmt.Sprintf("%q is %s now.", n.Name, model)), nil
 }

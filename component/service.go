@@ -779,42 +779,13 @@ func (c *Component) configureSet(ctx context.Context, sender jid.JID, r *request
 	if serr != nil {
 		return serr
 	}
+	// A node made whitelist-only loses its non-members' subscriptions in
+	// the hub, which tells them.
 	if err := c.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
 		return err
 	}
 	c.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
 		"access_model", cfg.AccessModel, "max_items", cfg.MaxItems)
-	if cfg.AccessModel == hub.AccessWhitelist && n.AccessModel != hub.AccessWhitelist {
-		n.NodeConfig = cfg
-		return c.revokeNonMembers(ctx, n)
-	}
-	return nil
-}
-
-// revokeNonMembers removes the XMPP subscriptions of JIDs that may no
-// longer read a node that became a whitelist node; they are told so.
-func (c *Component) revokeNonMembers(ctx context.Context, n *hub.Node) error {
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
-	if err != nil {
-		return err
-	}
-	done := map[string]bool{}
-	for _, s := range subs {
-		if done[s.BareJID] {
-			continue
-		}
-		done[s.BareJID] = true
-		aff, err := c.hub.AffiliationOf(ctx, n, s.BareJID)
-		if err != nil {
-			return err
-		}
-		if aff == hub.AffNone {
-			// Setting "none" again revokes what "none" may no longer read.
-			if err := c.hub.SetAffiliation(ctx, n, s.BareJID, hub.AffNone); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 

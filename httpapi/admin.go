@@ -155,9 +155,8 @@ type createNodeRequest struct {
 }
 
 // patchNodeRequest changes a node's configuration; fields left out keep
-// their values. The access model is changed over XMPP (the owner's node
-// configuration or ad-hoc command), which also ends the subscriptions of
-// non-members.
+// their values. Making a node whitelist-only ends the XMPP subscriptions of
+// non-members, as over XMPP (the hub does it for every entry point).
 type patchNodeRequest struct {
 	Title            *string          `json:"title"`
 	MaxItems         *int             `json:"max_items"`
@@ -179,9 +178,8 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := n.NodeConfig
-	if req.AccessModel != nil && *req.AccessModel != cfg.AccessModel {
-		writeJSONError(w, http.StatusUnprocessableEntity, "the access model is changed over XMPP (node configuration or the set-access ad-hoc command), which also ends non-members' subscriptions")
-		return
+	if req.AccessModel != nil {
+		cfg.AccessModel = *req.AccessModel
 	}
 	if req.Title != nil {
 		cfg.Title = *req.Title

@@ -110,7 +110,7 @@ func TestPoliteNodeFeeds(t *testing.T) {
 	for _, bad := range []map[string]any{
 		{"polling": map[string]any{"skip_hours": []int{24}}},
 		{"polling": map[string]any{"update_period": "fortnightly"}},
-		{"access_model": "whitelist"},
+		{"access_model": "secret"},
 	} {
 		resp := e.admin(http.MethodPatch, "/api/nodes/polite", bad)
 		resp.Body.Close()

@@ -40,6 +40,11 @@
 // subscription's pending change (SubChange), and the delivery side applies
 // it once the callback confirms.
 //
+// A node's configuration changes only through ConfigureNode (configure.go),
+// whoever asks: a node made whitelist-only loses the XMPP subscriptions of
+// those who may no longer read it there, so the XMPP form, the ad-hoc
+// command and the admin API cannot differ.
+//
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its
 // source back, due at once, and with Config.Exclusive (one process per
 // store) Run takes back the leases a killed process left.

@@ -329,14 +329,6 @@ func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
 // Nodes lists every node.
 func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
 
-// ConfigureNode replaces a node's configuration after validating it.
-func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	return h.store.UpdateNodeConfig(ctx, name, cfg)
-}
-
 // DeleteNode removes a node, its items and subscriptions, and tells the
 // transports so they can notify the subscribers.
 func (h *Hub) DeleteNode(ctx context.Context, name string) error {
