@@ -40,6 +40,12 @@
 // subscription's pending change (SubChange), and the delivery side applies
 // it once the callback confirms.
 //
+// What a fetch brings (fetchrules.go) is decided here, by pure functions:
+// which entries are new, the baseline, the change event, a node's share of
+// new entries and the refetch a ping during the fetch causes. The store
+// runs them inside the transaction that reads the seen ids and writes the
+// events (Store.ApplyFetch), so the rules are tested without SQL.
+//
 // A node's configuration changes only through ConfigureNode (configure.go),
 // whoever asks: a node made whitelist-only loses the XMPP subscriptions of
 // those who may no longer read it there, so the XMPP form, the ad-hoc

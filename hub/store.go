@@ -88,14 +88,16 @@ type Store interface {
 	// ApplyFetch stores a fetch's outcome in one transaction: the source
 	// state (releasing the lease and clearing a pending note it consumed),
 	// the ids seen, and the events of every node of the source. See
-	// FetchOutcome and FetchApplied. It is the baseline when the stored
-	// source was not baselined yet and the outcome has content (Changed):
-	// every entry id is recorded as seen and no event is written. It sets
-	// the stored LastNewItems to the number of new entries.
+	// FetchOutcome and FetchApplied. What the fetch brings is the hub's
+	// to decide: the store reads the source's baseline flag and latest
+	// ping and which ids are unseen, and writes what FetchNewsOf,
+	// FetchNews.ForNode and NextFetchAfter (fetchrules.go) decide from
+	// them: on the baseline every entry id is recorded as seen and no item
+	// is written; a node takes at most its MaxItems of the newest new
+	// entries. It sets the stored LastNewItems to the number of new
+	// entries.
 	//
-	// One fetch publishes at most a node's MaxItems entries to it: the
-	// newest of the new ones, so nodes of one source with different
-	// MaxItems get different numbers. Every new id is recorded as seen,
+	// Every new id is recorded as seen,
 	// published or not, and those left out are never announced. A source
 	// without nodes records its ids and publishes nothing. When new ids
 	// were recorded, the ids the fetch did not show beyond the newest

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -280,7 +279,8 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 	if err != nil {
 		return hub.FetchApplied{}, fmt.Errorf("apply fetch of source %d: poll hints: %w", o.SourceID, err)
 	}
-	entries := distinctEntries(o.Entries)
+	entries := hub.DistinctEntries(o.Entries)
+	o.Entries = entries
 	var applied hub.FetchApplied
 	err = s.inTx(ctx, func(tx *txn) error {
 		applied = hub.FetchApplied{}
@@ -292,7 +292,6 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		if err != nil {
 			return notFound(err, fmt.Sprintf("source %d", o.SourceID))
 		}
-		applied.Baseline = !baselined && o.Changed
 
 		// Record every entry id; those inserted now were never seen. Those
 		// seen before get the time of this fetch, so that only ids a feed
@@ -320,14 +319,14 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 				return fmt.Errorf("record seen entries: %w", err)
 			}
 		}
-		var fresh []hub.Entry
+		// The hub's rules say what the fetch brings; this transaction
+		// records it.
+		news := hub.FetchNewsOf(o, baselined, func(id string) bool { return inserted[id] })
+		applied.Baseline = news.Baseline
 		var again []string
 		for _, e := range entries {
-			switch {
-			case !inserted[e.ID]:
+			if !inserted[e.ID] {
 				again = append(again, e.ID)
-			case !applied.Baseline:
-				fresh = append(fresh, e)
 			}
 		}
 		for _, chunk := range chunks(again) {
@@ -348,24 +347,9 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 				return fmt.Errorf("forget entry ids of source %d: %w", o.SourceID, err)
 			}
 		}
-		applied.New = fresh
+		applied.New = news.New
 
-		items := make([]hub.Event, 0, len(fresh))
-		for _, e := range fresh {
-			items = append(items, hub.Event{Kind: hub.EventItem, ItemID: e.ID, Payload: e.Payload,
-				Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
-		}
-		var change []hub.Event
-		switch {
-		case o.Note != nil:
-			// A trusted announcement is a change even when the fetch shows
-			// none; it stands in for the plain change event.
-			change = []hub.Event{{Kind: hub.EventChange, Title: o.Note.Title, Summary: o.Note.Description,
-				Payload: []byte(o.Note.Extensions)}}
-		case o.Changed && !applied.Baseline && len(fresh) == 0:
-			change = []hub.Event{{Kind: hub.EventChange}}
-		}
-		if len(items)+len(change) > 0 {
+		if !news.Empty() {
 			type follower struct {
 				id       int64
 				maxItems int
@@ -384,33 +368,20 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 				return fmt.Errorf("nodes of source %d: %w", o.SourceID, err)
 			}
 			for _, n := range nodes {
-				// A node takes no more new entries from one fetch than it
-				// keeps: the newest (items are oldest first).
-				take := items
-				if n.maxItems > 0 && len(take) > n.maxItems {
-					take = take[len(take)-n.maxItems:]
-				}
-				if _, err := s.appendTx(ctx, tx, n.id, append(slices.Clip(take), change...), now); err != nil {
+				events := news.ForNode(n.maxItems)
+				if _, err := s.appendTx(ctx, tx, n.id, events, now); err != nil {
 					return err
 				}
-				applied.Published += len(take)
+				applied.Published += len(events) - len(news.Change)
 				applied.Nodes = append(applied.Nodes, n.id)
 			}
 		}
 
+		// A ping stored while this fetch ran makes the source due again.
 		st := o.State
+		st.LastPingAt = dbTimeOf(st.LastPingAt)
+		st = hub.NextFetchAfter(st, lastPing)
 		nextFetch := st.NextFetchAt
-		if !lastPing.IsZero() && lastPing.After(dbTimeOf(st.LastPingAt)) {
-			// A ping came while this fetch ran: what it announced may be
-			// newer than what was fetched, so fetch again at once.
-			st.LastPingAt = lastPing
-			if !st.Gone && (nextFetch.IsZero() || lastPing.Before(nextFetch)) {
-				nextFetch = lastPing
-			}
-		}
-		if st.Gone {
-			nextFetch = time.Time{}
-		}
 		if _, err := s.exec(ctx, tx, `UPDATE sources SET url = $2, etag = $3, last_modified = $4,
 			body_hash = $5, content_type = $6, body = $7, is_feed = $8, title = $9, description = $10,
 			site_url = $11, hints = $12, baselined = $13, gone = $14, moved_from = $15, moved_at = $16,
@@ -422,7 +393,7 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 			o.SourceID, st.URL, st.ETag, st.LastModified, st.BodyHash, st.ContentType, st.Body, st.IsFeed,
 			st.Title, st.Description, st.SiteURL, string(hints), st.Baselined || baselined || applied.Baseline, st.Gone,
 			st.MovedFrom, s.timeArg(st.MovedAt), s.timeArg(st.LastFetchAt), st.LastStatus, st.LastBytes,
-			len(fresh), st.LastError, st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastChangeAt),
+			len(news.New), st.LastError, st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastChangeAt),
 			s.timeArg(st.LastPingAt), s.timeArg(nextFetch), st.NextFetchReason); err != nil {
 			return fmt.Errorf("store state of source %d: %w", o.SourceID, err)
 		}
@@ -463,19 +434,4 @@ func seenValues(entries []hub.Entry) (string, []any) {
 		b.WriteString(", $2)")
 	}
 	return b.String(), args
-}
-
-// distinctEntries drops entries without an id and repeats of an id, keeping
-// the first in publishing order.
-func distinctEntries(entries []hub.Entry) []hub.Entry {
-	seen := make(map[string]bool, len(entries))
-	out := make([]hub.Entry, 0, len(entries))
-	for _, e := range entries {
-		if e.ID == "" || seen[e.ID] {
-			continue
-		}
-		seen[e.ID] = true
-		out = append(out, e)
-	}
-	return out
 }

@@ -1,0 +1,108 @@
+package hub
+
+import (
+	"slices"
+	"time"
+)
+
+// The rules of a fetch's outcome: which entries are new, when a fetch is
+// the baseline, when a fetch is a change without new entries, how many new
+// entries a node takes, and when a source is fetched next if a ping came
+// while it was fetched. They are pure functions so that they are decided
+// and tested here; the store runs them inside the one transaction that
+// reads what they need (the seen entry ids, the source's baseline and
+// latest ping, its nodes) and writes what they decide (Store.ApplyFetch).
+
+// FetchNews is what a fetch brings, as FetchNewsOf decides it.
+type FetchNews struct {
+	// Baseline is true when this is the source's first changed fetch:
+	// its entries are recorded as seen and none is published, so a new
+	// node does not announce a feed's whole history.
+	Baseline bool
+	// New are the entries never seen before, in publishing order (oldest
+	// first); none on a baseline.
+	New []Entry
+	// Items are New as item events.
+	Items []Event
+	// Change is the change event this fetch appends besides its items:
+	// a trusted announcement (ChangeNote) always, else a plain change when
+	// the representation changed without any new entry; none otherwise.
+	Change []Event
+}
+
+// FetchNewsOf decides what a fetch brings: entries (in the order the fetch
+// gave them, repeats and id-less ones already dropped by DistinctEntries)
+// whose ids unseen reports as never seen before are new, unless the source
+// had no baseline yet (baselined false) and this changed fetch is it.
+func FetchNewsOf(o FetchOutcome, baselined bool, unseen func(id string) bool) FetchNews {
+	news := FetchNews{Baseline: !baselined && o.Changed}
+	if !news.Baseline {
+		for _, e := range o.Entries {
+			if unseen(e.ID) {
+				news.New = append(news.New, e)
+			}
+		}
+	}
+	news.Items = make([]Event, 0, len(news.New))
+	for _, e := range news.New {
+		news.Items = append(news.Items, Event{Kind: EventItem, ItemID: e.ID, Payload: e.Payload,
+			Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
+	}
+	switch {
+	case o.Note != nil:
+		// A trusted announcement is a change even when the fetch shows
+		// none; it stands in for the plain change event.
+		news.Change = []Event{{Kind: EventChange, Title: o.Note.Title, Summary: o.Note.Description,
+			Payload: []byte(o.Note.Extensions)}}
+	case o.Changed && !news.Baseline && len(news.New) == 0:
+		news.Change = []Event{{Kind: EventChange}}
+	}
+	return news
+}
+
+// Empty reports whether the fetch appends nothing to any node's log.
+func (n FetchNews) Empty() bool { return len(n.Items)+len(n.Change) == 0 }
+
+// ForNode is what one node following the source appends: no more new
+// entries than the node keeps (maxItems, 0 for no bound), the newest of
+// them, then the change event.
+func (n FetchNews) ForNode(maxItems int) []Event {
+	take := n.Items
+	if maxItems > 0 && len(take) > maxItems {
+		take = take[len(take)-maxItems:]
+	}
+	return append(slices.Clip(take), n.Change...)
+}
+
+// DistinctEntries drops entries without an id and repeats of an id,
+// keeping the first in publishing order: an id is one entry of a source.
+func DistinctEntries(entries []Entry) []Entry {
+	seen := make(map[string]bool, len(entries))
+	out := make([]Entry, 0, len(entries))
+	for _, e := range entries {
+		if e.ID == "" || seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// NextFetchAfter returns the state a fetch leaves its source in, given the
+// latest ping stored meanwhile (storedPing): a ping newer than the one the
+// fetch knew of may announce something newer than what was fetched, so the
+// source is due again at that ping (unless it is due sooner already); a
+// gone source is never due.
+func NextFetchAfter(st SourceState, storedPing time.Time) SourceState {
+	if !storedPing.IsZero() && storedPing.After(st.LastPingAt) {
+		st.LastPingAt = storedPing
+		if !st.Gone && (st.NextFetchAt.IsZero() || storedPing.Before(st.NextFetchAt)) {
+			st.NextFetchAt = storedPing
+		}
+	}
+	if st.Gone {
+		st.NextFetchAt = time.Time{}
+	}
+	return st
+}
