@@ -23,11 +23,9 @@ import (
 // when the ping is accepted and sent by Relayer.Run: durable, retried with
 // backoff for a day, at most one per URL per target per minute, never to
 // pingd itself, and never for a ping another pingd relayed (the loop
-// guard: relays carry RelayHeader, and pings carrying it are not relayed
-// again).
-
-// RelayHeader marks a ping pingd relayed.
-const RelayHeader = "X-Pingd-Relay"
+// guard: relays carry weblogs.RelayHeader, and pings carrying it are not
+// relayed again). The hub tells the Relayer of each recorded ping: it is a
+// ping listener (PingRecorded) that cmd/pingd registers.
 
 // Relay timing.
 const (
@@ -124,6 +122,20 @@ func NewRelayer(cfg RelayConfig) *Relayer {
 		cfg.Every = DefaultRelayEvery
 	}
 	return &Relayer{cfg: cfg, log: cfg.Logger.With("component", "relay"), wake: make(chan struct{}, 1)}
+}
+
+// PingRecorded queues a recorded weblog ping for every target (the hub
+// calls it: cmd/pingd registers the Relayer as a ping listener), unless
+// another pingd relayed it here. A ping is answered whether or not its
+// relay could be queued: the relay is an extra, the ping is stored.
+func (r *Relayer) PingRecorded(ctx context.Context, rec hub.PingRecord) {
+	if r == nil || rec.Ping.Relayed || !weblogs.IsWeblogPing(rec.Ping.Dialect) {
+		return
+	}
+	page, feedURL := weblogs.PingPages(rec.Ping.Dialect, rec.URLs)
+	if err := r.Enqueue(ctx, rec.Ping, page, feedURL); err != nil {
+		r.log.WarnContext(ctx, "ping not queued for relay", "url", page, "err", err)
+	}
 }
 
 // Enqueue queues a ping for every target. pageURL is the weblog's URL;
@@ -250,7 +262,7 @@ func (r *Relayer) attempt(ctx context.Context, t *RelayTarget, rel *hub.Relay) (
 			return true, err
 		}
 	}
-	req.Header.Set(RelayHeader, "1")
+	req.Header.Set(weblogs.RelayHeader, "1")
 	if r.cfg.UserAgent != "" {
 		req.Header.Set("User-Agent", r.cfg.UserAgent)
 	}

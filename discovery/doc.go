@@ -37,7 +37,9 @@
 // headers, read by internal/linkheader; link tags; atom:link in feeds) and
 // rssCloud <cloud> elements. Client also implements hub.SourceResolver: a
 // page's source is its best feed; Follow discovers that feed too, for
-// everything a page leads to. These parsers take outside input and are
+// everything a page leads to. PagePings (pagepings.go) is the hub's ping
+// listener that, for a weblog ping matching no followed source, looks at
+// the page it names for a followed feed (rate- and concurrency-bound). These parsers take outside input and are
 // fuzzed; the XML ones read through internal/xmlguard, which bounds what
 // one start tag may cost. The client side may read the network only
 // through the client it is given and never touches the store.

@@ -20,8 +20,11 @@
 // say (names, parsers, encoders, validators) is its own package's:
 // internal/websub, internal/rsscloud, internal/cnws, internal/getpingd and
 // internal/weblogs; pingd's own node URLs are internal/nodeurl's. httpapi
-// imports delivery only for the ping relay (Relayer, RelayHeader).
-// XML-RPC methods live in a
+// does not import delivery: a ping is handed to the hub, and what else
+// follows from it (the relay to other ping servers, the look at a homepage
+// it names) is done by the hub's ping listeners, which cmd/pingd
+// registers; httpapi only marks a ping another pingd relayed
+// (weblogs.RelayHeader). XML-RPC methods live in a
 // method table (API.HandleRPC) so more can be added beside the ping
 // methods. Rate limits (ratelimit.go) are per pinged URL and per host of
 // the pinged URL for pings (both in canonical form, hub.CanonicalURL and

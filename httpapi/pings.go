@@ -18,13 +18,15 @@ import (
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
-// Dialects recorded with each ping (hub.Ping.Dialect).
+// Dialects recorded with each ping (hub.Ping.Dialect): the weblog pings'
+// are internal/weblogs', which the relay and the homepage look-ups (ping
+// listeners) know them by.
 const (
-	DialectWeblogUpdates = "xmlrpc-weblogupdates"
-	DialectExtendedPing  = "xmlrpc-extended"
-	DialectRSSCloud      = "rsscloud"
-	DialectREST          = "rest"
-	DialectForm          = "form"
+	DialectWeblogUpdates = weblogs.DialectWeblogUpdates
+	DialectExtendedPing  = weblogs.DialectExtendedPing
+	DialectRSSCloud      = weblogs.DialectRSSCloud
+	DialectREST          = weblogs.DialectREST
+	DialectForm          = weblogs.DialectForm
 )
 
 func (a *API) pingRoutes(r *mux.Router) {
@@ -60,6 +62,8 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 	if limited := a.allowPing(urls[0]); limited != nil {
 		return 0, limited
 	}
+	// A ping another pingd relayed is not relayed again (the loop guard).
+	p.Relayed = ctx.Value(relayedKey{}) != nil
 	n, err := a.hub.Ping(ctx, p, urls, nil)
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
@@ -69,10 +73,6 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 		return 0, fmt.Errorf("%w: %w", errPingNotStored, err)
 	}
 	a.log.InfoContext(ctx, "ping", "dialect", p.Dialect, "url", urls[0], "remote", p.Remote, "sources", n)
-	if n == 0 {
-		a.pages.lookAt(urls[0])
-	}
-	a.relay(ctx, p, urls)
 	return n, nil
 }
 
@@ -300,24 +300,4 @@ func writePingPage(w http.ResponseWriter, code int, title, message, rawURL strin
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
-}
-
-// relay queues an accepted ping for the configured ping servers, unless
-// another pingd relayed it. extendedPing's urls are (feed, site, …); the
-// others' first URL is the weblog's. A ping is answered whether or not
-// its relay could be queued: the relay is an extra, the ping is stored.
-func (a *API) relay(ctx context.Context, p hub.Ping, urls []string) {
-	if a.cfg.Relay == nil || ctx.Value(relayedKey{}) != nil {
-		return
-	}
-	page, feedURL := urls[0], ""
-	if p.Dialect == DialectExtendedPing {
-		feedURL = urls[0]
-		if len(urls) > 1 {
-			page = urls[1]
-		}
-	}
-	if err := a.cfg.Relay.Enqueue(ctx, p, page, feedURL); err != nil {
-		a.log.WarnContext(ctx, "ping not queued for relay", "url", page, "err", err)
-	}
 }

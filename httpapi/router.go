@@ -15,9 +15,9 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
+	"github.com/pingd/pingd/internal/weblogs"
 )
 
 // Config configures the HTTP API.
@@ -63,16 +63,15 @@ type Config struct {
 	// of 20.
 	ListRate  float64
 	ListBurst int
-	// Relay, when set, forwards accepted pings to other ping servers;
-	// RelayTargets names them for GET /api/relay.
-	Relay        PingRelay
+	// RelayTargets names the ping servers accepted pings are relayed to
+	// (the relay is a ping listener of the hub), for GET /api/relay.
 	RelayTargets []string
 	// CloudProtocol is the protocol the node feeds' <cloud> element
 	// advertises for registrations: "http-post" (the REST /pleaseNotify,
 	// default), "xml-rpc" or "soap" (both on /RPC2).
 	CloudProtocol string
 	// Resolver, when set, turns a page URL given where a feed is expected
-	// (a node's source, a ping naming a homepage) into the page's feed.
+	// (a node's source) into the page's feed.
 	Resolver hub.SourceResolver
 	// CheckHost, when set, is asked about the host of each URL pingd is
 	// asked to fetch or call back (node sources, topics, callbacks) before
@@ -129,10 +128,6 @@ type API struct {
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
-
-	// pages looks at homepages named by pings (pagepings.go); nil without
-	// a resolver.
-	pages *pagePings
 }
 
 // New returns the API with every route installed.
@@ -208,7 +203,6 @@ func New(cfg Config) (*API, error) {
 		opml:          newOPMLList(cfg.ListRate, cfg.ListBurst),
 		rpc:           map[string]RPCMethod{},
 	}
-	a.pages = newPagePings(a, cfg.Resolver)
 	a.router = mux.NewRouter()
 	// Node names are one percent-encoded path segment ("feeds%2Fdemo"), so
 	// routes match the encoded path and handlers unescape the variables.
@@ -246,7 +240,7 @@ func (a *API) Router() *mux.Router { return a.router }
 // ServeHTTP logs every request at debug level and dispatches it.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if r.Header.Get(delivery.RelayHeader) != "" {
+	if r.Header.Get(weblogs.RelayHeader) != "" {
 		// Relayed by a pingd: never relayed again (the loop guard).
 		r = r.WithContext(context.WithValue(r.Context(), relayedKey{}, true))
 	}
@@ -404,11 +398,6 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 // "xrds", "atom", "rss").
 func (a *API) nodeURL(prefix, node string) string {
 	return a.publicURL + "/" + prefix + "/" + url.PathEscape(node)
-}
-
-// PingRelay forwards accepted pings (delivery.Relayer).
-type PingRelay interface {
-	Enqueue(ctx context.Context, p hub.Ping, pageURL, feedURL string) error
 }
 
 // relayedKey marks the context of a request another pingd relayed.

@@ -46,6 +46,11 @@
 // runs them inside the transaction that reads the seen ids and writes the
 // events (Store.ApplyFetch), so the rules are tested without SQL.
 //
+// Ping listeners (pinglisteners.go) hear of every recorded ping: the relay
+// to other ping servers and the homepage look-ups are listeners, so what a
+// ping sets off is registered in one place (cmd/pingd), not in the entry
+// points.
+//
 // A node's configuration changes only through ConfigureNode (configure.go),
 // whoever asks: a node made whitelist-only loses the XMPP subscriptions of
 // those who may no longer read it there, so the XMPP form, the ad-hoc

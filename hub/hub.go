@@ -91,6 +91,8 @@ type Hub struct {
 	mu         sync.RWMutex
 	transports map[Kind][]Transport
 	listeners  []NodeDeletedListener
+	// pingListeners hear of recorded pings (pinglisteners.go).
+	pingListeners []PingListener
 
 	fetchWake chan struct{}
 
@@ -1067,6 +1069,7 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 		}
 		total += n
 	}
+	h.pingRecorded(ctx, PingRecord{Ping: p, URLs: urls, Matched: total})
 	return total, nil
 }
 

@@ -688,6 +688,9 @@ type Ping struct {
 	// Tags are extendedPing's categories (its fifth parameter).
 	Tags       []string
 	ReceivedAt time.Time
+	// Relayed is set, and not stored, when another pingd relayed the ping
+	// here: ping listeners do not relay it again (the loop guard).
+	Relayed bool
 }
 
 // ValidURL checks that s is an absolute http or https URL with a host

@@ -247,7 +247,8 @@ func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.K
 }
 
 // buildRelay makes the relayer of accepted pings to PINGD_RELAY_PINGS, nil
-// without targets, and the targets' names for the API.
+// without targets, registered as a ping listener of the hub, and the
+// targets' names for the API.
 func buildRelay(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog.Logger) (*delivery.Relayer, []string, error) {
 	targets, err := cfg.RelayTargets()
 	if err != nil {
@@ -260,6 +261,7 @@ func buildRelay(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog
 	if relayer == nil {
 		return nil, nil, nil
 	}
+	h.AddPingListener(relayer)
 	names := make([]string, 0, len(targets))
 	for _, t := range targets {
 		names = append(names, t.Spec)
@@ -292,16 +294,13 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 }
 
 // buildAPI makes the HTTP API with /metrics on it.
-func buildAPI(cfg *Config, h *hub.Hub, comp *component.Component, relayer *delivery.Relayer, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
+func buildAPI(cfg *Config, h *hub.Hub, comp *component.Component, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
 	ac := apiConfig(cfg, log)
 	ac.Hub = h
 	ac.Ready = comp.Ready
 	ac.CheckHost = out.checkHost
 	ac.Resolver = out.resolver
-	if relayer != nil {
-		ac.Relay = relayer
-		ac.RelayTargets = relayNames
-	}
+	ac.RelayTargets = relayNames
 	api, err := httpapi.New(ac)
 	if err != nil {
 		return nil, err
@@ -364,7 +363,10 @@ func buildParts(ctx context.Context, cfg *Config, log *slog.Logger) (p *parts, l
 		return nil, false, err
 	}
 	p.relayer = relayer
-	if p.api, err = buildAPI(cfg, h, p.component, relayer, relayNames, out, log); err != nil {
+	// Weblog pings that name a homepage followed by no node reach the
+	// feed the page links to.
+	h.AddPingListener(discovery.NewPagePings(ctx, h, out.resolver, log))
+	if p.api, err = buildAPI(cfg, h, p.component, relayNames, out, log); err != nil {
 		return nil, false, err
 	}
 	if p.upstreams, err = buildUpstream(cfg, st, h, tracker, p.component, p.api, out, log); err != nil {

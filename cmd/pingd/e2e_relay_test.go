@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -34,7 +34,7 @@ func TestPingRelay(t *testing.T) {
 			parts = append(parts, s)
 		}
 		mu.Lock()
-		calls = append(calls, call.Method+":"+strings.Join(parts, ",")+":"+r.Header.Get(delivery.RelayHeader))
+		calls = append(calls, call.Method+":"+strings.Join(parts, ",")+":"+r.Header.Get(weblogs.RelayHeader))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/xml")
 		io.WriteString(w, `<?xml version="1.0"?><methodResponse><params><param><value><struct><member><name>flerror</name><value><boolean>0</boolean></value></member><member><name>message</name><value>Thanks</value></member></struct></value></param></params></methodResponse>`)
@@ -73,7 +73,7 @@ func TestPingRelay(t *testing.T) {
 	// A ping another pingd relayed is not relayed again.
 	req, _ := http.NewRequest(http.MethodPost, d.URL+"/ping", strings.NewReader(url.Values{"url": {"http://c.example/"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set(delivery.RelayHeader, "1")
+	req.Header.Set(weblogs.RelayHeader, "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -78,3 +78,49 @@ func MarshalPing(name, url, feedURL string, tags []string) ([]byte, error) {
 	}
 	return xmlrpc.MarshalCall(MethodExtendedPing, params...)
 }
+
+// The dialects of the pings that name a weblog, recorded with each ping
+// (hub.Ping.Dialect): weblogUpdates.ping and extendedPing over XML-RPC,
+// rssCloud's ping, and the REST and form pings of /ping and /pingSiteForm.
+const (
+	DialectWeblogUpdates = "xmlrpc-weblogupdates"
+	DialectExtendedPing  = "xmlrpc-extended"
+	DialectRSSCloud      = "rsscloud"
+	DialectREST          = "rest"
+	DialectForm          = "form"
+)
+
+// IsWeblogPing reports whether a ping of dialect names a weblog: those are
+// the pings other ping servers take (the relay sends them on) and whose
+// URL may be a homepage rather than a feed. CNWS, WebSub and upstream
+// pings name a resource or topic and are neither.
+func IsWeblogPing(dialect string) bool {
+	switch dialect {
+	case DialectWeblogUpdates, DialectExtendedPing, DialectRSSCloud, DialectREST, DialectForm:
+		return true
+	}
+	return false
+}
+
+// PingPages splits the URLs a weblog ping named into the weblog's page and
+// its feed: extendedPing names (feed, page, …) in that order — its url
+// first, as recorded, is the feed URL when the ping named one — and the
+// other dialects name the weblog's URL alone.
+func PingPages(dialect string, urls []string) (pageURL, feedURL string) {
+	if len(urls) == 0 {
+		return "", ""
+	}
+	if dialect == DialectExtendedPing {
+		feedURL = urls[0]
+		pageURL = urls[0]
+		if len(urls) > 1 {
+			pageURL = urls[1]
+		}
+		return pageURL, feedURL
+	}
+	return urls[0], ""
+}
+
+// RelayHeader marks a ping one pingd relayed to another: the receiving
+// pingd records it and relays it no further (the loop guard).
+const RelayHeader = "X-Pingd-Relay"
