@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"sort"
@@ -249,5 +250,19 @@ func TestCheckCatchesBrokenRules(t *testing.T) {
 	}
 	if got := check(clean, rules(clean)); len(got) > 0 {
 		t.Errorf("a graph keeping the rules broke them:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestArchitectureNamesEveryPackage keeps docs/architecture.md's layers
+// complete: every package of the module is named there.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range moduleGraph(t) {
+		if !strings.Contains(string(doc), "`"+pkg+"`") {
+			t.Errorf("docs/architecture.md does not name `%s`", pkg)
+		}
 	}
 }
