@@ -59,6 +59,19 @@
 // others. A request is bounded by Config.Timeout, well within the claim
 // lease, so a delivery is never handed out twice while it runs.
 //
+// The engine, one topic a file: sender.go (the contract a subscriber
+// kind implements: Sender, its failure Policy, Delivery, Result),
+// engine.go (Config, New, wakes, serving one claimed subscription and
+// saving its state), claims.go (Run: the claim loop and the worker pool,
+// a host's queue served by its slot's holder, leases given back at
+// shutdown and taken back at start, postponing for a busy host),
+// hostqueue.go (per-host slots, queues and busy delays), retry.go
+// (nextAttempt: backoff with jitter within the retry window), verify.go
+// (verification of intent and of pending changes), batch.go (one read of
+// the log and one rendering per batch), states.go (the state writer) and
+// http.go (requests with capped answers, verification GETs). relay.go
+// forwards accepted pings.
+//
 // The senders, one file each: webhook.go (GetPingd), websub.go (WebSub:
 // verification with the lease, denial notices, content in the topic's own
 // format, X-Hub-Signature), rsscloud.go (the challenge GET or test

@@ -1,0 +1,232 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// Run delivers until ctx ends. A delivery cut off when it ends is given
+// back unchanged (its lease released, its cursor where it was), so the
+// next process redoes it at once; if even that fails, the lease runs out
+// and it is redone then. Nothing is lost either way.
+func (e *Engine) Run(ctx context.Context) error {
+	e.states = newStateWriter(stateWriterConfig{
+		store: e.cfg.Store, log: e.log, wake: e.poke, now: e.now,
+		busy:   func() bool { return e.held.Load() > 0 },
+		linger: e.cfg.stateLinger, gap: e.cfg.stateGap,
+	})
+	// A fixed pool of workers, each serving one host's slot at a time:
+	// goroutines that live as long as Run keep the stacks they grew for
+	// HTTP and TLS instead of growing new ones for every host.
+	type hostStart struct {
+		host string
+		job  hostJob
+	}
+	starts := make(chan hostStart)
+	var wg sync.WaitGroup
+	for range e.cfg.Workers {
+		wg.Go(func() {
+			for st := range starts {
+				e.serveHost(ctx, st.host, st.job)
+			}
+		})
+	}
+	defer func() {
+		close(starts)
+		wg.Wait()
+		e.states.close() // every answered delivery is recorded before Run returns
+	}()
+	if e.cfg.Exclusive {
+		e.reclaimLeases(ctx)
+	}
+	maxHeld := e.cfg.Workers * heldPerWorker
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	e.Wake(0) // catch up on work left by an earlier run
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.wake:
+		case <-ticker.C:
+			e.mu.Lock()
+			e.woken[0] = true
+			e.mu.Unlock()
+		}
+		e.mu.Lock()
+		nodes := e.woken
+		e.woken = map[int64]bool{}
+		e.mu.Unlock()
+		for nodeID := range nodes {
+			for ctx.Err() == nil {
+				room := maxHeld - int(e.held.Load())
+				if room < e.cfg.Workers {
+					// Most of what was claimed is still waiting: claim
+					// again when some of it is done, in one large claim
+					// rather than one per finished delivery.
+					select {
+					case <-e.freed:
+						continue
+					case <-ctx.Done():
+						return nil
+					}
+				}
+				now := e.now()
+				// One large claim, even the first: on a loaded machine a
+				// second claim running while the first few deliveries are
+				// sent gets the CPU last and holds the rest back
+				// (docs/benchmarks.md, measurement 3).
+				limit := min(room, maxClaim)
+				claimSeq := e.wakeSeqNow() // before the claim: a publish after it counts as later
+				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, now.Add(e.cfg.Lease))
+				if err != nil {
+					if ctx.Err() == nil {
+						e.log.ErrorContext(ctx, "claim deliveries", "node_id", nodeID, "err", err)
+					}
+					break
+				}
+				e.held.Add(int64(len(subs)))
+				// A subscription whose host has no free slot waits in that
+				// host's queue, served by the worker that holds the host's
+				// slot, so it holds no worker itself; when the queue is full
+				// it is put off, not waited for, or enough subscriptions of
+				// one slow host would hold every worker.
+				b := newBatch(e.cfg.Store, e.cfg.Batch)
+				b.claimSeq = claimSeq
+				postponed := map[string]time.Time{}
+				for _, sub := range subs {
+					host := hostOf(sub.Address)
+					job := hostJob{sub: sub, batch: b, claimed: now}
+					switch e.hosts.acquireOrEnqueue(host, job) {
+					case slotQueued:
+						continue
+					case slotFull:
+						at, seen := postponed[host]
+						if !seen {
+							at = now.Add(e.hosts.busyDelay(host))
+							postponed[host] = at
+							// Look again when they are due, not at the next
+							// poll: a host with many subscribers would
+							// otherwise get a queue-full per poll interval.
+							e.wakeAt(nodeID, at.Sub(now))
+						}
+						e.postpone(ctx, &sub, at)
+						e.done()
+						continue
+					}
+					// Wait for a worker if none is free: this one holds its
+					// host's slot meanwhile, so the host's next ones queue.
+					// Workers take it even after ctx ends, to give it back.
+					starts <- hostStart{host, job}
+				}
+				if len(postponed) > 0 || len(subs) < limit {
+					break // the busy hosts' workers drain their queues first
+				}
+			}
+		}
+	}
+}
+
+// serveHost serves a claimed subscription, then the ones queued for the
+// same host meanwhile, while it holds one of the host's slots; it gives
+// the slot back when the queue is empty.
+func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
+	for {
+		start := time.Now()
+		if ctx.Err() != nil {
+			e.giveBack(ctx, &job.sub)
+		} else if e.now().Before(job.claimed.Add(e.cfg.Lease - e.cfg.Timeout)) {
+			e.serve(ctx, &job.sub, job.batch)
+		}
+		// Else it waited so long that its lease may run out before it is
+		// done: it is left for the lease to expire and be claimed again,
+		// rather than risk serving it twice.
+		e.done()
+		var ok bool
+		if job, ok = e.hosts.nextOrRelease(host, time.Since(start)); !ok {
+			return
+		}
+	}
+}
+
+// done records that a claimed subscription has been dealt with.
+func (e *Engine) done() {
+	if e.held.Add(-1) == 0 {
+		e.states.settled()
+	}
+	select {
+	case e.freed <- struct{}{}:
+	default:
+	}
+}
+
+// giveBack releases the lease of a subscription whose work shutdown cut
+// off, leaving its delivery state as it was when claimed.
+func (e *Engine) giveBack(ctx context.Context, sub *hub.Subscription) {
+	if sub.Change.Claimed {
+		e.releaseChange(ctx, sub)
+		return
+	}
+	e.save(ctx, sub, sub.DeliveryState)
+	e.log.DebugContext(ctx, "delivery cut off by shutdown; given back", "subscription", sub.ID,
+		"subscriber", redactURL(sub.Address))
+}
+
+// reclaimLeases releases the leases of HTTP subscriptions held by anyone
+// but this engine. Only with Exclusive: then their holder is a process
+// that died (kill -9, a crash, a power cut) before it could save them.
+func (e *Engine) reclaimLeases(ctx context.Context) {
+	now := e.now()
+	n := 0
+	// One kind at a time: XMPP subscriptions, often the most numerous,
+	// have no delivery leases and are not read at all.
+	for _, kind := range []hub.Kind{hub.KindWebhook, hub.KindWebSub, hub.KindRSSCloud, hub.KindCNWS} {
+		subs, err := e.cfg.Store.Subscriptions(ctx, hub.SubscriptionFilter{Kind: kind})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.WarnContext(ctx, "look for deliveries left leased by an earlier process", "kind", kind, "err", err)
+			}
+			return
+		}
+		for i := range subs {
+			s := &subs[i]
+			if c := s.Change; c.Pending() && c.LeaseOwner != "" && c.LeaseOwner != e.cfg.Instance && c.LeaseUntil.After(now) {
+				e.releaseChange(ctx, s)
+				n++
+			}
+			if s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
+				continue
+			}
+			e.saveThen(ctx, s, s.DeliveryState, true) // served as soon as it is released
+			n++
+		}
+	}
+	if n > 0 {
+		e.log.InfoContext(ctx, "took back deliveries an earlier process left leased", "subscriptions", n)
+	}
+}
+
+// postpone gives back a claimed subscription untouched but for its next
+// attempt time, for when its host had no free slot.
+func (e *Engine) postpone(ctx context.Context, sub *hub.Subscription, at time.Time) {
+	if sub.Change.Claimed {
+		// Its lease is the change's, not the deliveries': given back, it is
+		// claimed again when Run looks at the node at `at`.
+		e.releaseChange(ctx, sub)
+		return
+	}
+	ds := sub.DeliveryState
+	if at.After(ds.NextAttemptAt) {
+		ds.NextAttemptAt = at
+	}
+	e.log.DebugContext(ctx, "receiver host busy; postponed", "subscription", sub.ID,
+		"subscriber", redactURL(sub.Address), "until", ds.NextAttemptAt)
+	// Run wakes the node when it is due, but the state writer may write
+	// this after that (it waits for running deliveries), and a look at the
+	// node before the write finds it leased: so look again once written,
+	// if that is after it was due.
+	e.queueState(sub, ds, true, ds.NextAttemptAt)
+}
