@@ -11,7 +11,11 @@
 // Layout: router.go builds the router (encoded paths: a node name is one
 // percent-encoded path segment; 404 and 405 with Allow) and lists each
 // area's routes; every area keeps its handlers in its own file (health.go,
-// admin.go, pings.go, rpc.go, changes.go, …). The subscription dialects
+// admin.go, pings.go, rpc.go, changes.go, …). The admin API: admin.go
+// (its routes, the rate limit and the bearer token), adminnodes.go
+// (nodes, their settings and tokens), adminwhitelist.go, adminstatus.go
+// (a node's subscribers and status, the relay targets); json.go holds
+// the JSON reading and writing every JSON answer uses. The subscription dialects
 // that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC),
 // cnws.go (POST /cnws) and websub.go (the WebSub hub at /websub); they map
 // a URL to its node (pingd's own node URLs included), store the
