@@ -54,7 +54,8 @@
 // node's content over HTTP (its feeds, webhook and WebSub subscriptions)
 // checks the bearer token with requireReader.
 //
-// The status page at "/" (status.go, templates/ embedded): server-rendered
+// The status page at "/" (status.go, the view it fills in statusview.go,
+// templates/ embedded): server-rendered
 // HTML with its CSS inline and a hash-based Content-Security-Policy, no
 // JavaScript, nothing loaded from elsewhere. Besides the hub it reads only
 // the store's Check and the store package's StatusReport, a fixed number
