@@ -26,8 +26,8 @@
 // Every value is escaped for its context, so any node name and URL gives a
 // well-formed document.
 //
-// The client side reads what others publish the same way (find.go,
-// client.go): Client.Discover fetches a URL through the SSRF-guarded,
+// The client side reads what others publish the same way (find.go, with
+// the XRDS reader and ChooseService in findxrds.go; client.go): Client.Discover fetches a URL through the SSRF-guarded,
 // size-capped HTTP client it is given (at most 5 redirects) and reports
 // the feeds an HTML page links to (ranked: Atom, then RSS, then RDF, in
 // page order, comment feeds last), GetPingd descriptors (X-XRDS-Location,
