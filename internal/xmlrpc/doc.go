@@ -14,6 +14,10 @@
 // float64; dateTime.iso8601 ↔ time.Time (UTC when the text has no zone);
 // base64 ↔ []byte; struct ↔ map[string]any; array ↔ []any; nil ↔ nil.
 //
+// decode.go reads the documents, decodevalue.go the values in them;
+// encode.go writes them; value.go holds Call, Fault, the fault codes and
+// the limits.
+//
 // Its room: the wire format only. It knows nothing of HTTP or of pingd's
 // methods; httpapi maps calls to the hub and delivery uses it to call
 // rssCloud subscribers. It imports no other pingd package.
