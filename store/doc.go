@@ -58,7 +58,7 @@
 //     database, with LISTEN/NOTIFY, that a node has new work; an
 //     optimisation over their one-second polls, nothing on SQLite. The
 //     listening session is kept up by internal/reconnect's loop.
-//   - Copy (copy.go) moves an installation from SQLite to PostgreSQL in
+//   - Copy (copy.go, with the row conversion in copyrows.go) moves an installation from SQLite to PostgreSQL in
 //     one read snapshot and one write transaction, checking row counts
 //     (pingd migrate-db).
 //   - Prepared statements (prepared.go): on SQLite every query text is
@@ -73,7 +73,7 @@
 //     state, pings' due times) go through it too.
 //
 // Every statement runs under Options.QueryTimeout, with one exception: the
-// one-row UPDATEs by key that SaveDeliveryStates runs in a loop inside
+// one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs in a loop inside
 // SQLite's write transaction are not watched one by one (the driver starts
 // a goroutine per watched statement, about a fifth of such a statement's
 // cost); the loop checks the deadline between rows. Times are stored to the
