@@ -2,6 +2,14 @@
 // Run, that every backend runs against a fresh database of its own, so
 // SQLite and PostgreSQL are held to the same hub.Store contract.
 //
+// Run and the helpers every test uses are in storetest.go, with the tests
+// about times and the log window; the others are grouped by what they
+// check: nodes.go (nodes, affiliations), events.go (the log, items,
+// pruning), sources.go (sources and their claims), fetches.go (applying
+// fetches), subscriptions.go, deliveries.go (delivery claims and states),
+// changes.go (pending subscription changes), pings.go, opennodes.go and
+// readers.go (XMPP readers: last published, bounces, digests).
+//
 // It only calls the Store interface; it never reaches into a backend's
 // tables, and it has no place outside tests.
 package storetest
