@@ -56,6 +56,20 @@
 // those who may no longer read it there, so the XMPP form, the ad-hoc
 // command and the admin API cannot differ.
 //
+// The files besides hub.go (the Hub, nodes, items, subscriptions, pings)
+// and run.go (the fetch and maintenance loops), each named for what it
+// holds: types.go (the domain types and their rules); the interfaces
+// store.go (Store), fetcher.go (Fetcher, Scheduler and a fetch's request
+// and result), transport.go (Transport, Observer), resolve.go
+// (SourceResolver), relay.go and upstream.go (the ping relay's and the
+// upstream subscriptions' types and stores) and pingarchive.go
+// (PingArchive, how long pings are kept); requests.go (verified
+// subscription requests: RequestSubscription, RequestUnsubscription);
+// subscriptionstate.go (SetSubscriptionState); extensions.go (a change
+// announcement's extension elements added to its entries); opennodes.go
+// (the OPML list); slowwait.go (WaitObserver: slow waits told to the
+// caller's worker pool); urlcanon.go and weblink.go (URL spellings).
+//
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its
 // source back, due at once, and with Config.Exclusive (one process per
 // store) Run takes back the leases a killed process left.
