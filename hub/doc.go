@@ -65,7 +65,9 @@
 // upstream subscriptions' types and stores) and pingarchive.go
 // (PingArchive, how long pings are kept); requests.go (verified
 // subscription requests: RequestSubscription, RequestUnsubscription);
-// subscriptionstate.go (SetSubscriptionState); extensions.go (a change
+// subscriptionstate.go (SetSubscriptionState); nodelog.go (EventsAfter,
+// for deltas of the nodes' own feeds); nodesource.go (SetNodeSourceURL);
+// extensions.go (a change
 // announcement's extension elements added to its entries); opennodes.go
 // (the OPML list); slowwait.go (WaitObserver: slow waits told to the
 // caller's worker pool); urlcanon.go and weblink.go (URL spellings).
