@@ -18,10 +18,18 @@ import (
 	"github.com/pingd/pingd/internal/ratelimit"
 )
 
+// Store is what the Manager reads and writes itself: its upstream
+// subscriptions, and whether anyone still follows a source.
+type Store interface {
+	hub.UpstreamStore
+	// SubscriberCount is hub.Store's count of a source's subscribers.
+	SubscriberCount(ctx context.Context, sourceID int64) (int, error)
+}
+
 // Config configures the Manager.
 type Config struct {
 	Hub   *hub.Hub
-	Store hub.UpstreamStore
+	Store Store
 	// HTTP is the SSRF-guarded client for requests to hubs and clouds.
 	HTTP *http.Client
 	// PublicURL is pingd's base URL: callbacks live under it.
@@ -228,7 +236,7 @@ func (m *Manager) Check(ctx context.Context) {
 
 // hasSubscribers reports whether anyone follows the source.
 func (m *Manager) hasSubscribers(ctx context.Context, sourceID int64) (bool, error) {
-	n, err := m.cfg.Hub.Store().SubscriberCount(ctx, sourceID)
+	n, err := m.cfg.Store.SubscriberCount(ctx, sourceID)
 	return n > 0, err
 }
 
