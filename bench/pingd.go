@@ -157,7 +157,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 		}
 		base := "http://" + ln.Addr().String()
 		api, err := httpapi.New(httpapi.Config{
-			Hub: h, PublicURL: base, ComponentJID: opts.Domain, Logger: log, Version: "bench",
+			Hub: h, Store: p.Store, PublicURL: base, ComponentJID: opts.Domain, Logger: log, Version: "bench",
 			Ready:    func() bool { return p.Comp == nil || p.Comp.Connected() },
 			PingRate: opts.PingRate, PingBurst: opts.PingBurst,
 			PingHostRate: opts.PingHostRate, PingHostBurst: opts.PingHostBurst,

@@ -97,7 +97,7 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(Config{Hub: h, PublicURL: "http://localhost:8080"})
+	api, err := New(Config{Hub: h, Store: e.store, PublicURL: "http://localhost:8080"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		st.Source = sourceFrom(src)
-		if us, ok := a.hub.Store().(hub.UpstreamStore); ok {
+		if us, ok := a.cfg.Store.(hub.UpstreamStore); ok {
 			ups, err := us.UpstreamsOfSource(r.Context(), n.SourceID)
 			if err != nil {
 				a.writeHubError(w, r, err, "load upstream subscriptions")
@@ -264,7 +264,7 @@ func upstreamFrom(u hub.Upstream) upstreamJSON {
 func (a *API) getRelay(w http.ResponseWriter, r *http.Request) {
 	out := []hub.RelayTargetStatus{}
 	byTarget := map[string]hub.RelayTargetStatus{}
-	if rs, ok := a.hub.Store().(hub.RelayStore); ok {
+	if rs, ok := a.cfg.Store.(hub.RelayStore); ok {
 		st, err := rs.RelayStatus(r.Context())
 		if err != nil {
 			a.writeHubError(w, r, err, "relay status")

@@ -82,6 +82,7 @@ func newEnvOn(t *testing.T, wrap func(store.Store) store.Store, tune ...func(*Co
 	}
 	cfg := Config{
 		Hub:          e.hub,
+		Store:        st,
 		PublicURL:    "http://pingd.test:8080/",
 		ComponentJID: "pubsub.localhost",
 		Ready:        e.ready.Load,

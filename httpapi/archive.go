@@ -68,7 +68,7 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusNotFound, "no archive for that hour (future, or older than the pings pingd keeps)")
 		return
 	}
-	archive, ok := a.hub.Store().(hub.PingArchive)
+	archive, ok := a.cfg.Store.(hub.PingArchive)
 	if !ok {
 		writeText(w, http.StatusNotFound, "this store keeps no archive")
 		return

@@ -81,7 +81,7 @@ func newDialectEnv(t *testing.T, tune ...func(*httpapi.Config)) *dialectEnv {
 		t.Fatal(err)
 	}
 	e.hub.Register(engine, engine.Kinds()...)
-	cfg := httpapi.Config{Hub: e.hub, PublicURL: publicURL, ComponentJID: "pubsub.localhost", Logger: log, Version: "test"}
+	cfg := httpapi.Config{Hub: e.hub, Store: e.store, PublicURL: publicURL, ComponentJID: "pubsub.localhost", Logger: log, Version: "test"}
 	for _, f := range tune {
 		f(&cfg)
 	}

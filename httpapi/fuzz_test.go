@@ -36,7 +36,7 @@ func FuzzServeRPC(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	api, err := New(Config{Hub: h, PublicURL: "http://localhost:8080", Logger: quiet, MaxBodyBytes: 64 << 10})
+	api, err := New(Config{Hub: h, Store: st, PublicURL: "http://localhost:8080", Logger: quiet, MaxBodyBytes: 64 << 10})
 	if err != nil {
 		f.Fatal(err)
 	}

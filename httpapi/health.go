@@ -22,7 +22,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), healthCheckTimeout)
 	defer cancel()
-	if err := a.hub.Store().Check(ctx); err != nil {
+	if err := a.cfg.Store.Check(ctx); err != nil {
 		a.log.WarnContext(r.Context(), "health check: store does not answer", "err", err)
 		writeText(w, http.StatusServiceUnavailable, "unhealthy: the database does not answer")
 		return

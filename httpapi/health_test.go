@@ -49,8 +49,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if _, err := New(Config{PublicURL: "http://x"}); err == nil {
 		t.Error("New without a hub succeeded")
 	}
+	if _, err := New(Config{Hub: e.hub, PublicURL: "http://x"}); err == nil {
+		t.Error("New without a store succeeded")
+	}
 	for _, u := range []string{"", "localhost:8080", "ftp://x", "http://"} {
-		if _, err := New(Config{Hub: e.hub, PublicURL: u}); err == nil {
+		if _, err := New(Config{Hub: e.hub, Store: e.store, PublicURL: u}); err == nil {
 			t.Errorf("New with public URL %q succeeded", u)
 		}
 	}

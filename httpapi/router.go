@@ -20,9 +20,20 @@ import (
 	"github.com/pingd/pingd/internal/weblogs"
 )
 
+// Store is what the API reads from the store itself rather than through
+// the hub: the health check. The status page, the hourly ping archives,
+// a node's upstream subscriptions and the relay targets' status are read
+// when the store also provides them (statusStore, hub.PingArchive,
+// hub.UpstreamStore, hub.RelayStore), as the store package's stores do.
+type Store interface {
+	Check(ctx context.Context) error
+}
+
 // Config configures the HTTP API.
 type Config struct {
 	Hub *hub.Hub
+	// Store is the hub's store (see Store).
+	Store Store
 	// PublicURL is the base of every URL pingd writes into documents and
 	// links, e.g. "http://localhost:8080".
 	PublicURL string
@@ -134,6 +145,9 @@ type API struct {
 func New(cfg Config) (*API, error) {
 	if cfg.Hub == nil {
 		return nil, errors.New("httpapi: no hub")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("httpapi: no store")
 	}
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

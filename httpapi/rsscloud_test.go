@@ -365,7 +365,7 @@ func TestDialectsNeedTheirTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.Config{Hub: h, PublicURL: "http://pingd.test", Logger: slog.New(slog.DiscardHandler)})
+	api, err := httpapi.New(httpapi.Config{Hub: h, Store: st, PublicURL: "http://pingd.test", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

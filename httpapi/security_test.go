@@ -533,7 +533,7 @@ func FuzzRequestBodies(f *testing.F) {
 		}
 		return nil
 	}
-	api, err := New(Config{Hub: h, PublicURL: "http://localhost:8080", Logger: quiet, CheckHost: literalsOnly})
+	api, err := New(Config{Hub: h, Store: st, PublicURL: "http://localhost:8080", Logger: quiet, CheckHost: literalsOnly})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -65,7 +65,7 @@ const (
 	statusMaxText = 300
 )
 
-// statusStore is what the page needs beyond hub.Store; the store package's
+// statusStore is what the page needs beyond Store; the store package's
 // stores provide it.
 type statusStore interface {
 	Backend() string
@@ -149,7 +149,7 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	st := a.hub.Store()
+	st := a.cfg.Store
 	ss, hasReport := st.(statusStore)
 	if hasReport {
 		v.Backend = ss.Backend()

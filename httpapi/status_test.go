@@ -478,7 +478,7 @@ func TestStatusPageAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(Config{Hub: tokenless, PublicURL: "http://pingd.test"})
+	api, err := New(Config{Hub: tokenless, Store: e.store, PublicURL: "http://pingd.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -683,7 +683,7 @@ func TestStatusPageQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(Config{Hub: h, PublicURL: "http://pingd.test", ComponentJID: "pubsub.localhost"})
+	api, err := New(Config{Hub: h, Store: cs, PublicURL: "http://pingd.test", ComponentJID: "pubsub.localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}

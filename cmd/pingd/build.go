@@ -294,9 +294,10 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 }
 
 // buildAPI makes the HTTP API with /metrics on it.
-func buildAPI(cfg *Config, h *hub.Hub, comp *component.Component, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
+func buildAPI(cfg *Config, st store.Store, h *hub.Hub, comp *component.Component, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
 	ac := apiConfig(cfg, log)
 	ac.Hub = h
+	ac.Store = st
 	ac.Ready = comp.Ready
 	ac.CheckHost = out.checkHost
 	ac.Resolver = out.resolver
@@ -366,7 +367,7 @@ func buildParts(ctx context.Context, cfg *Config, log *slog.Logger) (p *parts, l
 	// Weblog pings that name a homepage followed by no node reach the
 	// feed the page links to.
 	h.AddPingListener(discovery.NewPagePings(ctx, h, out.resolver, log))
-	if p.api, err = buildAPI(cfg, h, p.component, relayNames, out, log); err != nil {
+	if p.api, err = buildAPI(cfg, st, h, p.component, relayNames, out, log); err != nil {
 		return nil, false, err
 	}
 	if p.upstreams, err = buildUpstream(cfg, st, h, tracker, p.component, p.api, out, log); err != nil {
