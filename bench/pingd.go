@@ -128,7 +128,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	p.wg.Go(func() { _ = h.Run(ctx) })
 	if opts.XMPPAddr != "" {
 		comp, err := component.New(component.Config{
-			Hub: h, Domain: opts.Domain, Addr: opts.XMPPAddr, Secret: opts.Secret,
+			Hub: h, Store: p.Store, Domain: opts.Domain, Addr: opts.XMPPAddr, Secret: opts.Secret,
 			PublicURL: "http://localhost", Logger: log, Multicast: opts.Multicast, MulticastShare: opts.MulticastShare,
 		})
 		if err != nil {

@@ -35,7 +35,7 @@ func BenchmarkFanout(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	comp, err := New(Config{Hub: h, Domain: p.ComponentDomain, Addr: p.ComponentAddr, Secret: p.Secret})
+	comp, err := New(Config{Hub: h, Store: st, Domain: p.ComponentDomain, Addr: p.ComponentAddr, Secret: p.Secret})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,9 +20,24 @@ import (
 	"github.com/pingd/pingd/internal/reconnect"
 )
 
+// Store is what the component reads and writes itself rather than
+// through the hub: the nodes it serves, their logs and XMPP subscriptions,
+// the per-node XMPP cursor, and the pruning after a cursor moved. It is
+// the hub's store (hub.Store has all of it).
+type Store interface {
+	Node(ctx context.Context, name string) (*hub.Node, error)
+	NodeByID(ctx context.Context, id int64) (*hub.Node, error)
+	EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]hub.Event, error)
+	SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error
+	NodesBehindXMPP(ctx context.Context) ([]hub.Node, error)
+	Subscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error)
+	Prune(ctx context.Context, pingsBefore time.Time) error
+}
+
 // Config configures a Component.
 type Config struct {
 	Hub       *hub.Hub
+	Store     Store  // the hub's store
 	Domain    string // component JID, e.g. "pubsub.localhost"
 	Addr      string // XMPP server's component port, e.g. "127.0.0.1:5347"
 	Secret    string
@@ -132,7 +147,7 @@ const (
 // concurrent use; Run drives it.
 type Component struct {
 	hub       *hub.Hub
-	store     hub.Store
+	store     Store
 	log       *slog.Logger
 	domain    jid.JID
 	domainStr string
@@ -218,6 +233,9 @@ func New(cfg Config) (*Component, error) {
 	if cfg.Hub == nil {
 		return nil, errors.New("component: no hub")
 	}
+	if cfg.Store == nil {
+		return nil, errors.New("component: no store")
+	}
 	if cfg.Secret == "" {
 		return nil, errors.New("component: the component secret is empty")
 	}
@@ -273,7 +291,7 @@ func New(cfg Config) (*Component, error) {
 	}
 	return &Component{
 		hub:         cfg.Hub,
-		store:       cfg.Hub.Store(),
+		store:       cfg.Store,
 		log:         cfg.Logger.With("component", d.String()),
 		domain:      d,
 		domainStr:   d.String(),

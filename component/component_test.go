@@ -12,7 +12,7 @@ import (
 	"github.com/pingd/pingd/store"
 )
 
-func newTestHub(t *testing.T) *hub.Hub {
+func newTestHub(t *testing.T) (*hub.Hub, store.Store) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
 	if err != nil {
@@ -23,14 +23,15 @@ func newTestHub(t *testing.T) *hub.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return h, st
 }
 
 func TestNewChecksConfig(t *testing.T) {
-	h := newTestHub(t)
-	good := Config{Hub: h, Domain: "pubsub.localhost", Addr: "127.0.0.1:5347", Secret: "s"}
+	h, st := newTestHub(t)
+	good := Config{Hub: h, Store: st, Domain: "pubsub.localhost", Addr: "127.0.0.1:5347", Secret: "s"}
 	for name, mutate := range map[string]func(*Config){
 		"no hub":         func(c *Config) { c.Hub = nil },
+		"no store":       func(c *Config) { c.Store = nil },
 		"no secret":      func(c *Config) { c.Secret = "" },
 		"no address":     func(c *Config) { c.Addr = "" },
 		"bad address":    func(c *Config) { c.Addr = "localhost" },
@@ -64,7 +65,8 @@ func TestNewChecksConfig(t *testing.T) {
 }
 
 func TestNotificationRendering(t *testing.T) {
-	c, err := New(Config{Hub: newTestHub(t), Domain: "pubsub.localhost", Addr: "127.0.0.1:1", Secret: "s"})
+	h, st := newTestHub(t)
+	c, err := New(Config{Hub: h, Store: st, Domain: "pubsub.localhost", Addr: "127.0.0.1:1", Secret: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}

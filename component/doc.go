@@ -6,7 +6,8 @@
 //
 // It turns stanzas into hub calls and the hub's node logs into pubsub#event
 // notifications. It may not touch HTTP, feeds or the database directly
-// (it reads logs and cursors only through hub.Store given by the hub), and
+// (it reads logs and cursors only through the store it is given,
+// Config.Store), and
 // it never imports httpapi.
 //
 // Its parts:

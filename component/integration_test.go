@@ -118,7 +118,7 @@ func (e *env) startComponent(opts envOptions) {
 		addr = e.p.ComponentAddr
 	}
 	cfg := Config{
-		Hub: h, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
+		Hub: h, Store: hcfg.Store, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: envPublicURL, Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		CompleteEntry: feed.CompleteEntry,
@@ -1030,7 +1030,7 @@ func TestConnectionFailuresAreLogged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := New(Config{Hub: h, Domain: p.ComponentDomain, Addr: addr, Secret: secret, Logger: log,
+		c, err := New(Config{Hub: h, Store: st, Domain: p.ComponentDomain, Addr: addr, Secret: secret, Logger: log,
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

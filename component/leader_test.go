@@ -39,7 +39,7 @@ func startInstance(t *testing.T, p *testenv.Prosody, dbPath, admin string, logs 
 		t.Fatal(err)
 	}
 	comp, err := New(Config{
-		Hub: h, Domain: p.ComponentDomain, Addr: p.ComponentAddr, Secret: p.Secret,
+		Hub: h, Store: st, Domain: p.ComponentDomain, Addr: p.ComponentAddr, Secret: p.Secret,
 		PublicURL: "http://pingd.test", Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		Leader:      storeLeader(st, "xmpp:"+p.ComponentDomain),

@@ -153,6 +153,7 @@ func newEjabberdEnv(t *testing.T, cfg Config) *ejEnv {
 		t.Fatal(err)
 	}
 	cfg.Hub, cfg.Domain, cfg.Addr, cfg.Secret, cfg.Logger = h, ej.ComponentDomain, ej.ComponentAddr, ej.Secret, log
+	cfg.Store = st
 	cfg.MinBackoff, cfg.MaxBackoff = 50*time.Millisecond, 300*time.Millisecond
 	comp, err := New(cfg)
 	if err != nil {

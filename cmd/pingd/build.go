@@ -187,12 +187,13 @@ func componentConfig(cfg *Config, log *slog.Logger) (component.Config, error) {
 
 // buildComponent makes the XMPP component and registers it for the XMPP
 // subscribers.
-func buildComponent(cfg *Config, h *hub.Hub, leader func(context.Context) (component.Lease, error), out outbound, log *slog.Logger) (*component.Component, error) {
+func buildComponent(cfg *Config, st store.Store, h *hub.Hub, leader func(context.Context) (component.Lease, error), out outbound, log *slog.Logger) (*component.Component, error) {
 	cc, err := componentConfig(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	cc.Hub = h
+	cc.Store = st
 	cc.Leader = leader
 	cc.Shared = cfg.XMPPShared && leader != nil
 	cc.CheckHost = out.checkHost
@@ -348,7 +349,7 @@ func buildParts(ctx context.Context, cfg *Config, log *slog.Logger) (p *parts, l
 		return nil, false, err
 	}
 	p.hub = h
-	if p.component, err = buildComponent(cfg, h, leader, out, log); err != nil {
+	if p.component, err = buildComponent(cfg, st, h, leader, out, log); err != nil {
 		return nil, false, err
 	}
 	if p.deliveries, err = buildDelivery(cfg, st, h, out, log); err != nil {
