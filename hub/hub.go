@@ -182,10 +182,6 @@ func (h *Hub) Now() time.Time { return h.now() }
 // Instance is the name this process uses in leases.
 func (h *Hub) Instance() string { return h.instance }
 
-// Store gives transports the store for their own bookkeeping (cursors,
-// delivery state). Request handlers use the Hub's methods instead.
-func (h *Hub) Store() Store { return h.store }
-
 // wake tells every transport of the kinds that the node has work.
 func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 	h.mu.RLock()
