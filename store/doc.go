@@ -58,9 +58,9 @@
 //     database, with LISTEN/NOTIFY, that a node has new work; an
 //     optimisation over their one-second polls, nothing on SQLite. The
 //     listening session is kept up by internal/reconnect's loop.
-//   - Copy (copy.go, with the row conversion in copyrows.go) moves an installation from SQLite to PostgreSQL in
-//     one read snapshot and one write transaction, checking row counts
-//     (pingd migrate-db).
+//   - Copy (copy.go, with the row conversion in copyrows.go) moves an
+//     installation from SQLite to PostgreSQL in one read snapshot and one
+//     write transaction, checking row counts (pingd migrate-db).
 //   - Prepared statements (prepared.go): on SQLite every query text is
 //     prepared once per pool and kept, and bound to write transactions
 //     once each; IN lists are padded to powers of two so the texts stay
@@ -73,10 +73,10 @@
 //     state, pings' due times) go through it too.
 //
 // Every statement runs under Options.QueryTimeout, with one exception: the
-// one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs in a loop inside
-// SQLite's write transaction are not watched one by one (the driver starts
-// a goroutine per watched statement, about a fifth of such a statement's
-// cost); the loop checks the deadline between rows. Times are stored to the
+// one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs
+// in a loop inside SQLite's write transaction are not watched one by one
+// (the driver starts a goroutine per watched statement, about a fifth of
+// such a statement's cost); the loop checks the deadline between rows. Times are stored to the
 // microsecond in UTC (SQLite: fixed-width text that sorts as time; zero
 // times are NULL).
 //
