@@ -15,8 +15,9 @@
 // (its routes, the rate limit and the bearer token), adminnodes.go
 // (nodes, their settings and tokens), adminwhitelist.go, adminstatus.go
 // (a node's subscribers and status, the relay targets); json.go holds
-// the JSON reading and writing every JSON answer uses. The subscription dialects
-// that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC),
+// the JSON reading and writing every JSON answer uses.
+//
+// The subscription dialects that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC),
 // cnws.go (POST /cnws) and websub.go (the WebSub hub at /websub); they map
 // a URL to its node (pingd's own node URLs included), store the
 // subscription through the hub and leave verification and notification to

@@ -76,9 +76,9 @@
 // one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs
 // in a loop inside SQLite's write transaction are not watched one by one
 // (the driver starts a goroutine per watched statement, about a fifth of
-// such a statement's cost); the loop checks the deadline between rows. Times are stored to the
-// microsecond in UTC (SQLite: fixed-width text that sorts as time; zero
-// times are NULL).
+// such a statement's cost); the loop checks the deadline between rows.
+// Times are stored to the microsecond in UTC (SQLite: fixed-width text
+// that sorts as time; zero times are NULL).
 //
 // The conformance test every backend passes is store/storetest.
 package store
