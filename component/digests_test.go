@@ -82,8 +82,15 @@ func TestDigests(t *testing.T) {
 	if got := itemsOf(t, nextEvent(t, bob, 10*time.Second), "demo"); len(got) != 1 || got[0].id != "d3" {
 		t.Errorf("after a restart the digest carries %v, want d3", got)
 	}
-	subs, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Address: bob.JID.String()})
-	if err != nil || len(subs) != 1 || subs[0].Cursor != n.LastSeq+3 || subs[0].NextAttemptAt.IsZero() {
+	// The digest's state is saved once it is written: wait for it rather
+	// than race the save.
+	var subs []hub.Subscription
+	var err error
+	waitFor(t, 10*time.Second, "bob's digest state to be saved", func() bool {
+		subs, err = e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Address: bob.JID.String()})
+		return err == nil && len(subs) == 1 && subs[0].Cursor == n.LastSeq+3
+	})
+	if len(subs) != 1 || subs[0].Cursor != n.LastSeq+3 || subs[0].NextAttemptAt.IsZero() {
 		t.Errorf("bob's subscription after three digested items: %+v, %v", subs, err)
 	}
 
