@@ -95,7 +95,7 @@ func invalidURLAnswer(u string, err error) string {
 // nilUnlessInternal keeps an error only when it is pingd's own failure,
 // not a refusal to explain to the user.
 func nilUnlessInternal(err error) error {
-	if errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrExists) || errors.Is(err, hub.ErrNotFound) {
+	if errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrExists) || errors.Is(err, hub.ErrNotFound) || errors.Is(err, hub.ErrLimit) {
 		return nil
 	}
 	return err

@@ -107,8 +107,13 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subs
 			return
 		}
 	}
-	n, err := a.resourceNode(ctx, s.ResourceID, true)
+	n, err := a.subscribedNode(ctx, s.ResourceID, clientIP(r))
+	var limited *RateLimitError
 	switch {
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		writeCNWSResult(w, limited.status(), false, "", "", limited.What)
+		return
 	case errors.Is(err, hub.ErrInvalid), errors.Is(err, hub.ErrNotFound):
 		writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())
 		return

@@ -42,6 +42,13 @@ type dialectEnv struct {
 
 func newDialectEnv(t *testing.T, tune ...func(*httpapi.Config)) *dialectEnv {
 	t.Helper()
+	return newDialectEnvHub(t, nil, tune...)
+}
+
+// newDialectEnvHub is newDialectEnv with the hub's configuration changed
+// by tuneHub (when set).
+func newDialectEnvHub(t *testing.T, tuneHub func(*hub.Config), tune ...func(*httpapi.Config)) *dialectEnv {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -54,12 +61,16 @@ func newDialectEnv(t *testing.T, tune ...func(*httpapi.Config)) *dialectEnv {
 	e := &dialectEnv{t: t, ctx: ctx, store: st, origin: newOrigin(t)}
 	e.srv = httptest.NewUnstartedServer(nil)
 	publicURL := "http://" + e.srv.Listener.Addr().String()
-	e.hub, err = hub.New(hub.Config{
+	hubCfg := hub.Config{
 		Store:      st,
 		Fetcher:    feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: publicURL, AllowPrivate: true}),
 		Logger:     log,
 		AdminToken: dialectAdminToken,
-	})
+	}
+	if tuneHub != nil {
+		tuneHub(&hubCfg)
+	}
+	e.hub, err = hub.New(hubCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,18 @@ func (a *API) allowSubscribe(clientIP string) *RateLimitError {
 	return nil
 }
 
+// allowImplicitNode takes a token for a new implicit node from the
+// client's bucket: a node pingd creates for a URL nobody followed yet is
+// kept, and its source polled, for as long as anyone subscribes, so a
+// stranger may add only a few an hour. Subscribing to a URL a node follows
+// already costs nothing here.
+func (a *API) allowImplicitNode(clientIP string) *RateLimitError {
+	if ok, wait := a.implicitLimit.Allow(clientIP, time.Now()); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many new URLs to follow from " + clientIP}
+	}
+	return nil
+}
+
 // allowWhitelistRequest takes tokens for a GetPingd XMPP consumer request
 // (application/getpingd+xmpp+subscribe+xml) to n: one from the client's
 // subscription bucket and, unless the request carries the node's or the

@@ -63,6 +63,11 @@ type Config struct {
 	// default 10 per second in bursts of 100.
 	SubscribeRate  float64
 	SubscribeBurst int
+	// A subscription request naming a URL no node follows creates an
+	// implicit node, which costs a token of the client IP's bucket of new
+	// implicit nodes; default 20 an hour in bursts of 5.
+	ImplicitNodesPerHour float64
+	ImplicitNodeBurst    int
 	// GetPingd XMPP consumer (whitelist) requests take a token of the
 	// client's subscription bucket and, unless they carry the node's or
 	// the admin token, one of the node's own bucket; default 1 per second
@@ -108,7 +113,11 @@ const (
 	DefaultPingHostRate   = 10
 	DefaultPingHostBurst  = 100
 	DefaultListRate       = 1
-	DefaultListBurst      = 20
+	// As many new URLs an hour as one XMPP user may have pingd follow
+	// (component.DefaultNodesPerHour).
+	DefaultImplicitNodesPerHour = 20
+	DefaultImplicitNodeBurst    = 5
+	DefaultListBurst            = 20
 	// A node's consumers ask one at a time; a burst of 20 lets a crowd
 	// arriving together through.
 	DefaultWhitelistNodeRate  = 1
@@ -128,6 +137,8 @@ type API struct {
 	adminLimit    *ratelimit.Keyed
 	subLimit      *ratelimit.Keyed
 	listLimit     *ratelimit.Keyed
+	// implicitLimit: new implicit nodes per client IP (ratelimit.go).
+	implicitLimit *ratelimit.Keyed
 	// nodeSubLimit: GetPingd XMPP consumer requests without a valid
 	// token, per node (ratelimit.go).
 	nodeSubLimit *ratelimit.Keyed
@@ -196,6 +207,12 @@ func New(cfg Config) (*API, error) {
 	if cfg.WhitelistNodeBurst <= 0 {
 		cfg.WhitelistNodeBurst = DefaultWhitelistNodeBurst
 	}
+	if cfg.ImplicitNodesPerHour <= 0 {
+		cfg.ImplicitNodesPerHour = DefaultImplicitNodesPerHour
+	}
+	if cfg.ImplicitNodeBurst <= 0 {
+		cfg.ImplicitNodeBurst = DefaultImplicitNodeBurst
+	}
 	if cfg.ListRate <= 0 {
 		cfg.ListRate = DefaultListRate
 	}
@@ -213,6 +230,7 @@ func New(cfg Config) (*API, error) {
 		subLimit:      ratelimit.New(cfg.SubscribeRate, cfg.SubscribeBurst),
 		listLimit:     ratelimit.New(cfg.ListRate, cfg.ListBurst),
 		nodeSubLimit:  ratelimit.New(cfg.WhitelistNodeRate, cfg.WhitelistNodeBurst),
+		implicitLimit: ratelimit.New(cfg.ImplicitNodesPerHour/3600, cfg.ImplicitNodeBurst),
 		lists:         newListCache(),
 		opml:          newOPMLList(cfg.ListRate, cfg.ListBurst),
 		rpc:           map[string]RPCMethod{},

@@ -33,6 +33,18 @@ type RPCMethod func(ctx context.Context, req *RPCRequest) (any, error)
 type RateLimitError struct {
 	RetryAfter time.Duration
 	What       string
+	// Status is the HTTP status of the answer: 0 means 429 Too Many
+	// Requests (the client asked too much); a bound of the whole server
+	// says 503 Service Unavailable.
+	Status int
+}
+
+// status is the HTTP status the error is answered with.
+func (e *RateLimitError) status() int {
+	if e.Status == 0 {
+		return http.StatusTooManyRequests
+	}
+	return e.Status
 }
 
 func (e *RateLimitError) Error() string {
@@ -103,7 +115,7 @@ func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 	case errors.As(err, &limited):
 		setRetryAfter(w, limited.RetryAfter)
-		writeFault(w, http.StatusTooManyRequests, xmlrpc.Errorf(xmlrpc.FaultApplication, "%s", limited.Error()))
+		writeFault(w, limited.status(), xmlrpc.Errorf(xmlrpc.FaultApplication, "%s", limited.Error()))
 		return
 	case errors.As(err, &fault):
 		writeFault(w, http.StatusOK, fault)

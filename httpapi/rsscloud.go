@@ -67,11 +67,14 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 	log := a.log.With("callback", redactCallback(callback), "protocol", reg.Protocol, "urls", len(reg.URLs))
 	nodes := make([]*hub.Node, len(reg.URLs))
 	for i, u := range reg.URLs {
-		n, err := a.resourceNode(ctx, u, true)
-		if err != nil {
-			if errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrNotFound) {
-				return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: %v.", u, err)}, nil
-			}
+		n, err := a.subscribedNode(ctx, u, remoteIP)
+		var limited *RateLimitError
+		switch {
+		case errors.As(err, &limited):
+			return cloudOutcome{}, limited
+		case errors.Is(err, hub.ErrInvalid) || errors.Is(err, hub.ErrNotFound):
+			return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: %v.", u, err)}, nil
+		case err != nil:
 			return cloudOutcome{}, fmt.Errorf("find node of %s: %w", u, err)
 		}
 		if ok, _ := a.mayRead(r, n); !ok {
@@ -193,7 +196,7 @@ func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
 	var limited *RateLimitError
 	if errors.As(err, &limited) {
 		setRetryAfter(w, limited.RetryAfter)
-		writeNotifyResult(w, http.StatusTooManyRequests, false, limited.Error())
+		writeNotifyResult(w, limited.status(), false, limited.Error())
 		return
 	}
 	if err != nil {
@@ -299,9 +302,9 @@ func subscriberAddress(callback, topic string) string {
 
 // resourceNode returns the node a URL-level subscription (rssCloud, CNWS,
 // WebSub) names: one of pingd's own node URLs (descriptor, XRDS, Atom,
-// RSS) is that node; any other URL is the node following it, created
-// implicitly when create is set.
-func (a *API) resourceNode(ctx context.Context, raw string, create bool) (*hub.Node, error) {
+// RSS) is that node; any other URL is the node following it. A request
+// that may create the node goes through subscribedNode.
+func (a *API) resourceNode(ctx context.Context, raw string) (*hub.Node, error) {
 	if name, ok := a.ownNodeName(raw); ok {
 		n, err := a.hub.Node(ctx, name)
 		if errors.Is(err, hub.ErrNotFound) {
@@ -309,8 +312,35 @@ func (a *API) resourceNode(ctx context.Context, raw string, create bool) (*hub.N
 		}
 		return n, err
 	}
-	return a.hub.NodeForURL(ctx, raw, create)
+	return a.hub.NodeForURL(ctx, raw, false)
 }
+
+// subscribedNode is resourceNode for a subscription request from
+// clientIP, creating the implicit node when no node follows the URL. A
+// creation costs a token of the client's bucket of new implicit nodes, and
+// is refused when pingd follows as many URLs for subscribers as it may;
+// both refusals are a *RateLimitError (429 and 503, with Retry-After).
+func (a *API) subscribedNode(ctx context.Context, raw, clientIP string) (*hub.Node, error) {
+	if _, ok := a.ownNodeName(raw); ok {
+		return a.resourceNode(ctx, raw)
+	}
+	n, err := a.hub.NodeForURLCreating(ctx, raw, func(context.Context) error {
+		if limited := a.allowImplicitNode(clientIP); limited != nil {
+			return limited
+		}
+		return nil
+	})
+	if errors.Is(err, hub.ErrImplicitNodesFull) {
+		return nil, &RateLimitError{RetryAfter: implicitNodesFullRetry, Status: http.StatusServiceUnavailable,
+			What: "pingd follows no new URLs for now: " + err.Error()}
+	}
+	return n, err
+}
+
+// implicitNodesFullRetry is the Retry-After of a refusal because pingd
+// follows as many URLs for subscribers as it may: room is made by the
+// removal of unused implicit nodes, which takes hours, not seconds.
+const implicitNodesFullRetry = time.Hour
 
 // ownNodeName recognises pingd's own node URLs under its public URL.
 func (a *API) ownNodeName(raw string) (string, bool) {

@@ -82,7 +82,7 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &limited):
 		setRetryAfter(w, limited.RetryAfter)
-		writeText(w, http.StatusTooManyRequests, limited.Error())
+		writeText(w, limited.status(), limited.Error())
 		return
 	case errors.As(err, &fault):
 		writeSOAPFault(w, faultParty(fault), fault.Message)

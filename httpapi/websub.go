@@ -169,8 +169,13 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub
 			return
 		}
 	}
-	n, err := a.resourceNode(ctx, req.Topic, true)
+	n, err := a.subscribedNode(ctx, req.Topic, clientIP(r))
+	var limited *RateLimitError
 	switch {
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, limited.status(), limited.What)
+		return
 	case errors.Is(err, hub.ErrNotFound):
 		writeText(w, http.StatusNotFound, err.Error())
 		return
@@ -245,7 +250,7 @@ func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req webs
 	accepted := func() {
 		writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
 	}
-	n, err := a.resourceNode(ctx, req.Topic, false)
+	n, err := a.resourceNode(ctx, req.Topic)
 	switch {
 	case errors.Is(err, hub.ErrNotFound), errors.Is(err, hub.ErrInvalid):
 		accepted()

@@ -55,6 +55,12 @@ type Config struct {
 	// taken back at once instead of delaying those sources until they run
 	// out. Never set it on a store that several processes share.
 	Exclusive bool
+	// MaxImplicitNodes bounds the implicit nodes (those created for a URL
+	// someone subscribed to); beyond it NodeForURL creates none and
+	// answers ErrImplicitNodesFull. 0: DefaultMaxImplicitNodes; negative:
+	// no implicit node is created at all (pingd serves its owners' nodes
+	// only).
+	MaxImplicitNodes int
 }
 
 // Defaults of Config: what a zero (or negative) field is taken as.
@@ -102,6 +108,9 @@ type Hub struct {
 	fetchedMu   sync.Mutex
 	fetchLoopOn bool
 	fetched     map[int64]chan struct{}
+
+	// implicitNodes caches the number of implicit nodes (bounds.go).
+	implicitNodes implicitNodeCount
 }
 
 // New returns a hub; Run starts its background work.
@@ -139,6 +148,10 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.BaselineWait <= 0 {
 		cfg.BaselineWait = DefaultBaselineWait
 	}
+	if cfg.MaxImplicitNodes == 0 {
+		cfg.MaxImplicitNodes = DefaultMaxImplicitNodes
+	}
+
 	h := &Hub{
 		store:      cfg.Store,
 		fetcher:    cfg.Fetcher,
@@ -898,6 +911,12 @@ func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, 
 // does and create is set, it creates an implicit open node named after the
 // canonical URL and returns once its source's baseline fetch is over.
 func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+	return h.nodeForURL(ctx, rawURL, create, nil)
+}
+
+// nodeForURL is NodeForURL; mayCreate, when set, is asked right before an
+// implicit node is created (and only then), and its error is returned.
+func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
 	rawURL, err := CanonicalURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -927,6 +946,14 @@ func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node
 	if !create {
 		return nil, fmt.Errorf("%w: no node follows %s", ErrNotFound, rawURL)
 	}
+	if err := h.mayCreateImplicitNode(ctx); err != nil {
+		return nil, err
+	}
+	if mayCreate != nil {
+		if err := mayCreate(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The URL names the node when it can; when an owner already gave that
 	// name to a node following something else, the hashed name is used.
 	names := []string{ImplicitNodeName(rawURL), hashedNodeName(rawURL)}
@@ -935,6 +962,9 @@ func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node
 			break
 		}
 		n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
+		if err == nil {
+			h.implicitNodes.created()
+		}
 		if !errors.Is(err, ErrExists) {
 			return n, err
 		}

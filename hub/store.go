@@ -34,6 +34,8 @@ type Store interface {
 	// DeleteNode removes the node with its log, subscriptions and
 	// affiliations; ErrNotFound.
 	DeleteNode(ctx context.Context, name string) error
+	// CountImplicitNodes counts the implicit nodes.
+	CountImplicitNodes(ctx context.Context) (int, error)
 
 	// Append adds events to the node's log in one transaction and returns
 	// them with Seq and Created set. An item event replaces the current

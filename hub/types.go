@@ -22,6 +22,12 @@ var (
 	// ErrSchemaTooNew is returned by a store whose database was written by a
 	// newer pingd.
 	ErrSchemaTooNew = errors.New("database schema is newer than this pingd")
+	// ErrLimit is returned when a request would take pingd past one of the
+	// bounds on what strangers can make it keep (bounds.go).
+	ErrLimit = errors.New("limit reached")
+	// ErrImplicitNodesFull: pingd follows as many URLs for subscribers as
+	// Config.MaxImplicitNodes allows, and creates no implicit node more.
+	ErrImplicitNodesFull = fmt.Errorf("%w: pingd follows as many URLs for subscribers as it is configured to", ErrLimit)
 )
 
 // AccessModel says who may subscribe to a node and read its items.

@@ -196,6 +196,15 @@ func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
 	return nil
 }
 
+// CountImplicitNodes counts the implicit nodes; see hub.Store.
+func (s *sqlStore) CountImplicitNodes(ctx context.Context) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM nodes WHERE is_implicit`, nil, &n); err != nil {
+		return 0, fmt.Errorf("count implicit nodes: %w", err)
+	}
+	return n, nil
+}
+
 // SetXMPPSeq records that events up to seq were written to the XMPP stream.
 func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error {
 	// Never backwards: acknowledgements recorded by several processes

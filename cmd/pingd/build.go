@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -121,6 +122,9 @@ func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 		// Pings are kept for the hourly archives.
 		PingRetention: cfg.PingArchive,
 		Observe:       hubMetrics{},
+
+		// 0 in the option means no implicit nodes; in hub.Config, the default.
+		MaxImplicitNodes: cmp.Or(cfg.MaxImplicitNodes, -1),
 	}
 }
 
@@ -291,6 +295,8 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 		AdminBurst:         cfg.AdminBurst,
 		ListRate:           cfg.ListRate,
 		ListBurst:          cfg.ListBurst,
+
+		ImplicitNodesPerHour: float64(cfg.ImplicitNodesPerHour),
 	}
 }
 

@@ -203,3 +203,26 @@ func TestOpenSourcesPolicy(t *testing.T) {
 		t.Errorf("--help does not say %q", want)
 	}
 }
+
+// TestImplicitNodeOptions: the bounds on implicit nodes refuse values that
+// mean nothing; 0 implicit nodes is a valid choice (owners' nodes only).
+func TestImplicitNodeOptions(t *testing.T) {
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
+		[]string{"--xmpp-secret", "s", "--implicit-nodes-per-hour", "0", "--max-implicit-nodes", "-1"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	for _, want := range []string{"PINGD_IMPLICIT_NODES_PER_HOUR", "PINGD_MAX_IMPLICIT_NODES"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %s", err, want)
+		}
+	}
+	cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s", "--max-implicit-nodes", "0"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 {
+		t.Fatalf("Validate = %v; max %d, per hour %d", err, cfg.MaxImplicitNodes, cfg.ImplicitNodesPerHour)
+	}
+}

@@ -59,6 +59,8 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		{"list-rate", cfg.ListRate, float64(httpapi.DefaultListRate)},
 		{"list-burst", cfg.ListBurst, httpapi.DefaultListBurst},
 		{"nodes-per-hour", cfg.NodesPerHour, component.DefaultNodesPerHour},
+		{"implicit-nodes-per-hour", float64(cfg.ImplicitNodesPerHour), float64(httpapi.DefaultImplicitNodesPerHour)},
+		{"max-implicit-nodes", cfg.MaxImplicitNodes, hub.DefaultMaxImplicitNodes},
 		{"xmpp-multicast-share", cfg.XMPPMulticastShare, component.DefaultMulticastShare},
 		{"upstream-check", cfg.UpstreamCheck, time.Duration(upstream.DefaultCheckEvery)},
 		{"db-max-conns", cfg.DBMaxConns, store.DefaultMaxConns},

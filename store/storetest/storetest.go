@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LastEvent", testLastEvent},
 		{"Bounces", testBounces},
 		{"Digests", testDigests},
+		{"CountImplicitNodes", testCountImplicitNodes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
