@@ -79,3 +79,37 @@ func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
 	}
 	return nil
 }
+
+// UnusedNodeGrace is how long an implicit node may be without any
+// subscription (none pending, none active) before DeleteUnused removes it
+// with its log: long enough for a subscriber whose verification failed,
+// or whose lease ran out, to come back, and short enough that strangers'
+// one-off subscriptions do not pile up.
+const UnusedNodeGrace = 24 * time.Hour
+
+// UnfollowedSourceGrace is how long a source may be followed by no node
+// before DeleteUnused removes it with its fetch state, so that pingd stops
+// fetching it; an owner who deletes a node and makes it again within it
+// keeps the source's seen entries.
+const UnfollowedSourceGrace = time.Hour
+
+// DeleteUnused removes the implicit nodes nobody has subscribed to for
+// UnusedNodeGrace and the sources no node has followed for
+// UnfollowedSourceGrace (Store.DeleteUnused); owners' nodes stay. The
+// maintenance loop runs it with each prune; it is safe to run in several
+// processes at once.
+func (h *Hub) DeleteUnused(ctx context.Context) (nodes, sources int64, err error) {
+	now := h.now()
+	nodes, sources, err = h.store.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
+	if nodes > 0 {
+		h.implicitNodes.forget()
+	}
+	if nodes > 0 || sources > 0 {
+		h.log.InfoContext(ctx, "removed unused implicit nodes and unfollowed sources", "nodes", nodes, "sources", sources,
+			"nodes_unused_for", UnusedNodeGrace, "sources_unfollowed_for", UnfollowedSourceGrace)
+	}
+	if err != nil {
+		return nodes, sources, fmt.Errorf("remove unused nodes and sources: %w", err)
+	}
+	return nodes, sources, nil
+}

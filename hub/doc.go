@@ -56,6 +56,12 @@
 // those who may no longer read it there, so the XMPP form, the ad-hoc
 // command and the admin API cannot differ.
 //
+// What strangers make pingd keep is bounded (bounds.go): implicit nodes
+// are capped (Config.MaxImplicitNodes), an adapter can charge each
+// creation to its client (NodeForURLCreating), and the maintenance loop
+// deletes implicit nodes unused for UnusedNodeGrace and sources no node
+// follows (DeleteUnused).
+//
 // The files besides hub.go (the Hub, nodes, items, subscriptions, pings)
 // and run.go (the fetch and maintenance loops), each named for what it
 // holds: types.go (the domain types and their rules); the interfaces
@@ -67,6 +73,7 @@
 // subscription requests: RequestSubscription, RequestUnsubscription);
 // subscriptionstate.go (SetSubscriptionState); nodelog.go (EventsAfter,
 // for deltas of the nodes' own feeds); nodesource.go (SetNodeSourceURL);
+// bounds.go (what strangers may make pingd keep);
 // extensions.go (a change
 // announcement's extension elements added to its entries); opennodes.go
 // (the OPML list); slowwait.go (WaitObserver: slow waits told to the

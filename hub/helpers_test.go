@@ -103,6 +103,8 @@ type envOptions struct {
 	scheduler  hub.Scheduler
 	// baselineWait is Config.BaselineWait; zero keeps the default.
 	baselineWait time.Duration
+	// maxImplicitNodes is Config.MaxImplicitNodes; zero keeps the default.
+	maxImplicitNodes int
 }
 
 // newEnv builds the hub without starting its background work; run starts it.
@@ -122,6 +124,7 @@ func newEnv(t *testing.T, opt envOptions) *env {
 		Store: e.store, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
 		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),
+		MaxImplicitNodes: opt.maxImplicitNodes,
 	})
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)

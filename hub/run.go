@@ -341,6 +341,9 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 			if err := h.store.Prune(ctx, h.now().Add(-h.cfg.PingRetention)); err != nil {
 				h.log.WarnContext(ctx, "prune", "err", err)
 			}
+			if _, _, err := h.DeleteUnused(ctx); err != nil {
+				h.log.WarnContext(ctx, "remove unused nodes and sources", "err", err)
+			}
 		case <-forget.C:
 			n, err := h.store.ForgetSeenEntries(ctx, SeenRetention)
 			if err != nil {

@@ -36,6 +36,18 @@ type Store interface {
 	DeleteNode(ctx context.Context, name string) error
 	// CountImplicitNodes counts the implicit nodes.
 	CountImplicitNodes(ctx context.Context) (int, error)
+	// DeleteUnused removes what strangers made pingd keep and nobody uses
+	// any more. An implicit node without subscriptions (of any kind, in
+	// any state) is marked with now; one marked before nodesBefore and
+	// still without subscriptions is deleted with its log, as DeleteNode
+	// does. A source no node follows is marked likewise and deleted with
+	// its fetch state and seen ids once marked before sourcesBefore. A
+	// subscription stored for a node, or a node for a source, clears its
+	// mark in the same transaction; a node or source that is in use at
+	// the moment of the deletion is never deleted, also when several
+	// processes run this at once. Owners' nodes are never touched. It
+	// returns how many nodes and sources it deleted.
+	DeleteUnused(ctx context.Context, now, nodesBefore, sourcesBefore time.Time) (nodes, sources int64, err error)
 
 	// Append adds events to the node's log in one transaction and returns
 	// them with Seq and Created set. An item event replaces the current

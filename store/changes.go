@@ -71,6 +71,9 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &nodeID); err != nil {
 			return notFound(err, fmt.Sprintf("node %d", sub.NodeID))
 		}
+		if err := s.markSubscribed(ctx, tx, sub.NodeID); err != nil {
+			return err
+		}
 		// A subscription removed or added by someone else between the
 		// steps sends the loop round again; twice is enough.
 		for range 3 {

@@ -58,6 +58,13 @@
 //     database, with LISTEN/NOTIFY, that a node has new work; an
 //     optimisation over their one-second polls, nothing on SQLite. The
 //     listening session is kept up by internal/reconnect's loop.
+//   - Unused state (unused.go): implicit nodes without subscriptions and
+//     sources without nodes carry a mark of since when; DeleteUnused
+//     marks, clears marks of rows in use again and deletes in batches,
+//     each DELETE checking "unused" on the row itself, and storing a
+//     subscription (a node) clears its node's (source's) mark in the
+//     same transaction, so concurrent processes never delete what is
+//     being used.
 //   - Copy (copy.go, with the row conversion in copyrows.go) moves an
 //     installation from SQLite to PostgreSQL in one read snapshot and one
 //     write transaction, checking row counts (pingd migrate-db).

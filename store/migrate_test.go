@@ -150,6 +150,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeeded(t, s)
 				checkSeededChanges(t, s, k)
 				checkSeededPings(t, s, k)
+				checkSeededUnused(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -250,6 +251,30 @@ func checkSeededPings(t *testing.T, s Store, version int) {
 		if p.Dialect != "xmlrpc-extended" && p.FeedURL != "" {
 			t.Fatalf("a %s ping has a feed URL after migrating: %+v", p.Dialect, p)
 		}
+	}
+}
+
+// checkSeededUnused: from version 15 on, seeds hold an implicit node
+// without subscriptions and a source without nodes, both marked unused
+// since 2031-05-06T07:00Z; a day and more later they are deleted, and
+// nothing else is. Older data has no marks: the first pass marks.
+func checkSeededUnused(t *testing.T, s Store, version int) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Date(2031, 5, 7, 8, 0, 0, 0, time.UTC)
+	nodes, sources, err := s.DeleteUnused(ctx, at, at.Add(-24*time.Hour), at.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	if version >= 15 {
+		want = 1
+	}
+	if nodes != want || sources != want {
+		t.Fatalf("DeleteUnused after migrating from %d = %d nodes, %d sources; want %d, %d", version, nodes, sources, want, want)
+	}
+	if _, err := s.Node(ctx, "seeded"); err != nil {
+		t.Fatalf("the owner's node: %v", err)
 	}
 }
 

@@ -86,13 +86,22 @@ func (s *sqlStore) CreateNode(ctx context.Context, n *hub.Node) error {
 		return fmt.Errorf("create node %q: polling hints: %w", n.Name, err)
 	}
 	var id int64
-	err = s.queryRow(ctx, s.write, `INSERT INTO nodes (name, title, access_model, max_items,
-		deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at, polling,
-		send_last_published_item)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
-		ON CONFLICT (name) DO NOTHING RETURNING id`,
-		[]any{n.Name, n.Title, string(n.AccessModel), n.MaxItems, n.DeliverPayloads, n.NotificationType,
-			source, n.Implicit, n.TokenHash, s.timeArg(now), string(polling), cmp.Or(n.SendLastPublished, hub.SendLastOnSub)}, &id)
+	err = s.inTx(ctx, func(tx *txn) error {
+		if n.SourceID != 0 {
+			// Followed again: see DeleteUnused.
+			if _, err := s.exec(ctx, tx, `UPDATE sources SET unfollowed_since = NULL
+				WHERE id = $1 AND unfollowed_since IS NOT NULL`, n.SourceID); err != nil {
+				return err
+			}
+		}
+		return s.queryRow(ctx, tx, `INSERT INTO nodes (name, title, access_model, max_items,
+			deliver_payloads, notification_type, source_id, is_implicit, token_hash, created_at, updated_at, polling,
+			send_last_published_item)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
+			ON CONFLICT (name) DO NOTHING RETURNING id`,
+			[]any{n.Name, n.Title, string(n.AccessModel), n.MaxItems, n.DeliverPayloads, n.NotificationType,
+				source, n.Implicit, n.TokenHash, s.timeArg(now), string(polling), cmp.Or(n.SendLastPublished, hub.SendLastOnSub)}, &id)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("node %q: %w", n.Name, hub.ErrExists)
 	}

@@ -97,6 +97,9 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &id); err != nil {
 			return notFound(err, fmt.Sprintf("node %d", sub.NodeID))
 		}
+		if err := s.markSubscribed(ctx, tx, sub.NodeID); err != nil {
+			return err
+		}
 		err := s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
 			options, expires_at, created_at, updated_at, cursor_seq, attempts, consecutive_errors,
 			first_failure_at, next_attempt_at, last_error, last_delivered_at, last_status)
@@ -401,4 +404,15 @@ func (s *sqlStore) DeleteExpiredSubscriptions(ctx context.Context, now time.Time
 		return nil, fmt.Errorf("delete expired subscriptions: %w", err)
 	}
 	return out, nil
+}
+
+// markSubscribed clears the node's mark of having no subscriptions
+// (DeleteUnused) in the transaction that stores one: on PostgreSQL the
+// update also makes a deletion running meanwhile see the node in use.
+func (s *sqlStore) markSubscribed(ctx context.Context, tx *txn, nodeID int64) error {
+	if _, err := s.exec(ctx, tx, `UPDATE nodes SET unsubscribed_since = NULL
+		WHERE id = $1 AND unsubscribed_since IS NOT NULL`, nodeID); err != nil {
+		return fmt.Errorf("node %d is subscribed to: %w", nodeID, err)
+	}
+	return nil
 }

@@ -84,6 +84,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Bounces", testBounces},
 		{"Digests", testDigests},
 		{"CountImplicitNodes", testCountImplicitNodes},
+		{"DeleteUnused", testDeleteUnused},
+		{"DeleteUnusedConcurrent", testDeleteUnusedConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
