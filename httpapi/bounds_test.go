@@ -170,3 +170,53 @@ func TestNoImplicitNodes(t *testing.T) {
 		t.Fatal("a node was created with implicit nodes off")
 	}
 }
+
+// TestCallbackHostCap: beyond Config.MaxCallbackHostSubscriptions
+// subscriptions (pending or active) with callbacks on one host, whatever
+// the port, a new one is refused in every dialect (429 with Retry-After,
+// in the dialect's form) and nothing is stored, while a renewal of one
+// that exists passes and callbacks on other hosts are served.
+func TestCallbackHostCap(t *testing.T) {
+	e := newDialectEnvHub(t, func(c *hub.Config) { c.MaxCallbackHostSubscriptions = 2 })
+	topic := e.newTopic("/feed.xml")
+	e.createNode("news", topic, hub.AccessOpen)
+	rc, other := webSubSubscriber(t), webSubSubscriber(t) // both on 127.0.0.1
+	e.subscribeWebSub(rc, rc.URL+"/a", topic, nil)
+	if resp := e.webSubSubscribe(topic, rc.URL+"/b"); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("second callback on the host: HTTP %d %s", resp.StatusCode, readAll(resp))
+	}
+
+	retryAfter(t, "WebSub, a third callback on the host", e.webSubSubscribe(topic, other.URL+"/c"), http.StatusTooManyRequests)
+	resp := e.form("/pleaseNotify", cloudForm(other, "http-post", topic))
+	status, retry := resp.StatusCode, resp.Header.Get("Retry-After")
+	if nr := decodeNotifyResult(t, resp); status != http.StatusTooManyRequests || retry == "" ||
+		nr.Success != "false" || !strings.Contains(nr.Msg, "callbacks on this host") {
+		t.Errorf("rssCloud REST, a third callback on the host: HTTP %d, Retry-After %q, %+v", status, retry, nr)
+	}
+	u, _ := url.Parse(other.URL)
+	port, _ := strconv.Atoi(u.Port())
+	e.rpcRefused("rssCloud XML-RPC, a third callback on the host", http.StatusTooManyRequests, "callbacks on this host",
+		"river.feedUpdated", port, "/notify", "xml-rpc", []any{topic})
+	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(topic, other.URL+"/cnws"))
+	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
+	if _, res := e.cnwsDecode(resp); status != http.StatusTooManyRequests || retry == "" || res.Result.Status != "false" {
+		t.Errorf("CNWS, a third callback on the host: HTTP %d, Retry-After %q, %+v", status, retry, res)
+	}
+	resp = e.do("POST", "/feeds/news?method=subscribe", "application/getpingd+http+subscribe+xml",
+		`<subscribe><url href="`+other.URL+`/hook" method="POST" diff="none"/></subscribe>`)
+	retryAfter(t, "GetPingd webhook, a third callback on the host", resp, http.StatusTooManyRequests)
+	if subs := e.subs("news", ""); len(subs) != 2 {
+		t.Errorf("%d subscriptions stored, want the 2 under the cap: %+v", len(subs), subs)
+	}
+
+	// Renewing one that exists passes, verified or not.
+	e.subscribeWebSub(rc, rc.URL+"/a", topic, nil)
+	if resp := e.webSubSubscribe(topic, rc.URL+"/b"); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("renewal at the cap: HTTP %d %s", resp.StatusCode, readAll(resp))
+	}
+	// Another host has its own count.
+	elsewhere := strings.Replace(rc.URL, "127.0.0.1", "localhost", 1) + "/d"
+	if resp := e.webSubSubscribe(topic, elsewhere); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("a callback on another host: HTTP %d %s", resp.StatusCode, readAll(resp))
+	}
+}

@@ -134,6 +134,11 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subs
 		NodeName: n.Name, Kind: hub.KindCNWS, Address: subscriberAddress(s.NotificationURL, s.ResourceID),
 		State: hub.SubActive, Options: hub.Options{Topic: s.ResourceID},
 	})
+	if limited := callbackHostLimit(err); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeCNWSResult(w, limited.status(), false, "", "", limited.What)
+		return
+	}
 	if err != nil {
 		a.log.ErrorContext(ctx, "CNWS subscribe", "url", s.ResourceID, "err", err)
 		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the subscription could not be stored; please try again later")

@@ -36,6 +36,10 @@
 // hub.HostKey, so no spelling escapes them), per client IP for the admin
 // API, subscription requests and list readers, and per node for GetPingd
 // XMPP consumer requests without a token; all answer 429 with Retry-After.
+// A subscription that creates an implicit node also takes a token of the
+// client IP's bucket of new nodes (subscribedNode), and the hub's bounds
+// (implicit nodes in all, subscriptions per callback host) are answered
+// like a rate limit: 503 and 429 with Retry-After in each dialect's form.
 // outbound.go refuses, before anything is
 // stored, sources, topics and callbacks at non-public addresses when
 // Config.CheckHost is set (cmd/pingd sets it unless PINGD_ALLOW_PRIVATE);

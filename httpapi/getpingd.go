@@ -294,6 +294,11 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 }
 
 func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err error) {
+	if limited := callbackHostLimit(err); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, limited.status(), limited.What)
+		return
+	}
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
 		writeText(w, http.StatusBadRequest, err.Error())

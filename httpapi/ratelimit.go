@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -54,6 +55,18 @@ func (a *API) allowImplicitNode(clientIP string) *RateLimitError {
 		return &RateLimitError{RetryAfter: wait, What: "too many new URLs to follow from " + clientIP}
 	}
 	return nil
+}
+
+// callbackHostLimit is the refusal of a subscription whose callback's
+// host has as many subscriptions as pingd keeps for one host
+// (hub.ErrCallbackHostFull), nil for any other error. The client asked
+// too much (429); room comes back as that host's subscriptions expire or
+// are removed, so the wait is long.
+func callbackHostLimit(err error) *RateLimitError {
+	if !errors.Is(err, hub.ErrCallbackHostFull) {
+		return nil
+	}
+	return &RateLimitError{RetryAfter: time.Hour, What: err.Error()}
 }
 
 // allowWhitelistRequest takes tokens for a GetPingd XMPP consumer request

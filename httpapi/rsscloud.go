@@ -96,6 +96,9 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 		sub, outcome, err := a.hub.RequestSubscription(ctx, hub.Subscription{
 			NodeName: nodes[i].Name, Kind: hub.KindRSSCloud, Address: subscriberAddress(callback, u), Options: o,
 		})
+		if limited := callbackHostLimit(err); limited != nil {
+			return cloudOutcome{}, limited
+		}
 		if err != nil {
 			return cloudOutcome{}, fmt.Errorf("register %s for %s: %w", redactCallback(callback), u, err)
 		}

@@ -222,6 +222,11 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub
 	_, outcome, err := a.hub.RequestSubscription(ctx, hub.Subscription{
 		NodeName: n.Name, Kind: hub.KindWebSub, Address: address, Options: opts,
 	})
+	if limited := callbackHostLimit(err); limited != nil {
+		setRetryAfter(w, limited.RetryAfter)
+		writeText(w, limited.status(), limited.What)
+		return
+	}
 	if err != nil {
 		log.ErrorContext(ctx, "WebSub subscribe", "err", err)
 		writeText(w, http.StatusInternalServerError, "the subscription could not be stored; please try again later")

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -112,4 +113,55 @@ func (h *Hub) DeleteUnused(ctx context.Context) (nodes, sources int64, err error
 		return nodes, sources, fmt.Errorf("remove unused nodes and sources: %w", err)
 	}
 	return nodes, sources, nil
+}
+
+// DefaultMaxCallbackHostSubscriptions is Config.MaxCallbackHostSubscriptions's
+// default: far more than one receiver's subscriptions (an aggregator's
+// callbacks), while one stranger naming ever new callback URLs of one
+// host from many addresses cannot fill the table.
+const DefaultMaxCallbackHostSubscriptions = 10_000
+
+// CallbackHost is the host an HTTP subscription's callback is on: the
+// canonical host name of its address (port and fragment left out, so the
+// ports of one host count together), "" for XMPP subscriptions and
+// addresses that are no URL.
+func CallbackHost(kind Kind, address string) string {
+	if kind == KindXMPP {
+		return ""
+	}
+	address, _, _ = strings.Cut(address, "#")
+	hostPort := HostKey(address)
+	i := strings.LastIndex(hostPort, ":")
+	if i <= 0 {
+		return ""
+	}
+	return hostPort[:i]
+}
+
+// mayAddCallback answers ErrCallbackHostFull when a new subscription of
+// kind and address to n would take its callback host past
+// Config.MaxCallbackHostSubscriptions; the subscription that exists
+// already (a renewal, a new request about it) always passes. Concurrent
+// requests can take a host a little past the bound, never far.
+func (h *Hub) mayAddCallback(ctx context.Context, n *Node, kind Kind, address string) error {
+	limit := h.cfg.MaxCallbackHostSubscriptions
+	host := CallbackHost(kind, address)
+	if limit < 0 || host == "" {
+		return nil
+	}
+	count, err := h.store.CountCallbackHostSubscriptions(ctx, host)
+	if err != nil {
+		return err
+	}
+	if count < limit {
+		return nil
+	}
+	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	if err != nil {
+		return err
+	}
+	if len(existing) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s has %d)", ErrCallbackHostFull, host, limit)
 }

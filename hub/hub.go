@@ -61,6 +61,12 @@ type Config struct {
 	// no implicit node is created at all (pingd serves its owners' nodes
 	// only).
 	MaxImplicitNodes int
+	// MaxCallbackHostSubscriptions bounds the HTTP subscriptions (of every
+	// kind and state) whose callback is on one host (CallbackHost); a new
+	// one beyond it is refused with ErrCallbackHostFull, while those that
+	// exist are renewed as ever. 0: DefaultMaxCallbackHostSubscriptions;
+	// negative: no bound.
+	MaxCallbackHostSubscriptions int
 }
 
 // Defaults of Config: what a zero (or negative) field is taken as.
@@ -150,6 +156,9 @@ func New(cfg Config) (*Hub, error) {
 	}
 	if cfg.MaxImplicitNodes == 0 {
 		cfg.MaxImplicitNodes = DefaultMaxImplicitNodes
+	}
+	if cfg.MaxCallbackHostSubscriptions == 0 {
+		cfg.MaxCallbackHostSubscriptions = DefaultMaxCallbackHostSubscriptions
 	}
 
 	h := &Hub{
@@ -576,6 +585,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if len(existing) > 0 {
 			return &existing[0], true, nil
 		}
+	}
+	if err := h.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
+		return nil, false, err
 	}
 	if s.State == "" {
 		s.State = SubActive

@@ -26,6 +26,9 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 	if err != nil {
 		return nil, "", err
 	}
+	if err := h.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
+		return nil, "", err
+	}
 	s.NodeID, s.NodeName = n.ID, n.Name
 	s.State = SubPending
 	s.Cursor = n.LastSeq // a new subscription gets what comes after, not what came before

@@ -141,6 +141,10 @@ type Store interface {
 	// decides nothing): RequestChangePending. It fills s from the stored
 	// row.
 	RequestSubscription(ctx context.Context, s *Subscription) (RequestOutcome, error)
+	// CountCallbackHostSubscriptions counts the subscriptions, of every
+	// HTTP kind and state, whose callback is on host (CallbackHost of
+	// their kind and address, which the store keeps with each).
+	CountCallbackHostSubscriptions(ctx context.Context, host string) (int, error)
 	// RequestUnsubscription stores an unsubscribe request about the node's
 	// subscription of kind and address in one transaction: one not
 	// verified yet is removed at once (RequestCancelled); a verified one

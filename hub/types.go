@@ -28,6 +28,9 @@ var (
 	// ErrImplicitNodesFull: pingd follows as many URLs for subscribers as
 	// Config.MaxImplicitNodes allows, and creates no implicit node more.
 	ErrImplicitNodesFull = fmt.Errorf("%w: pingd follows as many URLs for subscribers as it is configured to", ErrLimit)
+	// ErrCallbackHostFull: the callback's host has as many subscriptions
+	// as Config.MaxCallbackHostSubscriptions allows.
+	ErrCallbackHostFull = fmt.Errorf("%w: too many subscriptions with callbacks on this host", ErrLimit)
 )
 
 // AccessModel says who may subscribe to a node and read its items.

@@ -86,11 +86,11 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 			case cur == nil:
 				d := sub.DeliveryState
 				err = s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
-					options, expires_at, created_at, updated_at, cursor_seq, change_id, change_requested_at)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $9)
+					options, expires_at, created_at, updated_at, cursor_seq, change_id, change_requested_at, callback_host)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $9, $12)
 					ON CONFLICT (node_id, kind, address) DO NOTHING RETURNING id`,
 					[]any{sub.NodeID, string(sub.Kind), sub.Address, sub.BareJID, sub.SubID, string(sub.State),
-						string(options), s.timeArg(sub.ExpiresAt), now, d.Cursor, changeID}, &id)
+						string(options), s.timeArg(sub.ExpiresAt), now, d.Cursor, changeID, hub.CallbackHost(sub.Kind, sub.Address)}, &id)
 				outcome = hub.RequestCreated
 			case cur.State == hub.SubPending:
 				// Nobody verified it yet: the latest request is the one to

@@ -65,6 +65,9 @@
 //     subscription (a node) clears its node's (source's) mark in the
 //     same transaction, so concurrent processes never delete what is
 //     being used.
+//   - Each subscription keeps its callback's host (callback_host,
+//     hub.CallbackHost, indexed) so the subscriptions of one callback
+//     host are counted from the index (callbackhosts.go).
 //   - Copy (copy.go, with the row conversion in copyrows.go) moves an
 //     installation from SQLite to PostgreSQL in one read snapshot and one
 //     write transaction, checking row counts (pingd migrate-db).

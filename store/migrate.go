@@ -40,6 +40,7 @@ type migration struct {
 // its number; the SQL file of such a migration says what the step does.
 var dataMigrations = map[string]func(ctx context.Context, tx *txn) error{
 	"canonical_urls.sql": canonicalizeStoredURLs,
+	"callback_hosts.sql": fillCallbackHosts,
 }
 
 const foreignKeysOffMarker = "-- pingd: foreign keys off"

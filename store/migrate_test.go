@@ -150,6 +150,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeeded(t, s)
 				checkSeededChanges(t, s, k)
 				checkSeededPings(t, s, k)
+				checkSeededCallbackHosts(t, s)
 				checkSeededUnused(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
@@ -275,6 +276,31 @@ func checkSeededUnused(t *testing.T, s Store, version int) {
 	}
 	if _, err := s.Node(ctx, "seeded"); err != nil {
 		t.Fatalf("the owner's node: %v", err)
+	}
+}
+
+// checkSeededCallbackHosts: after migrating, every subscription is counted
+// under its callback's host, those stored before version 16 included.
+func checkSeededCallbackHosts(t *testing.T, s Store) {
+	t.Helper()
+	ctx := context.Background()
+	subs, err := s.Subscriptions(ctx, hub.SubscriptionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, sub := range subs {
+		if h := hub.CallbackHost(sub.Kind, sub.Address); h != "" {
+			want[h]++
+		}
+	}
+	if want["127.0.0.1"] == 0 {
+		t.Fatalf("no seeded subscription with a callback on 127.0.0.1: %+v", subs)
+	}
+	for host, n := range want {
+		if got, err := s.CountCallbackHostSubscriptions(ctx, host); err != nil || got != n {
+			t.Errorf("CountCallbackHostSubscriptions(%s) = %d, %v; want %d", host, got, err, n)
+		}
 	}
 }
 

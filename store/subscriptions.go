@@ -102,13 +102,13 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 		}
 		err := s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
 			options, expires_at, created_at, updated_at, cursor_seq, attempts, consecutive_errors,
-			first_failure_at, next_attempt_at, last_error, last_delivered_at, last_status)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			first_failure_at, next_attempt_at, last_error, last_delivered_at, last_status, callback_host)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 			ON CONFLICT (node_id, kind, address) DO NOTHING RETURNING id`,
 			[]any{sub.NodeID, string(sub.Kind), sub.Address, sub.BareJID, sub.SubID, string(sub.State),
 				string(options), s.timeArg(sub.ExpiresAt), now, d.Cursor, d.Attempts, d.ConsecutiveErrors,
 				s.timeArg(d.FirstFailureAt), s.timeArg(d.NextAttemptAt), d.LastError,
-				s.timeArg(d.LastDeliveredAt), d.LastStatus}, &id)
+				s.timeArg(d.LastDeliveredAt), d.LastStatus, hub.CallbackHost(sub.Kind, sub.Address)}, &id)
 		switch {
 		case err == nil:
 			created = true

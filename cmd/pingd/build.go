@@ -124,7 +124,8 @@ func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 		Observe:       hubMetrics{},
 
 		// 0 in the option means no implicit nodes; in hub.Config, the default.
-		MaxImplicitNodes: cmp.Or(cfg.MaxImplicitNodes, -1),
+		MaxImplicitNodes:             cmp.Or(cfg.MaxImplicitNodes, -1),
+		MaxCallbackHostSubscriptions: cfg.MaxCallbackHostSubscriptions,
 	}
 }
 

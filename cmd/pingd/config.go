@@ -73,9 +73,10 @@ type Config struct {
 	ShutdownWait       time.Duration `opt:"shutdown-timeout" env:"PINGD_SHUTDOWN_TIMEOUT" default:"15s" help:"how long a graceful shutdown waits for requests and deliveries in flight"`
 	ConfigFile         string        `opt:"config" env:"PINGD_CONFIG" help:"optional config file of KEY=value lines (PINGD_* names or option names)"`
 
-	// Bounds on the implicit nodes strangers make pingd keep.
-	ImplicitNodesPerHour int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"20" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour (in bursts of 5); subscribing to a URL a node follows already is not counted"`
-	MaxImplicitNodes     int `opt:"max-implicit-nodes" env:"PINGD_MAX_IMPLICIT_NODES" default:"100000" help:"at most this many nodes created for URLs someone subscribed to (HTTP or XMPP); beyond it new ones are refused (HTTP 503) until unused ones are removed; 0: none at all, pingd serves the nodes of its owners only"`
+	// Bounds on what strangers make pingd keep.
+	ImplicitNodesPerHour         int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"20" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour (in bursts of 5); subscribing to a URL a node follows already is not counted"`
+	MaxImplicitNodes             int `opt:"max-implicit-nodes" env:"PINGD_MAX_IMPLICIT_NODES" default:"100000" help:"at most this many nodes created for URLs someone subscribed to (HTTP or XMPP); beyond it new ones are refused (HTTP 503) until unused ones are removed; 0: none at all, pingd serves the nodes of its owners only"`
+	MaxCallbackHostSubscriptions int `opt:"max-callback-host-subscriptions" env:"PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS" default:"10000" help:"at most this many HTTP subscriptions (WebSub, GetPingd webhooks, rssCloud, CNWS; pending or active) with callbacks on one host, whatever the port; beyond it new ones are refused (HTTP 429), renewals never"`
 }
 
 // option describes one field of Config.
@@ -368,6 +369,7 @@ func (c *Config) validateTuning() []error {
 		{"PINGD_NODES_PER_HOUR", "nodes-per-hour", c.NodesPerHour, 1, math.MaxInt32},
 		{"PINGD_IMPLICIT_NODES_PER_HOUR", "implicit-nodes-per-hour", c.ImplicitNodesPerHour, 1, math.MaxInt32},
 		{"PINGD_MAX_IMPLICIT_NODES", "max-implicit-nodes", c.MaxImplicitNodes, 0, math.MaxInt32},
+		{"PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS", "max-callback-host-subscriptions", c.MaxCallbackHostSubscriptions, 1, math.MaxInt32},
 	} {
 		if n.value < n.min || n.value > n.max {
 			errs = append(errs, fmt.Errorf("%s (--%s) %d: want %d to %d", n.env, n.opt, n.value, n.min, n.max))

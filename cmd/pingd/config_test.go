@@ -204,16 +204,18 @@ func TestOpenSourcesPolicy(t *testing.T) {
 	}
 }
 
-// TestImplicitNodeOptions: the bounds on implicit nodes refuse values that
-// mean nothing; 0 implicit nodes is a valid choice (owners' nodes only).
+// TestImplicitNodeOptions: the bounds on implicit nodes and on callbacks
+// per host refuse values that mean nothing; 0 implicit nodes is a valid
+// choice (owners' nodes only).
 func TestImplicitNodeOptions(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
-		[]string{"--xmpp-secret", "s", "--implicit-nodes-per-hour", "0", "--max-implicit-nodes", "-1"}, env(nil))
+		[]string{"--xmpp-secret", "s", "--implicit-nodes-per-hour", "0", "--max-implicit-nodes", "-1",
+			"--max-callback-host-subscriptions", "0"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = cfg.Validate()
-	for _, want := range []string{"PINGD_IMPLICIT_NODES_PER_HOUR", "PINGD_MAX_IMPLICIT_NODES"} {
+	for _, want := range []string{"PINGD_IMPLICIT_NODES_PER_HOUR", "PINGD_MAX_IMPLICIT_NODES", "PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %s", err, want)
 		}
@@ -222,7 +224,7 @@ func TestImplicitNodeOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 {
+	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 || cfg.MaxCallbackHostSubscriptions != 10000 {
 		t.Fatalf("Validate = %v; max %d, per hour %d", err, cfg.MaxImplicitNodes, cfg.ImplicitNodesPerHour)
 	}
 }

@@ -61,6 +61,7 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		{"nodes-per-hour", cfg.NodesPerHour, component.DefaultNodesPerHour},
 		{"implicit-nodes-per-hour", float64(cfg.ImplicitNodesPerHour), float64(httpapi.DefaultImplicitNodesPerHour)},
 		{"max-implicit-nodes", cfg.MaxImplicitNodes, hub.DefaultMaxImplicitNodes},
+		{"max-callback-host-subscriptions", cfg.MaxCallbackHostSubscriptions, hub.DefaultMaxCallbackHostSubscriptions},
 		{"xmpp-multicast-share", cfg.XMPPMulticastShare, component.DefaultMulticastShare},
 		{"upstream-check", cfg.UpstreamCheck, time.Duration(upstream.DefaultCheckEvery)},
 		{"db-max-conns", cfg.DBMaxConns, store.DefaultMaxConns},

@@ -148,3 +148,29 @@ func testDeleteUnusedConcurrent(t *testing.T, s store.Store) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// testCountCallbackHostSubscriptions: HTTP subscriptions of every kind and
+// state are counted under their callback's host name, whatever its port
+// or spelling; XMPP subscriptions and other hosts are not.
+func testCountCallbackHostSubscriptions(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	a, b := newNode(t, s, "a"), newNode(t, s, "b")
+	for _, sub := range []*hub.Subscription{
+		{NodeID: a.ID, Kind: hub.KindWebhook, Address: "http://hooks.example/1"},
+		{NodeID: b.ID, Kind: hub.KindCNWS, Address: "http://hooks.example:8080/2#https%3A%2F%2Fx.example%2F"},
+		{NodeID: a.ID, Kind: hub.KindXMPP, Address: "hooks.example", BareJID: "hooks.example"},
+		{NodeID: a.ID, Kind: hub.KindWebhook, Address: "http://other.example/1"},
+	} {
+		must(s.PutSubscription(ctx, sub))(t)
+	}
+	must(s.RequestSubscription(ctx, &hub.Subscription{NodeID: b.ID, Kind: hub.KindWebSub, Address: "https://hooks.example/3#t"}))(t)
+	for host, want := range map[string]int{"hooks.example": 3, "other.example": 1, "none.example": 0} {
+		if got := must(s.CountCallbackHostSubscriptions(ctx, host))(t); got != want {
+			t.Errorf("CountCallbackHostSubscriptions(%s) = %d, want %d", host, got, want)
+		}
+	}
+	must(s.DeleteSubscriptions(ctx, hub.SubscriptionFilter{NodeID: a.ID}))(t)
+	if got := must(s.CountCallbackHostSubscriptions(ctx, "hooks.example"))(t); got != 2 {
+		t.Errorf("after a deletion: %d, want 2", got)
+	}
+}

@@ -86,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CountImplicitNodes", testCountImplicitNodes},
 		{"DeleteUnused", testDeleteUnused},
 		{"DeleteUnusedConcurrent", testDeleteUnusedConcurrent},
+		{"CountCallbackHostSubscriptions", testCountCallbackHostSubscriptions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
