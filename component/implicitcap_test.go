@@ -20,7 +20,7 @@ func TestImplicitNodeCapOverXMPP(t *testing.T) {
 	alice := e.dial("alice", "local")
 	const feedURL = "http://127.0.0.1:9/full.xml"
 	got := chatSay(t, e, alice, "subscribe "+feedURL)
-	if !strings.Contains(got, "cannot follow "+feedURL) || !strings.Contains(got, "creates no nodes for URLs") {
+	if !strings.Contains(got, "cannot follow "+feedURL) || !strings.Contains(got, "follows only the URLs of its owners' nodes") {
 		t.Fatalf("subscribing to a new feed with implicit nodes off answered %q", got)
 	}
 	if _, err := e.hub.NodeForURL(e.ctx, feedURL, false); err == nil {

@@ -134,12 +134,12 @@ func TestImplicitNodeCap(t *testing.T) {
 	resp := e.form("/pleaseNotify", cloudForm(rc, "http-post", second))
 	status, retry := resp.StatusCode, resp.Header.Get("Retry-After")
 	if nr := decodeNotifyResult(t, resp); status != http.StatusServiceUnavailable || retry == "" ||
-		nr.Success != "false" || !strings.Contains(nr.Msg, "follows no new URLs") {
+		nr.Success != "false" || !strings.Contains(nr.Msg, "no more new URLs to follow") {
 		t.Errorf("rssCloud REST beyond the cap: HTTP %d, Retry-After %q, %+v", status, retry, nr)
 	}
 	u, _ := url.Parse(rc.URL)
 	port, _ := strconv.Atoi(u.Port())
-	e.rpcRefused("rssCloud XML-RPC beyond the cap", http.StatusServiceUnavailable, "follows no new URLs",
+	e.rpcRefused("rssCloud XML-RPC beyond the cap", http.StatusServiceUnavailable, "no more new URLs to follow",
 		"river.feedUpdated", port, "/notify", "xml-rpc", []any{second})
 	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(second, rc.URL+"/cnws"))
 	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")

@@ -334,8 +334,7 @@ func (a *API) subscribedNode(ctx context.Context, raw, clientIP string) (*hub.No
 		return nil
 	})
 	if errors.Is(err, hub.ErrImplicitNodesFull) {
-		return nil, &RateLimitError{RetryAfter: implicitNodesFullRetry, Status: http.StatusServiceUnavailable,
-			What: "pingd follows no new URLs for now: " + err.Error()}
+		return nil, &RateLimitError{RetryAfter: implicitNodesFullRetry, Status: http.StatusServiceUnavailable, What: err.Error()}
 	}
 	return n, err
 }

@@ -62,7 +62,7 @@ func (h *Hub) NodeForURLCreating(ctx context.Context, rawURL string, mayCreate f
 func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
 	limit := h.cfg.MaxImplicitNodes
 	if limit < 0 {
-		return fmt.Errorf("%w: this server creates no nodes for URLs it does not follow yet", ErrImplicitNodesFull)
+		return fmt.Errorf("%w (this server follows only the URLs of its owners' nodes)", ErrImplicitNodesFull)
 	}
 	c := &h.implicitNodes
 	c.mu.Lock()
@@ -76,7 +76,7 @@ func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
 		c.n, c.at, c.valid = n, now, true
 	}
 	if c.n >= limit {
-		return fmt.Errorf("%w (%d nodes for URLs)", ErrImplicitNodesFull, limit)
+		return fmt.Errorf("%w (it follows %d, its most)", ErrImplicitNodesFull, limit)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ var (
 	ErrLimit = errors.New("limit reached")
 	// ErrImplicitNodesFull: pingd follows as many URLs for subscribers as
 	// Config.MaxImplicitNodes allows, and creates no implicit node more.
-	ErrImplicitNodesFull = fmt.Errorf("%w: pingd follows as many URLs for subscribers as it is configured to", ErrLimit)
+	ErrImplicitNodesFull = fmt.Errorf("%w: no more new URLs to follow for subscribers", ErrLimit)
 	// ErrCallbackHostFull: the callback's host has as many subscriptions
 	// as Config.MaxCallbackHostSubscriptions allows.
 	ErrCallbackHostFull = fmt.Errorf("%w: too many subscriptions with callbacks on this host", ErrLimit)
