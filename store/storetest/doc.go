@@ -8,7 +8,9 @@
 // pruning), sources.go (sources and their claims), fetches.go (applying
 // fetches), subscriptions.go, deliveries.go (delivery claims and states),
 // changes.go (pending subscription changes), pings.go, opennodes.go and
-// readers.go (XMPP readers: last published, bounces, digests).
+// readers.go (XMPP readers: last published, bounces, digests), and
+// bounds.go (counting implicit nodes and callback hosts, deleting unused
+// nodes and sources).
 //
 // It only calls the Store interface; it never reaches into a backend's
 // tables, and it has no place outside tests.
