@@ -62,9 +62,16 @@
 // deletes implicit nodes unused for UnusedNodeGrace and sources no node
 // follows (DeleteUnused).
 //
-// The files besides hub.go (the Hub, nodes, items, subscriptions, pings)
-// and run.go (the fetch and maintenance loops), each named for what it
-// holds: types.go (the domain types and their rules); the interfaces
+// The Hub is the one door of the core for every adapter, so its 56
+// exported methods are spread over files by topic rather than over several
+// types: hub.go (Config, New, registering transports, waking them),
+// access.go (admins, affiliations, revocations, tokens), nodes.go
+// (creating, finding and deleting nodes, the implicit nodes of URLs),
+// items.go (publishing, retracting, purging, reading items),
+// subscriptions.go (subscribing, granting, the last published item),
+// baseline.go (a new source's first fetch and waiting for it), pings.go
+// (pings and changes naming URLs) and run.go (the fetch and maintenance
+// loops). The other files, each named for what it holds: types.go (the domain types and their rules); the interfaces
 // store.go (Store), fetcher.go (Fetcher, Scheduler and a fetch's request
 // and result), transport.go (Transport, Observer), resolve.go
 // (SourceResolver), relay.go and upstream.go (the ping relay's and the

@@ -1,0 +1,185 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// IsAdmin reports whether the bare JID is one of the configured admins.
+func (h *Hub) IsAdmin(bareJID string) bool { return h.admins[bareJID] }
+
+// OwnerAffiliations is Affiliations with the admins, who own every node,
+// listed as owners: the affiliations as XMPP owners see them.
+func (h *Hub) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affiliation, error) {
+	affs, err := h.Affiliations(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if affs == nil {
+		affs = map[string]Affiliation{}
+	}
+	for j := range h.admins {
+		affs[j] = AffOwner
+	}
+	return affs, nil
+}
+
+// MaySubscribe reports whether the bare JID may have an XMPP subscription
+// to the node: ErrForbidden for an outcast, ErrNotMember when the node is
+// closed to it.
+func (h *Hub) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
+	aff, err := h.AffiliationOf(ctx, n, bareJID)
+	if err != nil {
+		return err
+	}
+	if aff == AffOutcast {
+		return fmt.Errorf("%w: %s is banned from %q", ErrForbidden, bareJID, n.Name)
+	}
+	if !aff.MayRead(n.AccessModel) {
+		return ErrNotMember
+	}
+	return nil
+}
+
+// IsOwner reports whether the bare JID owns the node: an admin, or a JID
+// with the owner affiliation.
+func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
+	if h.IsAdmin(bareJID) {
+		return true, nil
+	}
+	a, err := h.store.Affiliation(ctx, node.ID, bareJID)
+	if err != nil {
+		return false, err
+	}
+	return a == AffOwner, nil
+}
+
+// AffiliationOf returns the bare JID's affiliation, admins being owners.
+func (h *Hub) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Affiliation, error) {
+	if h.IsAdmin(bareJID) {
+		return AffOwner, nil
+	}
+	return h.store.Affiliation(ctx, node.ID, bareJID)
+}
+
+// RotateToken issues a new bearer token for the node.
+func (h *Hub) RotateToken(ctx context.Context, name string) (string, error) {
+	token := randomToken(24)
+	if err := h.store.SetNodeToken(ctx, name, HashToken(token)); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// IsAdminToken reports, in constant time, whether token is the admin token.
+func (h *Hub) IsAdminToken(token string) bool {
+	if !h.hasAdmin || token == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], h.adminHash[:]) == 1
+}
+
+// Authorize reports whether token is the node's token or the admin token.
+func (h *Hub) Authorize(node *Node, token string) bool {
+	if token == "" {
+		return false
+	}
+	if h.IsAdminToken(token) {
+		return true
+	}
+	if len(node.TokenHash) == 0 {
+		return false
+	}
+	return subtle.ConstantTimeCompare(HashToken(token), node.TokenHash) == 1
+}
+
+// HashToken is how tokens are stored: SHA-256, enough for random tokens.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// RandomID returns a random identifier (challenges, subscription ids).
+func RandomID() string { return randomToken(16) }
+
+// Affiliations lists a node's affiliations.
+func (h *Hub) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
+	return h.store.Affiliations(ctx, node.ID)
+}
+
+// SetAffiliation sets a bare JID's affiliation on a node. When the new
+// affiliation no longer lets the JID read the node, its XMPP subscriptions
+// are removed and a revoke event tells it so.
+func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a Affiliation) error {
+	if !a.Valid() {
+		return fmt.Errorf("%w: affiliation %q", ErrInvalid, a)
+	}
+	if bareJID == "" || strings.Contains(bareJID, "/") {
+		return fmt.Errorf("%w: affiliations are set on bare JIDs, not %q", ErrInvalid, bareJID)
+	}
+	if err := h.store.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
+		return err
+	}
+	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
+		return nil
+	}
+	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
+}
+
+// RevokeSubscriptions removes the bare JID's XMPP subscriptions to the node
+// and appends a revoke event that tells it so, whatever its affiliation and
+// the node's access model: a GetPingd unsubscribe request removes them on an
+// open node too.
+func (h *Hub) RevokeSubscriptions(ctx context.Context, node *Node, bareJID string) error {
+	if bareJID == "" || strings.Contains(bareJID, "/") {
+		return fmt.Errorf("%w: subscriptions are revoked for bare JIDs, not %q", ErrInvalid, bareJID)
+	}
+	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
+}
+
+// RevokeSubscription removes the XMPP subscription of the JID address (as
+// it subscribed, full or bare) on an owner's word (XEP-0060 §8.8.2) and
+// appends a revoke event that tells it so (§8.8.4). Without such a
+// subscription nothing changes and nobody is told.
+func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string) error {
+	if address == "" {
+		return fmt.Errorf("%w: empty subscriber address", ErrInvalid)
+	}
+	return h.revoke(ctx, node, SubscriptionFilter{Address: address})
+}
+
+// revoke removes the node's XMPP subscriptions matching f (its address or
+// bare JID) and appends one revoke event per subscription removed.
+func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
+	f.NodeID, f.Kind = node.ID, KindXMPP
+	removed, err := h.store.DeleteSubscriptions(ctx, f)
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	events := make([]Event, 0, len(removed))
+	for _, s := range removed {
+		events = append(events, Event{Kind: EventRevoke, Address: s.Address})
+	}
+	if _, err := h.store.Append(ctx, node.ID, events); err != nil {
+		return err
+	}
+	h.wake(node.ID, KindXMPP)
+	return nil
+}

@@ -1,0 +1,106 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+)
+
+// Publish appends entries to the node's log as items (an owner's XEP-0060
+// publish) and wakes the transports. Entries without an ID get a random one.
+func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return h.PublishTo(ctx, n, publisher, entries)
+}
+
+// PublishTo is Publish to a node the caller has just read (to check the
+// publisher's rights), without reading it again. A node deleted meanwhile
+// gives ErrNotFound.
+func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
+	events := make([]Event, 0, len(entries))
+	for _, e := range entries {
+		if e.ID == "" {
+			e.ID = RandomID()
+		}
+		events = append(events, Event{
+			Kind: EventItem, ItemID: e.ID, Payload: e.Payload,
+			Title: e.Title, Summary: e.Summary, Link: e.Link,
+			Updated: e.Updated, Publisher: publisher,
+		})
+	}
+	out, err := h.store.Append(ctx, n.ID, events)
+	if err != nil {
+		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
+	}
+	h.cfg.Observe.Published(len(out), 0)
+	h.wake(n.ID)
+	return out, nil
+}
+
+// Retract removes items; ErrNotFound if one of them does not exist (and
+// then nothing is removed), ErrInvalid if ids is empty.
+func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return h.RetractFrom(ctx, n, publisher, ids)
+}
+
+// RetractFrom is Retract from a node the caller has just read (to check
+// the publisher's rights), without reading it again.
+func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []string) ([]Event, error) {
+	if len(ids) == 0 {
+		// Items with no ids means every item: the check below would be wrong.
+		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
+	}
+	have, err := h.store.Items(ctx, n.ID, ids, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(have) != len(uniq(ids)) {
+		return nil, fmt.Errorf("retract from %q: %w: item", n.Name, ErrNotFound)
+	}
+	events := make([]Event, 0, len(ids))
+	for _, id := range uniq(ids) {
+		events = append(events, Event{Kind: EventRetract, ItemID: id, Publisher: publisher})
+	}
+	out, err := h.store.Append(ctx, n.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	h.wake(n.ID)
+	return out, nil
+}
+
+// Purge removes every item of the node.
+func (h *Hub) Purge(ctx context.Context, nodeName, publisher string) error {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return err
+	}
+	if _, err := h.store.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
+		return err
+	}
+	h.wake(n.ID)
+	return nil
+}
+
+func uniq(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Items returns the node's current items, newest first (see Store.Items).
+func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
+	return h.store.Items(ctx, node.ID, ids, max)
+}

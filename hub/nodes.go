@@ -1,0 +1,201 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// NodeSpec is what creating a node takes.
+type NodeSpec struct {
+	Name   string
+	Source string // URL the node follows, optional
+	Config NodeConfig
+	// Implicit marks a node created for a URL subscription.
+	Implicit bool
+}
+
+// CreateNode creates a node and returns it with its bearer token, which
+// is shown only now (the store keeps its hash). If the node follows a
+// source without a baseline, CreateNode returns once the baseline fetch
+// is over (awaitBaseline).
+func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+	if err := ValidNewNodeName(spec.Name); err != nil {
+		return nil, "", err
+	}
+	cfg := spec.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, "", err
+	}
+	n := &Node{Name: spec.Name, NodeConfig: cfg, Implicit: spec.Implicit}
+	var src *Source
+	if spec.Source != "" {
+		source, err := CanonicalURL(spec.Source)
+		if err != nil {
+			return nil, "", err
+		}
+		s, _, err := h.store.EnsureSource(ctx, source)
+		if err != nil {
+			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+		}
+		src = s
+		n.SourceID = s.ID
+		n.SourceURL = s.URL
+	}
+	token := randomToken(24)
+	n.TokenHash = HashToken(token)
+	if err := h.store.CreateNode(ctx, n); err != nil {
+		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+	}
+	if src != nil && src.Gone {
+		// A source found gone (410) before and asked for again by a new
+		// node gets another chance: it is fetched now, and marked gone
+		// again if it still is.
+		revived, err := h.store.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
+		if err != nil {
+			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
+		}
+		if revived {
+			h.log.InfoContext(ctx, "source gone before is fetched again for a new node", "node", n.Name, "source", src.URL)
+			h.WakeFetcher()
+		}
+	} else if src != nil {
+		if err := h.scheduleBaseline(ctx, src); err != nil {
+			return nil, "", err
+		}
+	}
+	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
+	return n, token, nil
+}
+
+// Node returns a node by name.
+func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
+	return h.store.Node(ctx, name)
+}
+
+// Nodes lists every node.
+func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
+
+// DeleteNode removes a node, its items and subscriptions, and tells the
+// transports so they can notify the subscribers.
+func (h *Hub) DeleteNode(ctx context.Context, name string) error {
+	n, err := h.store.Node(ctx, name)
+	if err != nil {
+		return err
+	}
+	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID})
+	if err != nil {
+		return err
+	}
+	if err := h.store.DeleteNode(ctx, name); err != nil {
+		return err
+	}
+	h.mu.RLock()
+	listeners := slices.Clone(h.listeners)
+	h.mu.RUnlock()
+	for _, l := range listeners {
+		l.NodeDeleted(ctx, *n, subs)
+	}
+	h.log.InfoContext(ctx, "node deleted", "node", name, "subscriptions", len(subs))
+	return nil
+}
+
+// NodeForURL returns the node that follows url (in any spelling: it is
+// looked up in canonical form), preferring one an owner created; when none
+// does and create is set, it creates an implicit open node named after the
+// canonical URL and returns once its source's baseline fetch is over.
+func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+	return h.nodeForURL(ctx, rawURL, create, nil)
+}
+
+// nodeForURL is NodeForURL; mayCreate, when set, is asked right before an
+// implicit node is created (and only then), and its error is returned.
+func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
+	rawURL, err := CanonicalURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var implicit *Node
+	for _, s := range srcs {
+		nodes, err := h.store.NodesBySource(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range nodes {
+			if !nodes[i].Implicit {
+				return &nodes[i], h.ensureBaseline(ctx, s.ID)
+			}
+			if implicit == nil {
+				implicit = &nodes[i]
+			}
+		}
+	}
+	if implicit != nil {
+		return implicit, h.ensureBaseline(ctx, implicit.SourceID)
+	}
+	if !create {
+		return nil, fmt.Errorf("%w: no node follows %s", ErrNotFound, rawURL)
+	}
+	if err := h.mayCreateImplicitNode(ctx); err != nil {
+		return nil, err
+	}
+	if mayCreate != nil {
+		if err := mayCreate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// The URL names the node when it can; when an owner already gave that
+	// name to a node following something else, the hashed name is used.
+	names := []string{ImplicitNodeName(rawURL), hashedNodeName(rawURL)}
+	for i, name := range names {
+		if i > 0 && name == names[0] {
+			break
+		}
+		n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
+		if err == nil {
+			h.implicitNodes.created()
+		}
+		if !errors.Is(err, ErrExists) {
+			return n, err
+		}
+		// Taken: by a concurrent request for the same URL, or by another node.
+		existing, err := h.store.Node(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		src, _, err := h.store.EnsureSource(ctx, rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if existing.SourceID == src.ID {
+			return existing, h.ensureBaseline(ctx, src.ID)
+		}
+	}
+	return nil, fmt.Errorf("%w: the node names for %s are taken by nodes following other sources", ErrExists, rawURL)
+}
+
+// ImplicitNodeName is the name of the node pingd creates for a URL: the
+// URL in canonical form when that is a valid node name, else "url:" and the
+// SHA-256 of that form; every spelling of a URL gives one name.
+func ImplicitNodeName(rawURL string) string {
+	if c, err := CanonicalURL(rawURL); err == nil {
+		rawURL = c
+	}
+	if ValidNodeName(rawURL) == nil {
+		return rawURL
+	}
+	return hashedNodeName(rawURL)
+}
+
+// hashedNodeName is "url:" and the hex SHA-256 of the URL.
+func hashedNodeName(rawURL string) string {
+	sum := sha256.Sum256([]byte(rawURL))
+	return "url:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,114 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Changed says the resource at rawURL changed: every source whose URL or
+// site is rawURL is fetched as soon as possible. note, when set, is a
+// trusted announcement (CNWS) that notifies even if the fetch shows no
+// change. It returns how many sources were scheduled.
+func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int, error) {
+	return h.changed(ctx, rawURL, note, map[int64]bool{})
+}
+
+// changed is Changed skipping the sources in scheduled, which it adds to:
+// URLs of one ping often name one source twice (a feed and its site).
+func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, scheduled map[int64]bool) (int, error) {
+	if canon, err := CanonicalURL(rawURL); err == nil {
+		rawURL = canon // sources are stored in canonical form
+	}
+	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	if err != nil {
+		return 0, fmt.Errorf("find sources of %s: %w", rawURL, err)
+	}
+	n := 0
+	for _, s := range srcs {
+		if s.Gone || scheduled[s.ID] {
+			continue
+		}
+		if err := h.store.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
+			return n, fmt.Errorf("schedule fetch of %s: %w", s.URL, err)
+		}
+		scheduled[s.ID] = true
+		n++
+	}
+	if n > 0 {
+		h.WakeFetcher()
+	}
+	return n, nil
+}
+
+// Ping records a publisher's ping and schedules fetches of the sources
+// matching any of urls; it returns how many sources, each counted once.
+// p.URL is recorded as the URL the publisher submitted (changes.xml shows
+// what was submitted), the first non-empty one of urls when it is empty;
+// urls may then be empty, for a ping that names nothing pingd fetches. It
+// fails only when the ping could not be stored, so a ping is never
+// acknowledged and lost.
+func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
+	canonical := make([]string, 0, len(urls))
+	first := ""
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		c, err := CanonicalURL(u)
+		if err != nil {
+			return 0, err
+		}
+		canonical = append(canonical, c)
+		if first == "" {
+			first = u
+		}
+	}
+	if p.URL == "" {
+		p.URL = first
+	}
+	if p.URL == "" {
+		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
+	}
+	for _, u := range []string{p.URL, p.FeedURL} {
+		if u == "" {
+			continue
+		}
+		if err := ValidURL(u); err != nil {
+			return 0, err
+		}
+	}
+	if p.ReceivedAt.IsZero() {
+		p.ReceivedAt = h.now()
+	}
+	if err := h.store.RecordPing(ctx, &p); err != nil {
+		return 0, fmt.Errorf("record ping: %w", err)
+	}
+	total := 0
+	seen := map[string]bool{}
+	scheduled := map[int64]bool{}
+	for _, u := range canonical {
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		n, err := h.changed(ctx, u, note, scheduled)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	h.pingRecorded(ctx, PingRecord{Ping: p, URLs: urls, Matched: total})
+	return total, nil
+}
+
+// Pings returns recent pings and the total count (changes.xml).
+func (h *Hub) Pings(ctx context.Context, since time.Time, limit int) ([]Ping, int64, error) {
+	return h.store.Pings(ctx, since, limit)
+}
+
+// Source returns a source by id.
+func (h *Hub) Source(ctx context.Context, id int64) (*Source, error) { return h.store.Source(ctx, id) }
+
+// Sources lists the sources followed by nodes.
+func (h *Hub) Sources(ctx context.Context) ([]Source, error) { return h.store.Sources(ctx) }

@@ -1,0 +1,196 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Subscribe adds or renews a subscription. For an existing subscription
+// of the same node, kind and address, it is returned unchanged if it is an
+// active XMPP subscription (subscribing twice gives the same subscription)
+// or a CNWS one (see below), and otherwise updated in place, keeping its
+// cursor. Kinds whose subscribers verify their requests go through
+// RequestSubscription instead. XMPP subscriptions to
+// a whitelist node need an affiliation that allows reading (ErrNotMember).
+// A new subscription starts at the node's newest event: it gets what comes
+// after, not what came before. A subscription to a node whose source has
+// no baseline yet returns once the baseline fetch is over.
+func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	if !s.Kind.Valid() {
+		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
+	}
+	if s.Address == "" {
+		return nil, false, fmt.Errorf("%w: empty subscriber address", ErrInvalid)
+	}
+	n, err := h.store.Node(ctx, s.NodeName)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.Kind == KindXMPP {
+		if s.BareJID == "" {
+			return nil, false, fmt.Errorf("%w: XMPP subscription without a bare JID", ErrInvalid)
+		}
+		if !ValidFormat(s.Options.Format) || !ValidMessageType(s.Options.MessageType) || !ValidXMPPDiff(s.Options.Diff) {
+			return nil, false, fmt.Errorf("%w: notification format %q, message type %q, diff %q", ErrInvalid,
+				s.Options.Format, s.Options.MessageType, s.Options.Diff)
+		}
+		if err := validDigest(s.Options); err != nil {
+			return nil, false, err
+		}
+		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
+			return nil, false, err
+		}
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(existing) > 0 && existing[0].State == SubActive {
+			// Subscribing again shows the subscriber is there.
+			if err := h.clearBounces(ctx, existing[:1]); err != nil {
+				return nil, false, err
+			}
+			existing[0].ConsecutiveErrors, existing[0].FirstFailureAt, existing[0].LastError = 0, time.Time{}, ""
+			return &existing[0], true, nil
+		}
+		if s.SubID == "" {
+			s.SubID = RandomID()
+		}
+	}
+	if s.Kind == KindCNWS {
+		// CNWS has no verification of intent: anyone may send a
+		// <subscribe> naming any callback, so a repeated one proves
+		// nothing. "If the subscriber is already on the list … the status
+		// should be true", and nothing else: its delivery record stays.
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindCNWS, Address: s.Address})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(existing) > 0 {
+			return &existing[0], true, nil
+		}
+	}
+	if err := h.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
+		return nil, false, err
+	}
+	if s.State == "" {
+		s.State = SubActive
+	}
+	s.NodeID = n.ID
+	s.NodeName = n.Name
+	s.Cursor = n.LastSeq
+	if s.Kind == KindXMPP && s.Options.Digest {
+		s.NextAttemptAt = h.now().Add(s.Options.DigestFrequency())
+	}
+	created, err := h.store.PutSubscription(ctx, &s)
+	if err != nil {
+		return nil, false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
+	}
+	if n.SourceID != 0 {
+		if err := h.ensureBaseline(ctx, n.SourceID); err != nil {
+			return nil, false, err
+		}
+	}
+	if s.Kind != KindXMPP {
+		h.wake(n.ID, s.Kind)
+	}
+	return &s, !created, nil
+}
+
+// Unsubscribe removes the subscriptions of the node matching kind and
+// address; ErrNotFound if there were none.
+func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
+	n, err := h.store.Node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	if err != nil {
+		return nil, err
+	}
+	if len(removed) == 0 {
+		return nil, fmt.Errorf("%w: no %s subscription of %s to %q", ErrNotFound, kind, address, nodeName)
+	}
+	return removed, nil
+}
+
+// Subscriptions lists subscriptions matching f.
+func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
+	return h.store.Subscriptions(ctx, f)
+}
+
+// GrantSubscription subscribes an XMPP JID on an owner's word (XEP-0060
+// §8.8.2), with Subscribe's rules. A new subscription also appends a
+// subscribed event that tells the JID (§8.8.4): like a revoke it is one
+// event in the node's log, written to that one address, so subscribing
+// costs no more than the subscription itself. An existing subscription is
+// returned as it is, and nobody is told of a change that did not happen.
+func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	if s.Kind != KindXMPP {
+		return nil, false, fmt.Errorf("%w: owners grant XMPP subscriptions only, not %q", ErrInvalid, s.Kind)
+	}
+	sub, existed, err := h.Subscribe(ctx, s)
+	if err != nil || existed {
+		return sub, existed, err
+	}
+	events := []Event{{Kind: EventSubscribed, Address: sub.Address}}
+	last, err := h.lastPublishedFor(ctx, sub)
+	if err != nil {
+		return nil, false, err
+	}
+	if last != nil {
+		events = append(events, *last) // approval by an owner sends it too (§12.5)
+	}
+	if _, err := h.store.Append(ctx, sub.NodeID, events); err != nil {
+		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
+	}
+	h.wake(sub.NodeID, KindXMPP)
+	return sub, false, nil
+}
+
+// SendLastPublished sends the node's newest item to a new XMPP
+// subscription alone, when the node's configuration says so (XEP-0060
+// §12.5, on_sub): one event in the node's log, written to that address,
+// so it is delivered like every notification (acknowledged, sent again
+// after a lost connection). It reports whether there was an item to send.
+// A subscription that existed already is not sent it again: the caller
+// calls this for new ones only.
+func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+	last, err := h.lastPublishedFor(ctx, sub)
+	if err != nil || last == nil {
+		return false, err
+	}
+	if _, err := h.store.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
+		return false, fmt.Errorf("send the newest item of %q to %s: %w", sub.NodeName, sub.Address, err)
+	}
+	h.wake(sub.NodeID, KindXMPP)
+	return true, nil
+}
+
+// lastPublishedFor is the EventLast that sends the node's newest item to
+// the XMPP subscription, nil when there is none to send.
+func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+	if sub.Kind != KindXMPP {
+		return nil, nil
+	}
+	n, err := h.store.NodeByID(ctx, sub.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if n.SendLastPublished == SendLastNever {
+		return nil, nil
+	}
+	items, err := h.store.Items(ctx, n.ID, nil, 1)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	it := items[0]
+	// Its Updated is the time the copy is stamped with: the entry's, else
+	// when the item was published.
+	updated := it.Updated
+	if updated.IsZero() {
+		updated = it.Created
+	}
+	return &Event{Kind: EventLast, Address: sub.Address, ItemID: it.ItemID, Payload: it.Payload,
+		Title: it.Title, Summary: it.Summary, Link: it.Link, Updated: updated, Publisher: it.Publisher}, nil
+}
