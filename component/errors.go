@@ -84,6 +84,12 @@ func notAcceptable(app, format string, args ...any) *stanzaError {
 	return newError(stanza.Modify, stanza.NotAcceptable, app, fmt.Sprintf(format, args...))
 }
 
+// payloadTooBig refuses a publish whose payload is over the limit
+// (XEP-0060 §7.1.3.6).
+func payloadTooBig() *stanzaError {
+	return notAcceptable("payload-too-big", "payloads are at most %d bytes (the Atom entry as stored); a longer text belongs at the entry's link", maxPayloadBytes)
+}
+
 func forbidden(text string) *stanzaError {
 	return newError(stanza.Auth, stanza.Forbidden, "", text)
 }
@@ -130,6 +136,8 @@ func asStanzaError(err error, node string) (se *stanzaError, ok bool) {
 		return itemNotFound(fmt.Sprintf("no node %q", node)), true
 	case errors.Is(err, hub.ErrExists):
 		return newError(stanza.Cancel, stanza.Conflict, "", fmt.Sprintf("node %q already exists", node)), true
+	case errors.Is(err, hub.ErrPayloadTooBig):
+		return payloadTooBig(), true
 	case errors.Is(err, hub.ErrInvalid):
 		return notAcceptable("", "%s", err.Error()), true
 	}

@@ -49,8 +49,10 @@ var pubsubFeatures = []string{
 	"subscription-options",
 }
 
-// maxPayloadBytes is the largest payload an owner may publish.
-const maxPayloadBytes = 256 << 10
+// maxPayloadBytes is the largest payload an owner may publish, as
+// stored: the limit on every entry's payload (hub.MaxEntryPayloadBytes),
+// which keeps every notification within the stanza budget.
+const maxPayloadBytes = hub.MaxEntryPayloadBytes
 
 // receiveIQ takes one IQ off the stream (on the reader): an answer to one
 // of pingd's own queries goes to whoever waits for it; a request is parsed
@@ -626,7 +628,8 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 			return failAll(err)
 		}
 		if len(entry.Payload) > maxPayloadBytes {
-			errs[i] = notAcceptable("payload-too-big", "payloads are at most %d bytes", maxPayloadBytes)
+			// Checked on the completed entry, the one stored and sent.
+			errs[i] = payloadTooBig()
 			continue
 		}
 		entries = append(entries, entry)

@@ -17,7 +17,9 @@
 //   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
 //     the document's polling hints; every link it takes from a source is
 //     resolved and kept only when it is a web link (hub.WebLink), and the
-//     renderers drop other links of stored items again;
+//     renderers drop other links of stored items again; an entry's payload
+//     stays within hub.MaxEntryPayloadBytes (a larger entry loses its
+//     content, which then points at the entry's page);
 //   - scheduler.go: Scheduler, the hub.Scheduler;
 //   - render.go, patch.go: AtomFeed, RSSFeed, Patch and ApplyPatch for the
 //     HTTP side and deliveries, and NodeFeedMeta, the one description of a

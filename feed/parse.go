@@ -28,6 +28,30 @@ const AtomNS = "http://www.w3.org/2005/Atom"
 // protocols without payloads (CNWS, chat).
 const MaxSummaryRunes = 500
 
+// Bounds on one entry, so that its Atom payload stays within
+// hub.MaxEntryPayloadBytes whatever the feed holds: every XMPP
+// notification carries the payload, and a stanza over the XMPP server's
+// limit ends the component's stream. An entry whose payload would be
+// larger keeps its id, title, links, dates, authors, categories and
+// enclosures and a plain-text summary of at most MaxSummaryRunes, and
+// loses its content, which becomes <content src="LINK"/> pointing at the
+// entry's page (no content when it has no link); with too many authors,
+// categories or enclosures it keeps only id, title, link, dates and that
+// summary. The caps below make that smallest form fit.
+const (
+	// MaxTitleRunes caps an entry's title, plain and in the payload: a
+	// title is a line, not a document.
+	MaxTitleRunes = 1000
+	// MaxLinkBytes bounds a link pingd takes from a feed; a longer one is
+	// dropped, since a cut URL is a wrong one.
+	MaxLinkBytes = 4 << 10
+	// MaxGUIDBytes bounds a guid or Atom id used as an item id as it is;
+	// a longer one is replaced by its hex SHA-256. Item ids travel in
+	// XMPP attributes and result set UIDs, which requests carry up to
+	// 1,024 bytes.
+	MaxGUIDBytes = 1024
+)
+
 // Document is what a fetched body says: a feed with entries, or a resource
 // that is not a feed (then one entry stands for the whole body).
 type Document struct {
@@ -120,6 +144,10 @@ func EntryID(link, title string) string {
 
 func itemID(it *gofeed.Item) string {
 	if id := strings.TrimSpace(it.GUID); id != "" {
+		if len(id) > MaxGUIDBytes {
+			sum := sha256.Sum256([]byte(id))
+			return hex.EncodeToString(sum[:])
+		}
 		return id
 	}
 	return EntryID(strings.TrimSpace(it.Link), strings.TrimSpace(it.Title))
@@ -182,7 +210,7 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 	if it.UpdatedParsed != nil && validTime(*it.UpdatedParsed) {
 		updated = it.UpdatedParsed.UTC()
 	}
-	title := plainText(it.Title, 0)
+	title := plainText(it.Title, MaxTitleRunes)
 	summarySrc := it.Description
 	if strings.TrimSpace(summarySrc) == "" {
 		summarySrc = it.Content
@@ -198,11 +226,39 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 	if alt == "" {
 		alt = sourceURL
 	}
-
-	el := newAtomEntry(AtomID(id), title, alt, updated)
-	if !published.IsZero() && !published.Equal(updated) {
-		el.CreateElement("published").SetText(published.Format(time.RFC3339))
+	for _, form := range []entryForm{entryFull, entryWithoutContent, entryMinimal} {
+		el := newAtomEntry(AtomID(id), title, alt, updated)
+		if !published.IsZero() && !published.Equal(updated) {
+			el.CreateElement("published").SetText(published.Format(time.RFC3339))
+		}
+		if form != entryMinimal {
+			addEntryMetadata(el, it, base)
+		}
+		if form == entryFull {
+			addEntryText(el, it, ae, base)
+		} else {
+			addBoundedText(el, e.Summary, link)
+		}
+		if e.Payload = serializeElement(el); len(e.Payload) <= hub.MaxEntryPayloadBytes {
+			break
+		}
 	}
+	return e
+}
+
+// entryForm is how much of an entry its payload carries: all of it, all
+// but its content and full summary, or only the elements every entry has
+// (see MaxTitleRunes).
+type entryForm int
+
+const (
+	entryFull entryForm = iota
+	entryWithoutContent
+	entryMinimal
+)
+
+// addEntryMetadata adds the entry's authors, categories and enclosures.
+func addEntryMetadata(el *etree.Element, it *gofeed.Item, base string) {
 	for _, p := range it.Authors {
 		if p == nil || (p.Name == "" && p.Email == "") {
 			continue
@@ -240,6 +296,10 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 			l.CreateAttr("length", strconv.FormatInt(n, 10))
 		}
 	}
+}
+
+// addEntryText adds the entry's summary and content as the feed has them.
+func addEntryText(el *etree.Element, it *gofeed.Item, ae *atom.Entry, base string) {
 	if s := strings.TrimSpace(it.Description); s != "" {
 		sum := el.CreateElement("summary")
 		sum.CreateAttr("type", "html")
@@ -265,8 +325,22 @@ func buildEntry(it *gofeed.Item, ae *atom.Entry, base, sourceURL string, fetched
 		}
 		c.SetText(it.Content)
 	}
-	e.Payload = serializeElement(el)
-	return e
+}
+
+// addBoundedText adds, in place of a summary and content too large to
+// carry, the plain-text summary and a content that points at the entry's
+// page (RFC 4287 §4.1.3.2: out-of-line content), when it has one.
+func addBoundedText(el *etree.Element, summary, link string) {
+	if summary != "" {
+		sum := el.CreateElement("summary")
+		sum.CreateAttr("type", "text")
+		sum.SetText(summary)
+	}
+	if link != "" {
+		c := el.CreateElement("content")
+		c.CreateAttr("type", "text/html")
+		c.CreateAttr("src", link)
+	}
 }
 
 // changedResource is the single entry that stands for a non-feed body.
@@ -335,7 +409,11 @@ func absURL(base, ref string) string {
 		}
 		r = b.ResolveReference(r)
 	}
-	return hub.WebLink(r.String())
+	out := r.String()
+	if len(out) > MaxLinkBytes {
+		return ""
+	}
+	return hub.WebLink(out)
 }
 
 // plainText strips markup from s (HTML or text), collapses white space and

@@ -17,8 +17,8 @@ func withExtensions(entries []Entry, ext string) []Entry {
 	for i, e := range entries {
 		out[i] = e
 		p := bytes.TrimRight(e.Payload, " \t\r\n")
-		if !bytes.HasSuffix(p, []byte("</entry>")) {
-			continue
+		if !bytes.HasSuffix(p, []byte("</entry>")) || len(p)+len(ext) > MaxEntryPayloadBytes {
+			continue // an entry at its size limit goes without them
 		}
 		cut := len(p) - len("</entry>")
 		payload := make([]byte, 0, len(p)+len(ext))

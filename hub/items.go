@@ -21,6 +21,12 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
 	events := make([]Event, 0, len(entries))
 	for _, e := range entries {
+		if len(e.Payload) > MaxEntryPayloadBytes {
+			// Every notification carries the payload: one too large for
+			// the XMPP server's stanza limit would end the component's
+			// stream.
+			return nil, fmt.Errorf("publish item %q to %q: %w", e.ID, n.Name, ErrPayloadTooBig)
+		}
 		if e.ID == "" {
 			e.ID = RandomID()
 		}

@@ -711,3 +711,17 @@ func ValidURL(s string) error {
 
 // MaxURLBytes is the longest URL pingd accepts as a source or callback.
 const MaxURLBytes = 2048
+
+// MaxEntryPayloadBytes bounds an entry's payload, its Atom entry, where it
+// enters: the feed parser makes a larger entry smaller (it loses its
+// content) and an owner's larger publish is refused. An XMPP notification
+// carries one payload, and may carry a readable body and a patch that
+// repeats the entry beside it; 64 KiB leaves all of that well within the
+// component's stanza budget (256 KiB, ejabberd's and Prosody's default
+// limit for what clients send; Prosody ends a component stream bringing a
+// stanza over 512 KiB). A long article's HTML is some tens of KiB.
+const MaxEntryPayloadBytes = 64 << 10
+
+// ErrPayloadTooBig is returned (with ErrInvalid) for an entry whose
+// payload is larger than MaxEntryPayloadBytes.
+var ErrPayloadTooBig = fmt.Errorf("%w: payload larger than %d bytes", ErrInvalid, MaxEntryPayloadBytes)
