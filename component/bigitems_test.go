@@ -55,3 +55,144 @@ func TestOversizedPublishIsRefused(t *testing.T) {
 		t.Errorf("hub.Publish of an oversized payload: %v", err)
 	}
 }
+
+// connections counts the component's connections in its log.
+func (e *env) connections() int { return strings.Count(e.logs.String(), "connected to XMPP server") }
+
+// publishLarge publishes count entries of about size bytes each in one
+// append, as one fetch of a feed would.
+func (e *env) publishLarge(node, prefix string, count, size int) []string {
+	e.t.Helper()
+	var entries []hub.Entry
+	var ids []string
+	for i := range count {
+		id := fmt.Sprintf("%s%02d", prefix, i)
+		ids = append(ids, id)
+		entries = append(entries, hub.Entry{ID: id, Title: "Title " + id, Link: "http://example.org/" + id, Payload: bigAtomEntry(id, "Title "+id, size)})
+	}
+	if _, err := e.hub.Publish(e.ctx, node, "", entries); err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
+}
+
+// A digest of 50 items of 60 KiB (3 MiB together) comes as several
+// digests within the stanza budget, carrying every item once, and items
+// retrieval of them pages: a cut answer carries a result set to go on
+// from. The component stays connected throughout.
+func TestManyLargeItems(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	cfg := hub.DefaultNodeConfig()
+	cfg.Title, cfg.MaxItems = "Big", 100
+	if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: "big", Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	bob := e.dial("bob", "digest")
+	result(t, e.request(bob, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscribe node="big" jid=%q/><options>%s</options></pubsub>`,
+		nsPubsub, bob.JID, digestOptions("1000"))))
+	want := e.publishLarge("big", "d", 50, 60<<10)
+
+	seen := map[string]int{}
+	digests := 0
+	for len(seen) < len(want) {
+		var raw []byte
+		select {
+		case raw = <-bob.Stanzas:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("after %d digests bob has %d of %d items; connections: %d", digests, len(seen), len(want), e.connections())
+		}
+		el, err := parseDocument(raw)
+		if err != nil || el.child(nsPubsubEvent, "event") == nil {
+			continue
+		}
+		digests++
+		if len(raw) > stanzaBudget {
+			t.Errorf("a digest of %d bytes, over the %d budget", len(raw), stanzaBudget)
+		}
+		for _, it := range itemsOf(t, &event{msg: el, ev: el.child(nsPubsubEvent, "event")}, "big") {
+			seen[it.id]++
+			if it.title == "" {
+				t.Errorf("item %s of a digest came without its payload", it.id)
+			}
+		}
+	}
+	if digests < 2 {
+		t.Errorf("50 items of 60 KiB came in %d digest(s)", digests)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("item %s came %d times", id, n)
+		}
+	}
+
+	// Items retrieval: pages cut to the budget, with a result set.
+	got := map[string]bool{}
+	after := ""
+	for pages := 0; len(got) < len(want); pages++ {
+		if pages > len(want) {
+			t.Fatalf("paging does not end: %d of %d items", len(got), len(want))
+		}
+		set := ""
+		if after != "" {
+			set = fmt.Sprintf(`<set xmlns=%q><after>%s</after></set>`, nsRSM, after)
+		}
+		ans := result(t, e.request(bob, "get", fmt.Sprintf(`<pubsub xmlns=%q><items node="big"/>%s</pubsub>`, nsPubsub, set)))
+		if n := len(ans.standalone()); n > stanzaBudget {
+			t.Errorf("an items answer of %d bytes, over the %d budget", n, stanzaBudget)
+		}
+		items := find(ans, "pubsub", "items")
+		for _, it := range items.Children {
+			if it.child(nsAtom, "entry") == nil {
+				t.Errorf("item %s retrieved without its payload", it.attr("id"))
+			}
+			got[it.attr("id")] = true
+		}
+		rs := find(ans, "pubsub", "set")
+		if len(got) < len(want) {
+			if rs == nil || find(rs, "last") == nil || find(rs, "count").text() != "50" {
+				t.Fatalf("a cut items answer (%d items) without a result set to page on from: %.300s", len(items.Children), ans.standalone())
+			}
+			after = find(rs, "last").text()
+		}
+	}
+	if n := e.connections(); n != 1 {
+		t.Errorf("the component connected %d times, want once", n)
+	}
+}
+
+// An item stored before the entry limit, larger than the stanza budget
+// (and than Prosody's limit), is notified without its payload and
+// retrieved without it; the component stays connected and the next item
+// flows.
+func TestOversizedStoredItemGoesWithoutPayload(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	n := e.createNode("news", "News", hub.AccessOpen)
+	alice := e.dial("alice", "r")
+	result(t, e.request(alice, "set", subscribePayload("news", alice.JID.Bare().String())))
+	if _, err := e.store.Append(e.ctx, n.ID, []hub.Event{{Kind: hub.EventItem, ItemID: "legacy", Title: "Legacy", Link: "http://example.org/legacy",
+		Payload: bigAtomEntry("legacy", "Legacy", 600<<10)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.comp.Wake(n.ID)
+	ev := nextEvent(t, alice, 15*time.Second)
+	items := itemsOf(t, ev, "news")
+	if len(items) != 1 || items[0].id != "legacy" || items[0].title != "" {
+		t.Fatalf("want legacy without its payload, got %v", items)
+	}
+	e.publish("news", "next")
+	if got := collectItems(t, alice, "news", 1); got[0] != (receivedItem{"next", "Title next"}) {
+		t.Fatalf("after the oversized item alice got %v", got)
+	}
+	ans := result(t, e.request(alice, "get", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><items node="news"/></pubsub>`))
+	if its := find(ans, "pubsub", "items"); its == nil || len(its.Children) != 2 {
+		t.Fatalf("items retrieval: %.500s", ans.standalone())
+	}
+	if n := e.connections(); n != 1 {
+		t.Errorf("the component connected %d times, want once", n)
+	}
+	if !strings.Contains(e.logs.String(), "without its item's payload") {
+		t.Error("sending the item without its payload was not logged")
+	}
+}

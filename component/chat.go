@@ -114,7 +114,7 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	ctx, after := withFollowUps(ctx)
 	defer after.run(ctx)
-	answer := c.runChatCommand(ctx, from, cmd)
+	answer := cutChatAnswer(c.runChatCommand(ctx, from, cmd), c.suffixBudget()-2048)
 	var b xmlBuf
 	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())
 	b.element("body", answer)

@@ -213,6 +213,11 @@ type Component struct {
 	published payloadSet
 	// stanzaIDs numbers the messages the component sends on its own.
 	stanzaIDs *stanzaIDs
+	// limit is the stanza budget (budget.go); shrunk counts the
+	// notifications sent smaller than they are to fit it, and the stanzas
+	// left out because a server refused them (connection.go).
+	limit  stanzaLimit
+	shrunk atomic.Int64
 }
 
 // Timeouts of the connection.

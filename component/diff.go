@@ -40,14 +40,6 @@ const (
 	// alias as GetPingd webhooks take it.
 	diffXMLPatch   = "application/xml-patch+xml"
 	nsGetPingdXMPP = "http://getpingd.com/extensions/xmpp/getpingd-1.0"
-	// maxDiffNotificationBytes bounds a notification with its patch; a
-	// larger one goes without the patch. The patch repeats the entries
-	// the event carries, and Prosody ends a stream that brings a stanza
-	// over 512 KiB, from a component or another server (its
-	// component_stanza_size_limit and s2s_stanza_size_limit): the same
-	// notification would be written again on every new connection. The
-	// rest leaves room for multicast addresses.
-	maxDiffNotificationBytes = 400 << 10
 )
 
 // parseDiff reads an x-pingd#diff value (media types without regard to
@@ -78,7 +70,7 @@ func diffField(diff string) form.Field {
 // (one item, a retraction or a purge; a digest's events) for a
 // notification of at most size bytes without it. It is nil when the
 // component has no patches (Config.Patch), when the patch cannot be made
-// or when the notification would outgrow maxDiffNotificationBytes: the
+// or when the notification would outgrow the stanza budget (budget.go): the
 // notification then goes without it rather than not at all, and its
 // subscriber, missing the patch it asked for, reads the node's document
 // again.
@@ -93,9 +85,10 @@ func (c *Component) renderDiff(n *hub.Node, events []hub.Event, size int) []byte
 	}
 	var b xmlBuf
 	b.element("Diff", string(patch), "xmlns", nsGetPingdXMPP, "type", hub.DiffPatchOps)
-	if size+b.Len() > maxDiffNotificationBytes {
+	if limit := c.suffixBudget(); size+b.Len() > limit {
+		// The patch repeats the entries the event carries.
 		c.log.Warn("a notification's patch is left out: the notification would be too large with it",
-			"node", n.Name, "events", len(events), "bytes", size+b.Len(), "max_bytes", maxDiffNotificationBytes)
+			"node", n.Name, "events", len(events), "bytes", size+b.Len(), "max_bytes", limit)
 		return nil
 	}
 	return b.Bytes()

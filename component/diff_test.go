@@ -305,25 +305,27 @@ func TestDiffRenderedOnce(t *testing.T) {
 }
 
 // TestDiffLeftOutOfLargeNotifications: a notification that would outgrow
-// maxDiffNotificationBytes with its patch goes without it (the entry is
-// in both, and the XMPP server would end the stream for a stanza over its
+// the stanza budget with its patch goes without it (the entry is in
+// both, and the XMPP server would end the stream for a stanza over its
 // limit); the next one carries its patch again.
 func TestDiffLeftOutOfLargeNotifications(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{})
-	e.createNode("demo", "Demo feed", hub.AccessOpen)
+	n := e.createNode("demo", "Demo feed", hub.AccessOpen)
 	bob := e.dial("bob", "diff")
 	result(t, e.request(bob, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscribe node="demo" jid=%q/><options><x xmlns="jabber:x:data" type="submit">`+
 		`<field var="FORM_TYPE" type="hidden"><value>%s</value></field><field var="%s"><value>%s</value></field></x></options></pubsub>`,
 		nsPubsub, bob.JID, formSubscribeOptions, fieldDiff, hub.DiffPatchOps)))
-	// 300 KiB of text: the event takes it, the event with its patch
-	// (600 KiB) would be more than Prosody takes from a component.
-	text := strings.Repeat("All work and no play. ", 300<<10/22)
+	// 150 KiB of text, stored as an item stored before the entry limit
+	// was (the hub refuses it now): the event takes it, the event with
+	// its patch (300 KiB) would be over the stanza budget.
+	text := strings.Repeat("All work and no play. ", 150<<10/22)
 	big := fmt.Sprintf(`<entry xmlns="http://www.w3.org/2005/Atom"><id>big</id><title>Big</title><link href="http://example.org/big"/>`+
 		`<updated>2024-01-02T03:04:05Z</updated><content type="text">%s</content></entry>`, text)
-	if _, err := e.hub.Publish(e.ctx, "demo", "", []hub.Entry{{ID: "big", Title: "Big", Link: "http://example.org/big", Payload: []byte(big)}}); err != nil {
+	if _, err := e.store.Append(e.ctx, n.ID, []hub.Event{{Kind: hub.EventItem, ItemID: "big", Title: "Big", Link: "http://example.org/big", Payload: []byte(big)}}); err != nil {
 		t.Fatal(err)
 	}
+	e.comp.Wake(n.ID)
 	e.publish("demo", "small")
 	m := nextMessage(t, bob, 20*time.Second, isEvent)
 	if got := itemsOf(t, &event{msg: m, ev: m.child(nsPubsubEvent, "event")}, "demo"); len(got) != 1 || got[0].id != "big" || diffOf(t, m) != "" {

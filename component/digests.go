@@ -99,6 +99,9 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 		return err
 	}
 	msg := c.renderDigest(n, &s, items, retracted, purged, events)
+	if len(msg) > c.limit.bytes() {
+		msg, d = c.fitDigest(n, s, events, d)
+	}
 	err = conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(msg)
 		return err
@@ -117,6 +120,43 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 		return nil
 	}
 	return c.writeMarker(conn)
+}
+
+// fitDigest renders a digest too large for the stanza budget as one of
+// fewer events (the first half, and so on), whose cursor is the last of
+// them; the rest is owed, so the next digest follows at once. A single
+// event still too large (an item stored before the entry limit) goes
+// without its payload.
+func (c *Component) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Event, d digestDone) ([]byte, digestDone) {
+	limit := c.limit.bytes()
+	total := len(events)
+	var msg []byte
+	for k := len(events) / 2; ; k /= 2 {
+		k = max(k, 1)
+		events = events[:k]
+		items := digestItems(events)
+		var retracted []string
+		var purged bool
+		if variantOf(n, &s).diff {
+			retracted, purged = digestRemovals(events)
+		}
+		if k == 1 && len(items) == 1 {
+			if msg = c.renderDigest(n, &s, items, retracted, purged, events); len(msg) > limit {
+				items[0].Payload = nil
+				msg = c.renderDigest(n, &s, items, retracted, purged, events)
+				c.shrunk.Add(1)
+			}
+		} else {
+			msg = c.renderDigest(n, &s, items, retracted, purged, events)
+		}
+		if len(msg) <= limit || k == 1 {
+			break
+		}
+	}
+	d.cursor, d.more = events[len(events)-1].Seq, true
+	c.log.Info("a digest is sent in parts: all of it would be over the stanza budget",
+		"node", n.Name, "jid", s.Address, "events", len(events), "of", total, "budget_bytes", limit)
+	return msg, d
 }
 
 // recordDigest records a digest the server took.

@@ -87,4 +87,9 @@
 //     matched to their subscription by the notification's id and sender;
 //     the hub ends the subscription or counts the bounce.
 //   - presence.go: answers to presence subscriptions and probes.
+//   - budget.go: the stanza budget. No stanza written is larger: an
+//     event goes without its patch, body or payload, a digest covers
+//     fewer events, a burst is split by size, items retrieval and
+//     disco#items are cut with an XEP-0059 <set/>, any other answer
+//     becomes resource-constraint.
 package component

@@ -421,7 +421,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	}
 	var roles []burstRole
 	if needPlain {
-		roles = burstRoles(events)
+		roles = burstRoles(events, c.suffixBudget())
 	}
 	prefix := c.messagePrefix(n)
 	var out []rendered
@@ -472,6 +472,11 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				r.plain = c.renderPlain(n, ev, id, time.Time{})
 			}
 		}
+		var role burstRole
+		if needPlain {
+			role = roles[i]
+		}
+		c.fitRendered(n, ev, id, role, &r)
 		out = append(out, r)
 	}
 	if len(out) == 0 {
@@ -518,7 +523,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 					}
 				}
 				for len(batch) > 0 {
-					k := min(len(batch), mc.maxAddrs)
+					k := addressesThatFit(batch, min(len(batch), mc.maxAddrs), c.limit.bytes()-len(a.mcHead)-len(suffix))
 					if k == 1 {
 						w.Write(a.prefix)
 						w.Write(batch[0])
@@ -575,10 +580,16 @@ func (c *Component) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.
 	switch {
 	case v.format == hub.FormatMessage:
 		r.suffix = c.renderPlain(n, ev, id, lastStamp(ev))
+		if len(r.suffix) > c.suffixBudget() {
+			r.suffix = c.renderPlain(n, withoutLink(ev), id, lastStamp(ev))
+		}
 	case v.body:
 		r.suffix = c.renderEvent(n, ev, id, readableBody(n, ev), nil)
 	default:
 		r.suffix = c.renderEvent(n, ev, id, "", nil)
+	}
+	if v.format != hub.FormatMessage && len(r.suffix) > c.suffixBudget() {
+		r.suffix = c.renderEventWithoutPayload(n, ev, id)
 	}
 	return r, true
 }

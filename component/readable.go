@@ -59,7 +59,7 @@ func (c *Component) renderPlain(n *hub.Node, ev hub.Event, id string, delay time
 	if link := hub.WebLink(ev.Link); link != "" {
 		b.open("x", "xmlns", nsOOB).element("url", sanitizeText(link))
 		if t := collapseSpace(ev.Title); t != "" {
-			b.element("desc", sanitizeText(t))
+			b.element("desc", sanitizeText(truncateRunes(t, maxBodySummaryRunes)))
 		}
 		b.close("x")
 	}
@@ -90,8 +90,10 @@ type burstRole struct {
 
 // burstRoles finds the bursts of a batch: runs of more than
 // burstThreshold item events appended together (the same Created time:
-// one transaction), cut into chunks of maxBurstEntries.
-func burstRoles(events []hub.Event) []burstRole {
+// one transaction), cut into chunks of maxBurstEntries, and of at most
+// budget bytes once rendered (titles and links of items stored before the
+// entry limits can be long).
+func burstRoles(events []hub.Event, budget int) []burstRole {
 	roles := make([]burstRole, len(events))
 	for i := 0; i < len(events); {
 		j := i
@@ -106,14 +108,33 @@ func burstRoles(events []hub.Event) []burstRole {
 			for k := i; k < j; k++ {
 				roles[k].in = true
 			}
-			for k := i; k < j; k += maxBurstEntries {
-				end := min(j, k+maxBurstEntries)
+			for k := i; k < j; {
+				end, size := k, burstHeadBytes
+				for end < j && end-k < maxBurstEntries {
+					line := burstLineBytes(events[end])
+					if end > k && size+line > budget {
+						break
+					}
+					size += line
+					end++
+				}
 				roles[k].entries, roles[k].from, roles[k].total = events[k:end], k-i, j-i
+				k = end
 			}
 		}
 		i = j
 	}
 	return roles
+}
+
+// burstHeadBytes is room for a burst message's id, its first line and
+// its closing tags.
+const burstHeadBytes = 1 << 10
+
+// burstLineBytes is the most bytes an entry's lines take in a burst's
+// body, escaped.
+func burstLineBytes(ev hub.Event) int {
+	return 32 + escapedLen(truncateRunes(collapseSpace(ev.Title), maxBodySummaryRunes)) + len(ev.ItemID) + escapedLen(hub.WebLink(ev.Link))
 }
 
 // renderBurst renders the plain message of one chunk of a burst, after
@@ -156,7 +177,7 @@ func readableBody(n *hub.Node, ev hub.Event) string {
 	if title == "" {
 		title = "New item " + ev.ItemID
 	}
-	b.WriteString("[" + nodeName(n) + "] " + title)
+	b.WriteString("[" + nodeName(n) + "] " + truncateRunes(title, maxBodySummaryRunes))
 	if link := hub.WebLink(ev.Link); link != "" { // clients make links clickable
 		b.WriteString("\n" + link)
 	}

@@ -91,7 +91,7 @@ func TestBurstRoles(t *testing.T) {
 	add(hub.EventItem, at(2), burstThreshold+1)  // 3-6: one burst
 	add(hub.EventRetract, at(3), 1)              // 7
 	add(hub.EventItem, at(4), maxBurstEntries+2) // 8-59: two chunks
-	roles := burstRoles(events)
+	roles := burstRoles(events, stanzaBudget)
 	for i := range 3 {
 		if roles[i].in || roles[i].entries != nil {
 			t.Errorf("event %d of a small append: %+v", i, roles[i])

@@ -55,7 +55,8 @@ type request struct {
 	SubID string
 	// MaxItems is items' max_items (0: not given).
 	MaxItems int
-	// Page is the XEP-0059 result set management of items retrieval; nil
+	// Page is the XEP-0059 result set management of items retrieval and
+	// of the service's disco#items; nil
 	// when the request carries none.
 	Page *pageRequest
 	// ItemIDs are the ids of items (retrieve by id) and retract.
@@ -130,6 +131,12 @@ func parseIQ(iq *element) (*request, *stanzaError) {
 		}
 		r := &request{Op: opDiscoItems}
 		r.Node, r.HasNode = p.lookupAttr("node")
+		if set := p.child(nsRSM, "set"); set != nil {
+			var serr *stanzaError
+			if r.Page, serr = parsePageRequest(set); serr != nil {
+				return nil, serr
+			}
+		}
 		return r, nil
 	case nsPubsub:
 		if p.Name.Local != "pubsub" {

@@ -124,6 +124,15 @@ func (c *Component) answerBytes(ctx context.Context, iq *element, req *request, 
 	b.open("iq", "type", "result", "id", iq.attr("id"), "from", c.replyFrom(iq), "to", iq.attr("from"))
 	b.Write(payload)
 	b.close("iq")
+	if limit := c.limit.bytes(); b.Len() > limit {
+		// Answers that grow with what is stored page or cut themselves;
+		// anything else that would still be over the budget is refused
+		// rather than allowed to end the stream.
+		c.log.WarnContext(ctx, "IQ answer over the stanza budget refused", "from", from.String(), "op", req.Op.String(), "node", req.Node,
+			"bytes", b.Len(), "budget_bytes", limit)
+		return c.errorReply(iq, newError(stanza.Wait, stanza.ResourceConstraint, "",
+			fmt.Sprintf("the answer would be %d bytes, more than the %d a stanza may take here; ask for less (XEP-0059 <set/>)", b.Len(), limit)))
+	}
 	return b.Bytes()
 }
 
@@ -380,12 +389,7 @@ func (c *Component) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r
 		if err != nil {
 			return err
 		}
-		b.open("query", "xmlns", nsDiscoItems)
-		for _, n := range nodes {
-			b.empty("item", "jid", c.domainStr, "node", n.Name, "name", n.Title)
-		}
-		b.close("query")
-		return nil
+		return c.nodeItems(b, nodes, r.Page)
 	}
 	// A leaf node's items are listed by id (XEP-0060 §5.5), to those who
 	// may read them.
@@ -556,13 +560,35 @@ func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *req
 			return serr
 		}
 	}
+	// The answer stays within the stanza budget: a page that would not
+	// is cut, and says so with a result set (XEP-0060 §6.5.4, XEP-0059)
+	// the client pages on from, whether it asked for one or not.
+	whole := c.limit.bytes() - envelopeBytes - b.Len() - 2*len(n.Name) - 1024
+	room := whole
+	cut := len(page)
+	payloads := make([][]byte, 0, len(page))
+	for i, it := range page {
+		p := c.payload(it)
+		size := len(p) + escapedLen(it.ItemID) + 32
+		if size > whole {
+			// One item stored before the entry limit: its id alone.
+			p, size = nil, escapedLen(it.ItemID)+32
+			c.shrunk.Add(1)
+		}
+		if size > room {
+			cut = i
+			break
+		}
+		room -= size
+		payloads = append(payloads, p)
+	}
 	b.open("pubsub", "xmlns", nsPubsub).open("items", "node", n.Name)
-	for _, it := range page {
-		writeItem(b, it.ItemID, c.payload(it), true)
+	for i, it := range page[:cut] {
+		writeItem(b, it.ItemID, payloads[i], true)
 	}
 	b.close("items")
-	if r.Page != nil {
-		writePageResult(b, page, first, len(items))
+	if r.Page != nil || cut < len(page) {
+		writePageResult(b, page[:cut], first, len(items))
 	}
 	b.close("pubsub")
 	return nil

@@ -49,6 +49,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	defer p.store.Close()
 	metrics.SetComponentState(p.component.Connected)
+	metrics.SetComponentBudget(p.component.StanzaBudget)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)

@@ -68,6 +68,7 @@ func init() {
 	Registry.MustRegister(
 		Pings, Fetches, FetchDuration, ItemsPublished, Notifications, DeliveryDuration,
 		Retries, PingToPublish, PublishToNotification, componentConnected, ComponentReconnects,
+		stanzaBudget, stanzasShrunk,
 	)
 }
 
@@ -118,3 +119,33 @@ var componentConnected = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 	}
 	return 0
 })
+
+// componentBudget reads the component's stanza budget and the count of
+// stanzas sent smaller or left out to keep within it; set by
+// SetComponentBudget.
+var componentBudget atomic.Pointer[func() (int, int64)]
+
+// SetComponentBudget tells pingd_xmpp_stanza_budget_bytes and
+// pingd_xmpp_stanzas_shrunk_total where to read the component's budget.
+func SetComponentBudget(f func() (budgetBytes int, shrunk int64)) { componentBudget.Store(&f) }
+
+var (
+	stanzaBudget = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "pingd_xmpp_stanza_budget_bytes", Help: "The largest stanza the component writes (lower once the XMPP server refused larger ones).",
+	}, func() float64 {
+		if f := componentBudget.Load(); f != nil {
+			b, _ := (*f)()
+			return float64(b)
+		}
+		return 0
+	})
+	stanzasShrunk = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "pingd_xmpp_stanzas_shrunk_total", Help: "XMPP notifications and answers sent without payloads, links or patches, or left out, to keep within the stanza budget.",
+	}, func() float64 {
+		if f := componentBudget.Load(); f != nil {
+			_, n := (*f)()
+			return float64(n)
+		}
+		return 0
+	})
+)

@@ -1,0 +1,153 @@
+package component
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+func TestStanzaLimitLowers(t *testing.T) {
+	var l stanzaLimit
+	if got := l.bytes(); got != stanzaBudget {
+		t.Fatalf("budget %d, want %d", got, stanzaBudget)
+	}
+	// A refused stanza larger than the budget halves it.
+	if got, changed := l.lower(300 << 10); !changed || got != stanzaBudget/2 {
+		t.Errorf("after a refused 300 KiB stanza: %d (changed %v), want %d", got, changed, stanzaBudget/2)
+	}
+	// One under the budget: half of it.
+	if got, _ := l.lower(70 << 10); got != 35<<10 {
+		t.Errorf("after a refused 70 KiB stanza: %d, want %d", got, 35<<10)
+	}
+	// Never under the floor, and a larger refusal does not raise it.
+	l.lower(1000)
+	if got, changed := l.lower(1000); changed || got != minStanzaBudget {
+		t.Errorf("at the floor: %d (changed %v), want %d unchanged", got, changed, minStanzaBudget)
+	}
+	if got := l.bytes(); got != minStanzaBudget {
+		t.Errorf("budget %d, want the floor %d", got, minStanzaBudget)
+	}
+}
+
+func TestCutChatAnswer(t *testing.T) {
+	short := "a\nb"
+	if got := cutChatAnswer(short, 1000); got != short {
+		t.Errorf("a short answer was changed: %q", got)
+	}
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf("%d. node-%d & friends", i+1, i))
+	}
+	got := cutChatAnswer(strings.Join(lines, "\n"), 8<<10)
+	if n := escapedLen(got); n > 8<<10 {
+		t.Errorf("cut answer is %d bytes escaped, over %d", n, 8<<10)
+	}
+	if !strings.HasPrefix(got, "1. node-0") || !strings.Contains(got, "more lines") {
+		t.Errorf("cut answer does not keep the start and say what was left out: …%s", got[len(got)-80:])
+	}
+	if got := cutChatAnswer(strings.Repeat("é", 10_000), 4<<10); escapedLen(got) > 4<<10 || !strings.Contains(got, "more lines") {
+		t.Errorf("one long line: %d bytes", len(got))
+	}
+}
+
+// Bursts are split by size as well as by count: 50 entries with long
+// links make several messages, each within the budget, listing every
+// entry once.
+func TestBurstRolesSplitBySize(t *testing.T) {
+	now := time.Now()
+	var events []hub.Event
+	for i := range 50 {
+		events = append(events, hub.Event{Kind: hub.EventItem, Seq: int64(i + 1), ItemID: fmt.Sprint(i), Created: now,
+			Title: strings.Repeat("T", 2000), Link: "http://example.org/?" + strings.Repeat("a&b", 5000)})
+	}
+	budget := 200 << 10
+	roles := burstRoles(events, budget)
+	listed := 0
+	chunks := 0
+	c := &Component{domainStr: "pubsub.example.org"}
+	n := &hub.Node{Name: "n", NodeConfig: hub.NodeConfig{Title: "N"}}
+	for _, r := range roles {
+		if r.entries == nil {
+			continue
+		}
+		chunks++
+		listed += len(r.entries)
+		if size := len(c.renderBurst(n, r, "id")); size > budget {
+			t.Errorf("a burst message of %d entries is %d bytes, over %d", len(r.entries), size, budget)
+		}
+	}
+	if listed != 50 || chunks < 2 {
+		t.Errorf("%d entries listed in %d messages, want 50 in several", listed, chunks)
+	}
+	// Small entries: chunks of maxBurstEntries.
+	for i := range events {
+		events[i].Title, events[i].Link = "t", "http://example.org/"
+	}
+	roles = burstRoles(events, budget)
+	if len(roles[0].entries) != maxBurstEntries {
+		t.Errorf("small entries: a chunk of %d, want %d", len(roles[0].entries), maxBurstEntries)
+	}
+}
+
+func TestAddressesThatFit(t *testing.T) {
+	batch := make([][]byte, 100)
+	for i := range batch {
+		batch[i] = []byte(strings.Repeat("x", 100) + "@example.org")
+	}
+	if got := addressesThatFit(batch, 100, 1<<20); got != 100 {
+		t.Errorf("all fit: %d", got)
+	}
+	if got := addressesThatFit(batch, 100, 2000); got < 1 || got > 15 {
+		t.Errorf("2000 bytes of room: %d addresses", got)
+	}
+	if got := addressesThatFit(batch, 100, 10); got != 1 {
+		t.Errorf("no room: %d, want at least one", got)
+	}
+}
+
+// The service's disco#items is cut to the budget with a result set, and
+// pages on from it.
+func TestNodeItemsAreCut(t *testing.T) {
+	c := &Component{domainStr: "pubsub.example.org"}
+	c.limit.learned.Store(minStanzaBudget)
+	var nodes []hub.Node
+	for i := range 1000 {
+		nodes = append(nodes, hub.Node{Name: fmt.Sprintf("node-%04d", i), NodeConfig: hub.NodeConfig{Title: strings.Repeat("Title ", 10)}})
+	}
+	seen := 0
+	var pr *pageRequest
+	for pages := 0; seen < len(nodes); pages++ {
+		if pages > 100 {
+			t.Fatal("paging does not end")
+		}
+		var b xmlBuf
+		if err := c.nodeItems(&b, nodes, pr); err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() > minStanzaBudget-envelopeBytes {
+			t.Fatalf("disco#items of %d bytes, over the budget", b.Len())
+		}
+		el, err := parseDocument(b.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := el.childrenNamed(nsDiscoItems, "item")
+		if len(items) == 0 {
+			t.Fatalf("an empty page at %d of %d", seen, len(nodes))
+		}
+		if first := items[0].attr("node"); first != nodes[seen].Name {
+			t.Fatalf("page starts at %s, want %s", first, nodes[seen].Name)
+		}
+		seen += len(items)
+		set := el.child(nsRSM, "set")
+		if seen < len(nodes) && (set == nil || set.child(nsRSM, "count").text() != "1000") {
+			t.Fatalf("a cut list without a result set: %.300s", b.Bytes())
+		}
+		if set != nil {
+			pr = &pageRequest{Max: -1, Index: -1, HasAfter: true, After: set.child(nsRSM, "last").text()}
+		}
+	}
+}
