@@ -441,9 +441,15 @@ func (c *Component) writeLastMarker(conn *connection) error {
 // writeToSelf writes a marker.
 func (c *Component) writeToSelf(conn *connection, id string) error {
 	stanza := c.markerStanza(id)
-	return conn.write(func(w *bufio.Writer) error {
+	return conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(stanza)
 		return err
+	}, func() {
+		if !strings.HasPrefix(id, cursorIDPrefix) {
+			// Only this connection's markers come back to it (a shared
+			// name's cursor markers reach any process).
+			conn.markerWritten(id)
+		}
 	})
 }
 
@@ -460,6 +466,7 @@ func (c *Component) markerStanza(id string) []byte {
 // acknowledge takes a marker that came back (on the stream's reader).
 func (c *Component) acknowledge(cn *connection, iq *element) {
 	id := iq.attr("id")
+	cn.markerReturned(id)
 	if id == cn.acks.probeID() {
 		cn.acks.probed()
 		return

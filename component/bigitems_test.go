@@ -196,3 +196,50 @@ func TestOversizedStoredItemGoesWithoutPayload(t *testing.T) {
 		t.Error("sending the item without its payload was not logged")
 	}
 }
+
+// An ejabberd whose operator set the component listener's max_stanza_size
+// to 32 KiB, under the stanza budget, ends the stream when a notification
+// over it arrives (ejabberd's count is loose near its limit, so the test
+// stays well away from it). pingd does not write it again for ever: after that one
+// refusal its budget comes down, the notification goes without its
+// payload on the next connection, and the items after it flow.
+func TestRefusedStanzaLowersTheBudget(t *testing.T) {
+	testenv.RequireEjabberd(t)
+	e := newEjabberdEnvWith(t, Config{}, testenv.EjabberdOptions{LogLevel: "warning", ComponentMaxStanzaSize: 32 << 10})
+	if _, _, err := e.hub.CreateNode(e.ctx, hub.NodeSpec{Name: "news", Config: hub.DefaultNodeConfig()}); err != nil {
+		t.Fatal(err)
+	}
+	reader := e.subscribers("news", 1)[0]
+	// An entry within the entry limit, twice ejabberd's.
+	if _, err := e.hub.Publish(e.ctx, "news", "", []hub.Entry{{ID: "big", Title: "Big", Payload: bigAtomEntry("big", "Big", 60<<10)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish("news", "next")
+	var got []receivedItem
+	for len(got) < 2 {
+		got = append(got, itemsOf(t, nextEvent(t, reader, 30*time.Second), "news")...)
+	}
+	if got[0].id != "big" || got[0].title != "" || got[1] != (receivedItem{"next", "Title next"}) {
+		t.Fatalf("the reader got %v, want big without its payload, then next", got)
+	}
+	budget, _ := e.comp.StanzaBudget()
+	if budget >= 60<<10 {
+		t.Errorf("the stanza budget is %d bytes, not under the server's limit", budget)
+	}
+	if n := strings.Count(e.logs.String(), "connected to XMPP server"); n != 2 {
+		t.Errorf("the component connected %d times, want twice (one refusal)", n)
+	}
+	if !strings.Contains(e.logs.String(), "its limit is taken to be lower") {
+		t.Error("the lowered budget was not logged")
+	}
+	// More large items now go small at once, with no more refusals.
+	if _, err := e.hub.Publish(e.ctx, "news", "", []hub.Entry{{ID: "big2", Title: "Big 2", Payload: bigAtomEntry("big2", "Big 2", 60<<10)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := itemsOf(t, nextEvent(t, reader, 15*time.Second), "news"); len(got) != 1 || got[0].id != "big2" {
+		t.Fatalf("then the reader got %v, want big2", got)
+	}
+	if n := strings.Count(e.logs.String(), "connected to XMPP server"); n != 2 {
+		t.Errorf("the component connected %d times, want twice", n)
+	}
+}

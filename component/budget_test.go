@@ -2,9 +2,13 @@ package component
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"mellium.im/xmpp/stream"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -149,5 +153,51 @@ func TestNodeItemsAreCut(t *testing.T) {
 		if set != nil {
 			pr = &pageRequest{Max: -1, Index: -1, HasAfter: true, After: set.child(nsRSM, "last").text()}
 		}
+	}
+}
+
+// The stream's end is taken as a refusal of the last large stanza when
+// the server says so, or, without a stream error, when it comes soon
+// after that stanza; other stream errors and late ends change nothing.
+func TestRefusedStanza(t *testing.T) {
+	conn := func(size int, ago time.Duration) *connection {
+		cn := &connection{}
+		cn.noteWrite(size) // as a write records it: only stanzas over the floor
+		if lw := cn.large.Load(); lw != nil {
+			lw.at = time.Now().Add(-ago)
+		}
+		return cn
+	}
+	taken := conn(100<<10, 0)
+	taken.markerWritten("m1")
+	taken.markerReturned("m1")
+	late := conn(100<<10, 0)
+	late.markerWritten("m1")
+	late.noteWrite(80 << 10) // written after the marker: not shown taken
+	late.markerReturned("m1")
+	tests := []struct {
+		name string
+		cn   *connection
+		err  error
+		want int
+	}{
+		{"policy-violation", conn(100<<10, time.Minute), stream.PolicyViolation, 50 << 10},
+		{"not-well-formed", conn(100<<10, time.Minute), stream.NotWellFormed, 50 << 10},
+		{"closed right after", conn(100<<10, 0), io.EOF, 50 << 10},
+		{"closed long after", conn(100<<10, time.Minute), io.EOF, stanzaBudget},
+		{"system-shutdown", conn(100<<10, 0), stream.SystemShutdown, stanzaBudget},
+		{"no large stanza", conn(0, 0), stream.PolicyViolation, stanzaBudget},
+		{"small stanza", conn(minStanzaBudget/2, 0), stream.PolicyViolation, stanzaBudget},
+		{"taken by the server", taken, stream.PolicyViolation, stanzaBudget},
+		{"written after the returned marker", late, stream.PolicyViolation, 40 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Component{log: slog.New(slog.DiscardHandler)}
+			c.refusedStanza(tt.cn, tt.err)
+			if got := c.limit.bytes(); got != tt.want {
+				t.Errorf("budget %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,41 @@ type connection struct {
 	// multicast is the XEP-0033 service notifications go through on this
 	// stream, nil while none is known (multicast.go).
 	multicast atomic.Pointer[multicastService]
+	// large is the last stanza over minStanzaBudget written and not yet
+	// known to be taken by the server (nil: none): if the stream ends
+	// soon after, the server may have refused it (refusedStanza).
+	// markersAfter maps the id of each marker written after it to it: the
+	// marker's return shows the server took it.
+	large        atomic.Pointer[largeWrite]
+	markersAfter sync.Map // marker id → *largeWrite
+}
+
+// largeWrite is a stanza over minStanzaBudget written to the stream.
+type largeWrite struct {
+	bytes int
+	at    time.Time
+}
+
+// noteWrite records the largest stanza of a write.
+func (cn *connection) noteWrite(largest int) {
+	if largest > minStanzaBudget {
+		cn.large.Store(&largeWrite{bytes: largest, at: time.Now()})
+	}
+}
+
+// markerWritten notes that the marker id follows the last large stanza.
+func (cn *connection) markerWritten(id string) {
+	if lw := cn.large.Load(); lw != nil {
+		cn.markersAfter.Store(id, lw)
+	}
+}
+
+// markerReturned takes a marker that came back: the server processed the
+// large stanza written before it, so it was not refused.
+func (cn *connection) markerReturned(id string) {
+	if v, ok := cn.markersAfter.LoadAndDelete(id); ok {
+		cn.large.CompareAndSwap(v.(*largeWrite), nil)
+	}
 }
 
 var errConnectionLost = errors.New("the XMPP stream is closed")
@@ -200,6 +236,9 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 		return c.handleStanza(ctx, cn, pool, t, start)
 	}))
 	stop()
+	if ctx.Err() == nil {
+		c.refusedStanza(cn, err)
+	}
 	c.setConnection(nil)
 	cn.broken.Store(true)
 	_ = raw.Close()
@@ -281,4 +320,47 @@ func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
 	case j.msg != nil:
 		c.handleMessage(ctx, cn, j.msg)
 	}
+}
+
+// A server whose limit is lower than the stanza budget (an operator's
+// ejabberd max_stanza_size, say) ends the stream when a stanza over it
+// arrives, and the notification, not acknowledged, would be written again
+// on every connection. So when a stream ends with a refusal
+// (policy-violation, not-well-formed, stanza-too-big: what servers say
+// then) after a stanza over minStanzaBudget that no returned marker shows
+// taken, or without any stream error within refusalWindow of writing
+// one, the budget comes down to half that
+// stanza (never under minStanzaBudget): on the next connection the same
+// notification goes smaller (budget.go), and the rest flows. The budget
+// stays down until pingd restarts.
+
+// refusalWindow is how soon after a large stanza a stream that ends
+// without a stream error is taken to have refused it.
+const refusalWindow = 5 * time.Second
+
+// refusedStanza lowers the budget when the stream's end looks like a
+// refusal of the last large stanza written.
+func (c *Component) refusedStanza(cn *connection, err error) {
+	lw := cn.large.Load()
+	if lw == nil {
+		return // none, or the server took it
+	}
+	size := lw.bytes
+	var se stream.Error
+	switch {
+	case errors.As(err, &se):
+		if se.Err != stream.PolicyViolation.Err && se.Err != stream.NotWellFormed.Err && se.Err != "stanza-too-big" {
+			return // the server said something else (system-shutdown, conflict…)
+		}
+	case time.Since(lw.at) > refusalWindow:
+		return
+	}
+	budget, lowered := c.limit.lower(size)
+	if !lowered {
+		c.log.Error("the XMPP server ended the stream after a stanza the size of the smallest budget; notifications cannot be made smaller",
+			"stanza_bytes", size, "budget_bytes", budget, "err", err)
+		return
+	}
+	c.log.Warn("the XMPP server ended the stream after a large stanza: its limit is taken to be lower, and larger stanzas go smaller from now on",
+		"stanza_bytes", size, "budget_bytes", budget, "err", err)
 }

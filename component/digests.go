@@ -106,6 +106,7 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 		_, err := w.Write(msg)
 		return err
 	}, func() {
+		conn.noteWrite(len(msg))
 		if !c.shared {
 			conn.acks.writtenDigest(d)
 		}

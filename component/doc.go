@@ -91,5 +91,8 @@
 //     event goes without its patch, body or payload, a digest covers
 //     fewer events, a burst is split by size, items retrieval and
 //     disco#items are cut with an XEP-0059 <set/>, any other answer
-//     becomes resource-constraint.
+//     becomes resource-constraint. The budget comes down when the server
+//     ends the stream right after a large stanza (connection.go,
+//     refusedStanza), so a server with a lower limit costs one
+//     reconnection, not a loop.
 package component

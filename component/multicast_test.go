@@ -138,7 +138,13 @@ type ejEnv struct {
 
 func newEjabberdEnv(t *testing.T, cfg Config) *ejEnv {
 	t.Helper()
-	ej := testenv.StartEjabberd(t, testenv.EjabberdOptions{LogLevel: "warning"})
+	return newEjabberdEnvWith(t, cfg, testenv.EjabberdOptions{LogLevel: "warning"})
+}
+
+// newEjabberdEnvWith is newEjabberdEnv on an ejabberd started with opts.
+func newEjabberdEnvWith(t *testing.T, cfg Config, opts testenv.EjabberdOptions) *ejEnv {
+	t.Helper()
+	ej := testenv.StartEjabberd(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{})

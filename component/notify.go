@@ -249,9 +249,15 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		last := events[len(events)-1].Seq
 		// The batch is recorded as written under the write's own lock, so
 		// a shutdown's last marker, written next, covers it.
-		written := func() { conn.acks.written(n.ID, last) }
+		written := func(largest int) {
+			conn.noteWrite(largest)
+			conn.acks.written(n.ID, last)
+		}
 		if c.shared {
-			written = func() { conn.acks.markSent(n.ID, last) }
+			written = func(largest int) {
+				conn.noteWrite(largest)
+				conn.acks.markSent(n.ID, last)
+			}
 		}
 		if err := c.writeEvents(conn, n, events, subs, written); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)
@@ -371,7 +377,7 @@ type rendered struct {
 // stanza per subscriber, or, for the subscribers a multicast service
 // reaches, one stanza per batch of them addressed to the service
 // (XEP-0033).
-func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func()) error {
+func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func(largest int)) error {
 	mc := conn.multicast.Load()
 	if mc != nil && mc.disabled.Load() {
 		mc = nil
@@ -480,10 +486,10 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		written() // nothing for XMPP subscribers: the batch is done
+		written(0) // nothing for XMPP subscribers: the batch is done
 		return nil
 	}
-	unicast, multicast := 0, 0
+	unicast, multicast, largest := 0, 0, 0
 	err := conn.writeThen(func(w *bufio.Writer) error {
 		var batch [][]byte
 		for _, r := range out {
@@ -495,6 +501,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				}
 				w.Write(r.only)
 				w.Write(r.suffix)
+				largest = max(largest, len(r.suffix))
 				unicast++
 				continue
 			}
@@ -513,6 +520,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				if suffix == nil {
 					continue
 				}
+				largest = max(largest, len(suffix)+envelopeBytes/2)
 				// The multicast stanzas first: the server's multicast
 				// service fans them out while its end of the connection
 				// parses the single stanzas after them.
@@ -556,7 +564,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			}
 		}
 		return nil
-	}, written)
+	}, func() { written(largest) })
 	if err == nil && unicast+multicast > 0 {
 		c.sentUnicast.Add(int64(unicast))
 		c.sentMulticast.Add(int64(multicast))

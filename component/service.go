@@ -176,10 +176,10 @@ func (c *Component) errorReply(st *element, serr *stanzaError) []byte {
 
 // send writes one stanza.
 func (c *Component) send(ctx context.Context, cn *connection, stanzaBytes []byte) {
-	err := cn.write(func(w *bufio.Writer) error {
+	err := cn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(stanzaBytes)
 		return err
-	})
+	}, func() { cn.noteWrite(len(stanzaBytes)) })
 	if err != nil {
 		c.log.WarnContext(ctx, "answer not sent: the stream is gone", "err", err)
 	}

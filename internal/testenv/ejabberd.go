@@ -72,6 +72,9 @@ type EjabberdOptions struct {
 	// not logged in are kept and delivered at the next login, as on most
 	// servers (Prosody does it without being asked).
 	Offline bool
+	// ComponentMaxStanzaSize is the component listener's max_stanza_size
+	// in bytes; 0 leaves it at 16 MiB.
+	ComponentMaxStanzaSize int
 }
 
 // ejabberdUser is the system account the Debian package runs ejabberd as;
@@ -206,6 +209,10 @@ func (e *Ejabberd) config(opts EjabberdOptions) string {
 	if len(opts.Admins) > 0 {
 		admins = yamlList(opts.Admins)
 	}
+	componentMax := opts.ComponentMaxStanzaSize
+	if componentMax <= 0 {
+		componentMax = 16 << 20
+	}
 	offline := ""
 	if opts.Offline {
 		offline = "  mod_offline: {}\n" // the last entry of modules
@@ -237,7 +244,7 @@ listen:
     port: %s
     ip: "127.0.0.1"
     module: ejabberd_service
-    max_stanza_size: 16777216
+    max_stanza_size: %d
     backlog: 1024
     global_routes: false
     hosts:
@@ -278,7 +285,7 @@ modules:
     access_createnode: pubsub_createnode
     plugins: [flat]
     max_items_node: 1000
-`, e.Domain, level, port(e.C2SAddr), port(e.ComponentAddr), comps.String(), admins, e.Multicast, e.RefPubsub) + offline
+`, e.Domain, level, port(e.C2SAddr), port(e.ComponentAddr), componentMax, comps.String(), admins, e.Multicast, e.RefPubsub) + offline
 }
 
 // ctl returns an ejabberdctl command for this node.
