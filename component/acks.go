@@ -110,8 +110,12 @@ type ackWindow struct {
 	// marker id of this connection starts with it.
 	markerPrefix string
 	// digesting are the subscriptions whose digest was written and is
-	// not recorded yet: they are not sent another meanwhile.
+	// not recorded yet: they are not sent another meanwhile. digested are
+	// the cursors recorded for subscriptions on this connection: a due
+	// subscription read before its cursor was recorded is stale, and is
+	// not sent the same digest again.
 	digesting map[int64]bool
+	digested  map[int64]int64
 }
 
 type pendingBatch struct {
@@ -127,7 +131,7 @@ func newAckWindow(timeout time.Duration) *ackWindow {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read does not fail
 	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout,
-		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-", digesting: map[int64]bool{}}
+		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-", digesting: map[int64]bool{}, digested: map[int64]int64{}}
 }
 
 // probeID is the id of the connection's probe.
@@ -239,19 +243,24 @@ func (w *ackWindow) writtenDigest(d digestDone) {
 }
 
 // isDigesting reports whether a digest of the subscription is written
-// and not recorded yet.
-func (w *ackWindow) isDigesting(subID int64) bool {
+// and not recorded yet, or was recorded past cursor, the subscription's
+// cursor as read.
+func (w *ackWindow) isDigesting(subID, cursor int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.digesting[subID]
+	return w.digesting[subID] || cursor < w.digested[subID]
 }
 
 // digestRecorded forgets a digest once its subscription's cursor is
-// recorded.
-func (w *ackWindow) digestRecorded(subID int64) {
+// recorded (recorded: cursor, its new cursor; else the digest is sent
+// again).
+func (w *ackWindow) digestRecorded(subID int64, recorded bool, cursor int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.digesting, subID)
+	if recorded {
+		w.digested[subID] = cursor
+	}
 }
 
 // probed records that the probe came back: the server routes markers.

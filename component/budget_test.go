@@ -201,3 +201,26 @@ func TestRefusedStanza(t *testing.T) {
 		})
 	}
 }
+
+// A digest split into parts is followed at once by the next; a due
+// subscription read before the previous part's cursor was recorded must
+// not be sent that part again.
+func TestStaleDueDigestIsSkipped(t *testing.T) {
+	w := newAckWindow(time.Second)
+	w.writtenDigest(digestDone{sub: hub.Subscription{ID: 7}, cursor: 3})
+	if !w.isDigesting(7, 0) {
+		t.Fatal("a digest in flight is not seen")
+	}
+	w.digestRecorded(7, true, 3)
+	if !w.isDigesting(7, 0) {
+		t.Error("a subscription read with its cursor before the recorded one is sent the same digest again")
+	}
+	if w.isDigesting(7, 3) {
+		t.Error("a subscription read after its cursor was recorded is held back")
+	}
+	w.writtenDigest(digestDone{sub: hub.Subscription{ID: 8}, cursor: 5})
+	w.digestRecorded(8, false, 5)
+	if w.isDigesting(8, 0) {
+		t.Error("a digest that was not recorded is not sent again")
+	}
+}

@@ -57,7 +57,7 @@ func (c *Component) sendDueDigests(ctx context.Context) {
 		return
 	}
 	for _, s := range subs {
-		if conn.acks.isDigesting(s.ID) {
+		if conn.acks.isDigesting(s.ID, s.Cursor) {
 			continue
 		}
 		if err := c.sendDigest(ctx, conn, s); err != nil {
@@ -162,10 +162,11 @@ func (c *Component) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Even
 
 // recordDigest records a digest the server took.
 func (c *Component) recordDigest(ctx context.Context, conn *connection, d digestDone) {
-	defer conn.acks.digestRecorded(d.sub.ID)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
 	defer cancel()
-	if _, err := c.hub.DigestSent(sctx, d.sub, d.due, d.cursor, d.sent, d.more); err != nil {
+	_, err := c.hub.DigestSent(sctx, d.sub, d.due, d.cursor, d.sent, d.more)
+	conn.acks.digestRecorded(d.sub.ID, err == nil, d.cursor)
+	if err != nil {
 		// Not recorded, the digest is sent again: a duplicate, nothing lost.
 		c.log.ErrorContext(ctx, "record a digest", "node", d.sub.NodeName, "jid", d.sub.Address, "err", err)
 	}
