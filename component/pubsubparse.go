@@ -277,7 +277,7 @@ func parseOwner(typ stanza.IQType, p *element) (*request, *stanzaError) {
 			case "pending", "unconfigured":
 				// States XEP-0060 has and pingd does not: refused by the
 				// owner use case, with the entries' current states
-				// (service.go refuseSubscriptionStates).
+				// (owner.go refuseSubscriptionChanges).
 			default:
 				return nil, badRequest("", "subscription must be none or subscribed, not %q", state)
 			}

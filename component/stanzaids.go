@@ -14,7 +14,7 @@ import (
 // prefix per process and a counter keep them unique for the price of an
 // increment. The prefix is hex, so an id never starts like the "pingd-…"
 // ids of the acknowledgement markers and pingd's own queries (acks.go,
-// multicast.go).
+// queries.go).
 type stanzaIDs struct {
 	prefix string
 	n      atomic.Uint64
