@@ -10,16 +10,27 @@
 // Config.Store), and
 // it never imports httpapi.
 //
+// The Component type keeps its many methods: it is the one XEP-0114
+// connection and everything served over it, so its methods are grouped by
+// file, one role or mechanism a file; the types with a state of their own
+// (ackWindow, pendingQueries, stanzaIDs, the request pool) have files of
+// their own.
+//
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
 //     handshake with mellium's component package, serve, reconnect with
 //     internal/reconnect's backoff loop), the optional XML trace at debug
 //     level, and the one locked, buffered writer every outgoing stanza
-//     goes through.
-//   - xmlelem.go, request.go, forms.go: incoming stanzas are read into a
-//     small element tree with size limits and parsed into requests; every
-//     IQ get or set gets exactly one answer, and nothing a client sends can
-//     end the stream (the parsers are fuzzed).
+//     goes through. quickack_linux.go, quickack_other.go: the socket
+//     acknowledges what arrives at once (Linux only), so Prosody's next
+//     stanza does not wait for a delayed ACK.
+//   - xmlelem.go, request.go, pubsubparse.go, forms.go: incoming stanzas
+//     are read into a small element tree with size limits and parsed into
+//     requests (request.go: the request and the IQ-level checks;
+//     pubsubparse.go: the pubsub and pubsub#owner payloads); every IQ get
+//     or set gets exactly one answer, and nothing a client sends can end
+//     the stream (the parsers are fuzzed). errors.go: the namespaces and
+//     the stanza errors answers carry.
 //   - pool.go: requests are carried out by a pool of eight workers, not
 //     by the stream's reader (one more in place of each that waits for a
 //     slow fetch, up to 64); requests about one node (and one sender's
@@ -27,9 +38,18 @@
 //     node that wait together become one append. Every IQ get and set is
 //     answered exactly once; what an answer announces (the newest item
 //     to a new subscription) follows it (afterAnswer).
-//   - service.go: the XEP-0030 and XEP-0060 use cases (subscriber,
-//     publisher and owner), carried out through the hub's methods so the
-//     hub's rules (whitelists, revocation, item limits) hold for XMPP too.
+//   - service.go: the IQ plumbing: an IQ taken off the stream, handed to
+//     the pool, carried out (execute) and answered, and the access checks
+//     every use case shares. The XEP-0030 and XEP-0060 use cases are
+//     carried out through the hub's methods so the hub's rules
+//     (whitelists, revocation, item limits) hold for XMPP too: disco.go
+//     (XEP-0030 disco#info and disco#items, the features pingd
+//     implements), subscriber.go (subscribe, unsubscribe, one's own
+//     subscriptions and affiliations, items retrieval, and the item
+//     payload every notification writes), publisher.go (publish and
+//     retract, the payload limit), owner.go (create, configure, delete,
+//     purge, and the owner's subscriptions and affiliations management).
+//     Subscription options are in subopts.go.
 //   - rsm.go: XEP-0059 result set management on items retrieval. Children
 //     of <pubsub/> in namespaces pingd does not handle are ignored.
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
@@ -37,19 +57,23 @@
 //     package's, given by cmd/pingd).
 //   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
-//     cursor, renders each event once per variant (format, body, diff),
-//     writes it to every subscriber with only the "to" changed and
-//     flushes. A notification's id names its node, so an error that
-//     answers it can be traced back.
-//   - acks.go: the cursor advances when the server has processed the
-//     write: an IQ the component sends itself comes back through the
-//     server after everything written before it; what was not
-//     acknowledged when a connection ends is written again by the next.
+//     cursor; fanout.go (writeEvents) renders each event once per variant
+//     (format, body, diff), writes it to every subscriber with only the
+//     "to" changed and flushes; render.go holds the notification stanzas
+//     (event, delete). stanzaids.go: a notification's id names its node,
+//     so an error that answers it can be traced back.
+//   - acks.go, ackwindow.go: the cursor advances when the server has
+//     processed the write: an IQ the component sends itself (a marker)
+//     comes back through the server after everything written before it;
+//     what was not acknowledged when a connection ends is written again
+//     by the next. acks.go holds the markers, ackwindow.go the ackWindow,
+//     one connection's batches awaiting acknowledgement.
 //   - multicast.go: XEP-0033. After each connection the component looks
 //     for the server's multicast service (Config.Multicast) and, when
 //     there is one, sends a notification to the server's own users as one
 //     stanza per batch of addresses; a refused one is sent again one by
-//     one.
+//     one. queries.go: pingd's own IQs to the server (the multicast
+//     service's discovery) and the answers they wait for.
 //   - leader.go: several pingd processes on one database. Only the holder
 //     of a lease (the store's leader lock, given as Config.Leader) sends
 //     notifications, and sweeps for nodes other processes appended to;
@@ -63,8 +87,11 @@
 //     by naming its URL (anyone, the users of Config.LocalDomains, or
 //     only admins), at most Config.NodesPerHour per JID, and only for
 //     public addresses (Config.CheckHost).
-//   - adhoc.go: the same as XEP-0050 ad-hoc commands with XEP-0004 forms,
-//     plus owner commands for PINGD_ADMINS; stateless between stages.
+//   - adhoc.go, adhocuser.go, adhocowner.go: the same as XEP-0050 ad-hoc
+//     commands with XEP-0004 forms, plus owner commands for PINGD_ADMINS;
+//     stateless between stages. adhoc.go: the command table, parsing,
+//     disco and the stages; adhocuser.go the users' commands;
+//     adhocowner.go the owner commands.
 //   - subopts.go, readable.go: XEP-0060 subscription options (the format,
 //     pubsub#include_body, the message type, x-pingd#diff; registered
 //     fields pingd does not offer are taken only when they ask for what it
