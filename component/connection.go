@@ -33,7 +33,7 @@ type connection struct {
 	// queries are pingd's own IQs waiting for their answers.
 	queries *pendingQueries
 	// acks are the notifications written and not yet acknowledged by the
-	// server (acks.go).
+	// server (ackwindow.go; the mechanism is described in acks.go).
 	acks *ackWindow
 	// multicast is the XEP-0033 service notifications go through on this
 	// stream, nil while none is known (multicast.go).

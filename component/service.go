@@ -12,7 +12,10 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-// The XEP-0030 and XEP-0060 service answered on the component's JID.
+// The IQ plumbing of the XEP-0030 and XEP-0060 service answered on the
+// component's JID: receiving, dispatching, answering and the access checks
+// every role shares; the roles are in disco.go, subscriber.go, publisher.go
+// and owner.go.
 
 // receiveIQ takes one IQ off the stream (on the reader): an answer to one
 // of pingd's own queries goes to whoever waits for it; a request is parsed
