@@ -71,8 +71,13 @@
 // subscriptions.go (subscribing, granting, the last published item),
 // baseline.go (a new source's first fetch and waiting for it), pings.go
 // (pings and changes naming URLs) and run.go (the fetch and maintenance
-// loops). The other files, each named for what it holds: types.go (the domain types and their rules); the interfaces
-// store.go (Store), fetcher.go (Fetcher, Scheduler and a fetch's request
+// loops). The other files, each named for what it holds: the domain
+// types and their rules in types.go (errors, Ping, URL validity),
+// nodetypes.go (access models, affiliations, node configuration, node
+// names), eventtypes.go (events, entries and their size bound),
+// subscriptiontypes.go (kinds, states, options, delivery state, pending
+// changes) and sourcetypes.go (sources, their fetch state and a fetch's
+// outcome); the interfaces store.go (Store), fetcher.go (Fetcher, Scheduler and a fetch's request
 // and result), transport.go (Transport, Observer), resolve.go
 // (SourceResolver), relay.go and upstream.go (the ping relay's and the
 // upstream subscriptions' types and stores) and pingarchive.go
