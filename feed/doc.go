@@ -14,8 +14,9 @@
 //     entries, start tag bytes, namespaces in scope, text concatenation) a
 //     fetched document is checked against, in one streaming pass through
 //     internal/xmlguard, before gofeed or etree reads it;
-//   - parse.go: Parse, entry identity (EntryID, AtomID), Atom payloads and
-//     the document's polling hints; every link it takes from a source is
+//   - parse.go: Parse, entry identity (EntryID, AtomID) and Atom payloads
+//     (the document's polling hints, RSS ttl/skipHours/skipDays and sy:,
+//     are read in hints.go, with SyInterval); every link it takes from a source is
 //     resolved and kept only when it is a web link (hub.WebLink), and the
 //     renderers drop other links of stored items again; an entry's payload
 //     stays within hub.MaxEntryPayloadBytes (a larger entry loses its
