@@ -25,7 +25,10 @@
 //   - render.go, patch.go: AtomFeed, RSSFeed, Patch and ApplyPatch for the
 //     HTTP side and deliveries, and NodeFeedMeta, the one description of a
 //     node's own feed (its URLs from internal/nodeurl) that the node feeds
-//     and the documents deliveries send share.
+//     and the documents deliveries send share; renderentry.go makes an
+//     entry's Atom and RSS forms (CompleteEntry, web links only), and
+//     patchselector.go reads the bounded XPath subset of RFC 7351 patch
+//     selectors that ApplyPatch takes.
 //
 // It implements hub.Fetcher and hub.Scheduler and knows nothing of
 // subscribers, XMPP, HTTP routing or the database: it turns bytes from the
