@@ -26,7 +26,8 @@
 //     HTTP side and deliveries, and NodeFeedMeta, the one description of a
 //     node's own feed (its URLs from internal/nodeurl) that the node feeds
 //     and the documents deliveries send share; renderentry.go makes an
-//     entry's Atom and RSS forms (CompleteEntry, web links only), and
+//     entry's Atom form and reads stored ones (CompleteEntry, atomEntry,
+//     web links only, the entry's times), and
 //     patchselector.go reads the bounded XPath subset of RFC 7351 patch
 //     selectors that ApplyPatch takes.
 //
