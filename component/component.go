@@ -174,6 +174,9 @@ type Component struct {
 	nodesPerHour int
 
 	connected atomic.Bool
+	// connections counts the successful connections to the XMPP server
+	// (Reconnections).
+	connections atomic.Int64
 
 	leader      func(ctx context.Context) (Lease, error)
 	shared      bool
@@ -336,6 +339,10 @@ func New(cfg Config) (*Component, error) {
 // Connected reports whether the component is attached to the XMPP server:
 // true between a successful handshake and the loss of the stream.
 func (c *Component) Connected() bool { return c.connected.Load() }
+
+// Reconnections counts the successful connections to the XMPP server
+// after the first (pingd_component_reconnects_total).
+func (c *Component) Reconnections() int64 { return max(c.connections.Load()-1, 0) }
 
 // Wake tells the dispatcher that the node's log grew (0: look at every
 // node). It never blocks.

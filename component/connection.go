@@ -206,6 +206,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 		c.recordAcks(ctx, cn)
 	}()
 	c.setConnection(cn)
+	c.connections.Add(1)
 	c.log.Info("connected to XMPP server", "addr", c.addr)
 	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.

@@ -999,6 +999,9 @@ func TestReconnectAndRestart(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "retrying in") && !strings.Contains(e.logs.String(), "reconnecting in") {
 		t.Errorf("no reconnect delay logged:\n%s", e.logs.String())
 	}
+	if n := e.comp.Reconnections(); n != 1 {
+		t.Errorf("%d reconnections counted (pingd_component_reconnects_total), want 1", n)
+	}
 
 	// pingd restarts: a new hub and component on the same store.
 	e.stop()

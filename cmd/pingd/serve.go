@@ -49,6 +49,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	defer p.store.Close()
 	metrics.SetComponentState(p.component.Connected)
+	metrics.SetComponentReconnects(p.component.Reconnections)
 	metrics.SetComponentBudget(p.component.StanzaBudget)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

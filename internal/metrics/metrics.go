@@ -54,10 +54,24 @@ var (
 	PublishToNotification = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "pingd_publish_to_notification_seconds", Help: "Time from an item being stored to its notification being sent, by transport.", Buckets: latencyBuckets,
 	}, []string{"transport"})
-	ComponentReconnects = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "pingd_component_reconnects_total", Help: "Successful component (re)connections after the first.",
-	})
 )
+
+// componentReconnects reads how often the component connected again after
+// its first connection; set by SetComponentReconnects.
+var componentReconnects atomic.Pointer[func() int64]
+
+// SetComponentReconnects tells pingd_component_reconnects_total where to
+// read the component's count of connections after the first.
+func SetComponentReconnects(f func() int64) { componentReconnects.Store(&f) }
+
+var componentReconnectsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
+	Name: "pingd_component_reconnects_total", Help: "Successful component connections after the first.",
+}, func() float64 {
+	if f := componentReconnects.Load(); f != nil {
+		return float64((*f)())
+	}
+	return 0
+})
 
 func init() {
 	// The runtime and process series are prefixed too: every series is pingd_….
@@ -67,7 +81,7 @@ func init() {
 	)
 	Registry.MustRegister(
 		Pings, Fetches, FetchDuration, ItemsPublished, Notifications, DeliveryDuration,
-		Retries, PingToPublish, PublishToNotification, componentConnected, ComponentReconnects,
+		Retries, PingToPublish, PublishToNotification, componentConnected, componentReconnectsTotal,
 		stanzaBudget, stanzasShrunk,
 	)
 }

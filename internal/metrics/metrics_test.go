@@ -11,6 +11,7 @@ import (
 func TestEverySeriesIsPingd(t *testing.T) {
 	Fetches.WithLabelValues(FetchClass(200, nil)).Inc()
 	SetComponentState(func() bool { return true })
+	SetComponentReconnects(func() int64 { return 3 })
 	rec := httptest.NewRecorder()
 	Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -30,7 +31,7 @@ func TestEverySeriesIsPingd(t *testing.T) {
 	if series < 20 {
 		t.Fatalf("only %d series:\n%s", series, body)
 	}
-	for _, want := range []string{`pingd_fetches_total{class="2xx"} 1`, "pingd_component_connected 1", "pingd_go_goroutines"} {
+	for _, want := range []string{`pingd_fetches_total{class="2xx"} 1`, "pingd_component_connected 1", "pingd_component_reconnects_total 3", "pingd_go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("missing %q", want)
 		}
