@@ -49,6 +49,28 @@ func (e *dialectEnv) rpcRefused(what string, status int, want string, params ...
 	}
 }
 
+// rssCloudAndCNWSRefused checks that rssCloud (REST and XML-RPC
+// pleaseNotify) and CNWS refuse a subscription to topic with callbacks on
+// rc: status with Retry-After, rssCloud's failure saying want, CNWS's
+// result false.
+func (e *dialectEnv) rssCloudAndCNWSRefused(what string, rc *receiver, topic string, status int, want string) {
+	e.t.Helper()
+	resp := e.form("/pleaseNotify", cloudForm(rc, "http-post", topic))
+	code, retry := resp.StatusCode, resp.Header.Get("Retry-After")
+	if nr := decodeNotifyResult(e.t, resp); code != status || retry == "" ||
+		nr.Success != "false" || !strings.Contains(nr.Msg, want) {
+		e.t.Errorf("rssCloud REST, %s: HTTP %d, Retry-After %q, %+v", what, code, retry, nr)
+	}
+	u, _ := url.Parse(rc.URL)
+	port, _ := strconv.Atoi(u.Port())
+	e.rpcRefused("rssCloud XML-RPC, "+what, status, want, "river.feedUpdated", port, "/notify", "xml-rpc", []any{topic})
+	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(topic, rc.URL+"/cnws"))
+	code, retry = resp.StatusCode, resp.Header.Get("Retry-After")
+	if _, res := e.cnwsDecode(resp); code != status || retry == "" || res.Result.Status != "false" {
+		e.t.Errorf("CNWS, %s: HTTP %d, Retry-After %q, %+v", what, code, retry, res)
+	}
+}
+
 // followed reports whether a node follows the URL.
 func (e *dialectEnv) followed(u string) bool {
 	_, err := e.hub.NodeForURL(e.ctx, u, false)
@@ -88,23 +110,7 @@ func TestImplicitNodeBudget(t *testing.T) {
 
 	retryAfter(t, "WebSub subscribe to a third new URL", e.webSubSubscribe(third, rc.URL+"/cb"), http.StatusTooManyRequests)
 
-	resp := e.form("/pleaseNotify", cloudForm(rc, "http-post", third))
-	status := resp.StatusCode
-	retry := resp.Header.Get("Retry-After")
-	if nr := decodeNotifyResult(t, resp); status != http.StatusTooManyRequests || retry == "" ||
-		nr.Success != "false" || !strings.Contains(nr.Msg, "new URLs") {
-		t.Errorf("rssCloud REST for a third new URL: HTTP %d, Retry-After %q, %+v", status, retry, nr)
-	}
-	u, _ := url.Parse(rc.URL)
-	port, _ := strconv.Atoi(u.Port())
-	e.rpcRefused("rssCloud XML-RPC for a third new URL", http.StatusTooManyRequests, "new URLs",
-		"river.feedUpdated", port, "/notify", "xml-rpc", []any{third})
-
-	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(third, rc.URL+"/cnws"))
-	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
-	if _, res := e.cnwsDecode(resp); status != http.StatusTooManyRequests || retry == "" || res.Result.Status != "false" {
-		t.Errorf("CNWS subscribe to a third new URL: HTTP %d, Retry-After %q, %+v", status, retry, res)
-	}
+	e.rssCloudAndCNWSRefused("a third new URL", rc, third, http.StatusTooManyRequests, "new URLs")
 	if e.followed(third) {
 		t.Fatal("a refused request created a node for its URL")
 	}
@@ -131,21 +137,7 @@ func TestImplicitNodeCap(t *testing.T) {
 	}
 	retryAfter(t, "WebSub subscribe beyond the cap", e.webSubSubscribe(second, rc.URL+"/cb"), http.StatusServiceUnavailable)
 
-	resp := e.form("/pleaseNotify", cloudForm(rc, "http-post", second))
-	status, retry := resp.StatusCode, resp.Header.Get("Retry-After")
-	if nr := decodeNotifyResult(t, resp); status != http.StatusServiceUnavailable || retry == "" ||
-		nr.Success != "false" || !strings.Contains(nr.Msg, "no more new URLs to follow") {
-		t.Errorf("rssCloud REST beyond the cap: HTTP %d, Retry-After %q, %+v", status, retry, nr)
-	}
-	u, _ := url.Parse(rc.URL)
-	port, _ := strconv.Atoi(u.Port())
-	e.rpcRefused("rssCloud XML-RPC beyond the cap", http.StatusServiceUnavailable, "no more new URLs to follow",
-		"river.feedUpdated", port, "/notify", "xml-rpc", []any{second})
-	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(second, rc.URL+"/cnws"))
-	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
-	if _, res := e.cnwsDecode(resp); status != http.StatusServiceUnavailable || retry == "" || res.Result.Status != "false" {
-		t.Errorf("CNWS subscribe beyond the cap: HTTP %d, Retry-After %q, %+v", status, retry, res)
-	}
+	e.rssCloudAndCNWSRefused("beyond the cap", rc, second, http.StatusServiceUnavailable, "no more new URLs to follow")
 	if e.followed(second) {
 		t.Fatal("a node was created beyond the cap")
 	}
@@ -187,22 +179,8 @@ func TestCallbackHostCap(t *testing.T) {
 	}
 
 	retryAfter(t, "WebSub, a third callback on the host", e.webSubSubscribe(topic, other.URL+"/c"), http.StatusTooManyRequests)
-	resp := e.form("/pleaseNotify", cloudForm(other, "http-post", topic))
-	status, retry := resp.StatusCode, resp.Header.Get("Retry-After")
-	if nr := decodeNotifyResult(t, resp); status != http.StatusTooManyRequests || retry == "" ||
-		nr.Success != "false" || !strings.Contains(nr.Msg, "callbacks on this host") {
-		t.Errorf("rssCloud REST, a third callback on the host: HTTP %d, Retry-After %q, %+v", status, retry, nr)
-	}
-	u, _ := url.Parse(other.URL)
-	port, _ := strconv.Atoi(u.Port())
-	e.rpcRefused("rssCloud XML-RPC, a third callback on the host", http.StatusTooManyRequests, "callbacks on this host",
-		"river.feedUpdated", port, "/notify", "xml-rpc", []any{topic})
-	resp = e.do("POST", "/cnws", "text/xml", cnwsSubscribeDoc(topic, other.URL+"/cnws"))
-	status, retry = resp.StatusCode, resp.Header.Get("Retry-After")
-	if _, res := e.cnwsDecode(resp); status != http.StatusTooManyRequests || retry == "" || res.Result.Status != "false" {
-		t.Errorf("CNWS, a third callback on the host: HTTP %d, Retry-After %q, %+v", status, retry, res)
-	}
-	resp = e.do("POST", "/feeds/news?method=subscribe", "application/getpingd+http+subscribe+xml",
+	e.rssCloudAndCNWSRefused("a third callback on the host", other, topic, http.StatusTooManyRequests, "callbacks on this host")
+	resp := e.do("POST", "/feeds/news?method=subscribe", "application/getpingd+http+subscribe+xml",
 		`<subscribe><url href="`+other.URL+`/hook" method="POST" diff="none"/></subscribe>`)
 	retryAfter(t, "GetPingd webhook, a third callback on the host", resp, http.StatusTooManyRequests)
 	if subs := e.subs("news", ""); len(subs) != 2 {
