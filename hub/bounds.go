@@ -130,12 +130,7 @@ func CallbackHost(kind Kind, address string) string {
 		return ""
 	}
 	address, _, _ = strings.Cut(address, "#")
-	hostPort := HostKey(address)
-	i := strings.LastIndex(hostPort, ":")
-	if i <= 0 {
-		return ""
-	}
-	return hostPort[:i]
+	return HostName(address)
 }
 
 // mayAddCallback answers ErrCallbackHostFull when a new subscription of

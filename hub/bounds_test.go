@@ -88,3 +88,27 @@ func TestDeleteUnusedImplicitNodes(t *testing.T) {
 		t.Fatalf("the deleted source was fetched %d times more", got-hits["/unused"])
 	}
 }
+
+// TestCallbackHost: the host of a callback in canonical form, every port
+// of it counting together; none for XMPP addresses and what is no URL.
+func TestCallbackHost(t *testing.T) {
+	for _, tc := range []struct {
+		kind    hub.Kind
+		address string
+		want    string
+	}{
+		{hub.KindWebSub, "http://EXAMPLE.org:8080/cb", "example.org"},
+		{hub.KindWebhook, "https://example.org/cb#part", "example.org"},
+		{hub.KindRSSCloud, "http://[::1]:9000/notify", "::1"},
+		{hub.KindCNWS, "http://127.0.0.1/cnws", "127.0.0.1"},
+		{hub.KindWebhook, "not a URL", ""},
+		{hub.KindXMPP, "alice@example.org/phone", ""},
+	} {
+		if got := hub.CallbackHost(tc.kind, tc.address); got != tc.want {
+			t.Errorf("CallbackHost(%s, %q) = %q, want %q", tc.kind, tc.address, got, tc.want)
+		}
+	}
+	if got := hub.HostKey("http://EXAMPLE.org/x"); got != "example.org:80" {
+		t.Errorf("HostKey = %q, want example.org:80", got)
+	}
+}

@@ -122,19 +122,37 @@ func CanonicalURL(s string) (string, error) {
 // in canonical form: the key of every per-host limit (pings, fetches,
 // deliveries). A URL that is not valid gives "".
 func HostKey(raw string) string {
+	host, port := origin(raw)
+	if host == "" {
+		return ""
+	}
+	return host + ":" + port
+}
+
+// HostName is the host a URL names, in canonical form and without its
+// port, so that every port of one host counts together; "" for a URL that
+// is not valid.
+func HostName(raw string) string {
+	host, _ := origin(raw)
+	return host
+}
+
+// origin is the host name and port (the scheme's default when none is
+// written) a URL names, in canonical form; "" for a URL that is not valid.
+func origin(raw string) (host, port string) {
 	c, err := CanonicalURL(raw)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	u, err := url.Parse(c)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	port := u.Port()
+	port = u.Port()
 	if port == "" {
 		port = defaultPorts[u.Scheme]
 	}
-	return strings.ToLower(u.Hostname()) + ":" + port
+	return strings.ToLower(u.Hostname()), port
 }
 
 var defaultPorts = map[string]string{"http": "80", "https": "443"}
