@@ -45,17 +45,22 @@ func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
 	if err != nil {
 		return err
 	}
+	if len(subs) == 0 {
+		return nil
+	}
+	// One read of the node's affiliations serves every subscriber; a JID
+	// without one is "none", and admins may read whatever is stored.
+	affs, err := h.store.Affiliations(ctx, node.ID)
+	if err != nil {
+		return err
+	}
 	done := map[string]bool{}
 	for _, s := range subs {
 		if done[s.BareJID] {
 			continue
 		}
 		done[s.BareJID] = true
-		aff, err := h.AffiliationOf(ctx, node, s.BareJID)
-		if err != nil {
-			return err
-		}
-		if aff.MayRead(node.AccessModel) {
+		if h.IsAdmin(s.BareJID) || affs[s.BareJID].MayRead(node.AccessModel) {
 			continue
 		}
 		if err := h.revoke(ctx, node, SubscriptionFilter{BareJID: s.BareJID}); err != nil {
