@@ -124,6 +124,24 @@ func TestOPMLIsBounded(t *testing.T) {
 	}
 }
 
+// TestOPMLEmpty: with no open node the list is a whole OPML document,
+// its head titled, its body present and empty (docs/protocols.md says why
+// no outline is made up).
+func TestOPMLEmpty(t *testing.T) {
+	e := newEnv(t)
+	wantStatus(t, e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": "club", "access_model": "whitelist"}), http.StatusCreated)
+	resp := e.do(http.MethodGet, "/opml", "", nil)
+	wantStatus(t, resp, http.StatusOK)
+	body := string(readBody(t, resp))
+	var doc opmlDocument
+	if err := xml.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatalf("GET /opml: %v\n%s", err, body)
+	}
+	if doc.Version != "2.0" || doc.Title == "" || len(doc.Outlines) != 0 || !strings.Contains(body, "<body") {
+		t.Errorf("empty list: version %q, title %q, outlines %+v\n%s", doc.Version, doc.Title, doc.Outlines, body)
+	}
+}
+
 // importOPML posts a document to /api/opml.
 func (e *env) importOPML(doc string) *http.Response {
 	e.t.Helper()
