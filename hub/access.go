@@ -163,7 +163,8 @@ func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string
 }
 
 // revoke removes the node's XMPP subscriptions matching f (its address or
-// bare JID) and appends one revoke event per subscription removed.
+// bare JID) and appends one revoke event per subscription removed, with
+// the message type of a reader of plain messages (Event.PlainType).
 func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
 	f.NodeID, f.Kind = node.ID, KindXMPP
 	removed, err := h.store.DeleteSubscriptions(ctx, f)
@@ -175,7 +176,11 @@ func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) erro
 	}
 	events := make([]Event, 0, len(removed))
 	for _, s := range removed {
-		events = append(events, Event{Kind: EventRevoke, Address: s.Address})
+		ev := Event{Kind: EventRevoke, Address: s.Address}
+		if s.Options.Format == FormatMessage {
+			ev.PlainType = MessageTypeOf(node, s.Options)
+		}
+		events = append(events, ev)
 	}
 	if _, err := h.store.Append(ctx, node.ID, events); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -88,4 +89,51 @@ func TestConfigureNodeToWhitelistRevokesNonMembers(t *testing.T) {
 	cfg.AccessModel = "secret"
 	mustErrIs(t, "an unknown access model", e.hub.ConfigureNode(ctx, "n", cfg), hub.ErrInvalid)
 	mustErrIs(t, "a missing node", e.hub.ConfigureNode(ctx, "missing", hub.DefaultNodeConfig()), hub.ErrNotFound)
+}
+
+// TestRevokeCarriesPlainType: a revoke event says in what message type
+// the removed subscription got plain messages, whichever way it ended
+// (the owner's word, leaving the whitelist, the node made whitelist-only),
+// so the reader can be told in words after its subscription is gone; an
+// XEP-0060 subscription's revoke carries none.
+func TestRevokeCarriesPlainType(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	e.createNode("n", "")
+	node := e.node("n")
+	subscribe := func(full string, opts hub.Options) {
+		t.Helper()
+		bare, _, _ := strings.Cut(full, "/")
+		if _, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: "n", Kind: hub.KindXMPP, Address: full, BareJID: bare, Options: opts}); err != nil {
+			t.Fatalf("subscribe %s: %v", full, err)
+		}
+	}
+	subscribe("chat@example.org", hub.Options{Format: hub.FormatMessage})
+	subscribe("normal@example.org", hub.Options{Format: hub.FormatMessage, MessageType: hub.NotifyNormal})
+	subscribe("pubsub@example.org", hub.Options{})
+	subscribe("owned@example.org", hub.Options{Format: hub.FormatMessage})
+	subscribe("outcast@example.org", hub.Options{Format: hub.FormatMessage})
+
+	if err := e.hub.RevokeSubscription(ctx, node, "owned@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hub.SetAffiliation(ctx, node, "outcast@example.org", hub.AffOutcast); err != nil {
+		t.Fatal(err)
+	}
+	cfg := node.NodeConfig
+	cfg.AccessModel = hub.AccessWhitelist
+	if err := e.hub.ConfigureNode(ctx, "n", cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, ev := range e.events(node.ID) {
+		if ev.Kind == hub.EventRevoke {
+			got[ev.Address] = ev.PlainType
+		}
+	}
+	want := map[string]string{"chat@example.org": hub.NotifyChat, "normal@example.org": hub.NotifyNormal,
+		"pubsub@example.org": "", "owned@example.org": hub.NotifyChat, "outcast@example.org": hub.NotifyChat}
+	if !maps.Equal(got, want) {
+		t.Errorf("revoke events' plain types %v, want %v", got, want)
+	}
 }

@@ -20,8 +20,9 @@ const (
 	// URL-level subscribers (rssCloud, CNWS) are told.
 	EventChange EventKind = "change"
 	// EventRevoke records that the subscription of the JID Address (as it
-	// subscribed, full or bare) was removed because its bare JID left the
-	// whitelist; XMPP tells that JID.
+	// subscribed, full or bare) was removed on its owner's word or because
+	// its bare JID may no longer read the node; XMPP tells that JID, in
+	// words too when it read plain messages (PlainType).
 	EventRevoke EventKind = "revoke"
 	// EventSubscribed records that an owner subscribed the JID Address
 	// (XEP-0060 §8.8.2); XMPP tells that JID, as it does for a revoke.
@@ -56,7 +57,13 @@ type Event struct {
 	Summary string
 	Link    string
 	// Address is the subscribed JID of a revoke event.
-	Address   string
+	Address string
+	// PlainType is, on a revoke event, the message type of the removed
+	// subscription's notifications when they were plain messages
+	// (FormatMessage): the subscription is gone when the event is sent,
+	// and a reader whose client shows no pubsub events is told in words,
+	// as it was told of entries. Empty for an XEP-0060 subscription.
+	PlainType string
 	Publisher string
 	Updated   time.Time
 	Created   time.Time

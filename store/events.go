@@ -20,7 +20,20 @@ func scanEvent(r rowScanner) (hub.Event, error) {
 	err := r.Scan(&e.NodeID, &e.Seq, &kind, &e.ItemID, &e.Payload, &e.Title, &e.Summary, &e.Link,
 		&e.Address, &e.Publisher, tc(&e.Updated), tc(&e.Created))
 	e.Kind = hub.EventKind(kind)
+	if e.Kind == hub.EventRevoke {
+		e.PlainType, e.Publisher = e.Publisher, ""
+	}
 	return e, err
+}
+
+// publisherColumn is what an event's publisher column holds. A revoke has
+// no publisher: the column keeps its PlainType instead, so the log's
+// schema serves the one field only revokes have.
+func publisherColumn(e *hub.Event) string {
+	if e.Kind == hub.EventRevoke {
+		return e.PlainType
+	}
+	return e.Publisher
 }
 
 func (s *sqlStore) events(ctx context.Context, query string, args ...any) ([]hub.Event, error) {
@@ -104,7 +117,7 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 			title, summary, link, address, publisher, updated, created)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			nodeID, seq, string(e.Kind), e.ItemID, e.Payload, e.Title, e.Summary, e.Link,
-			e.Address, e.Publisher, s.timeArg(e.Updated), s.timeArg(created)); err != nil {
+			e.Address, publisherColumn(&e), s.timeArg(e.Updated), s.timeArg(created)); err != nil {
 			return nil, fmt.Errorf("append to node %d: %w", nodeID, err)
 		}
 		switch e.Kind {

@@ -179,7 +179,7 @@ func testEventsAfter(t *testing.T, s store.Store) {
 	n := newNode(t, s, "n")
 	other := newNode(t, s, "other")
 	appendEvents(t, s, n.ID, item("a", ""), hub.Event{Kind: hub.EventRetract, ItemID: "a"},
-		hub.Event{Kind: hub.EventRevoke, Address: "x@example.org"}, item("b", ""))
+		hub.Event{Kind: hub.EventRevoke, Address: "x@example.org", PlainType: hub.NotifyChat}, item("b", ""))
 	appendEvents(t, s, other.ID, item("z", ""))
 	all := must(s.EventsAfter(ctx, n.ID, 0, 0))(t)
 	if ks := kinds(all); !slices.Equal(ks, []hub.EventKind{hub.EventItem, hub.EventRetract, hub.EventRevoke, hub.EventItem}) {
@@ -187,6 +187,10 @@ func testEventsAfter(t *testing.T, s store.Store) {
 	}
 	if all[2].Address != "x@example.org" {
 		t.Fatalf("revoke address = %q", all[2].Address)
+	}
+	// A revoke keeps the message type its reader's plain messages had.
+	if all[2].PlainType != hub.NotifyChat || all[2].Publisher != "" {
+		t.Fatalf("revoke plain type = %q, publisher %q; want %q and none", all[2].PlainType, all[2].Publisher, hub.NotifyChat)
 	}
 	page := must(s.EventsAfter(ctx, n.ID, 1, 2))(t)
 	if len(page) != 2 || page[0].Seq != 2 || page[1].Seq != 3 {
