@@ -60,7 +60,10 @@
 //     cursor; fanout.go (writeEvents) renders each event once per variant
 //     (format, body, diff), writes it to every subscriber with only the
 //     "to" changed and flushes; render.go holds the notification stanzas
-//     (event, delete). stanzaids.go: a notification's id names its node,
+//     (event, delete, and the plain messages that tell a reader of plain
+//     messages its node was deleted or its subscription ended: a revoke
+//     event carries the subscription's message type for that,
+//     hub.Event.PlainType). stanzaids.go: a notification's id names its node,
 //     so an error that answers it can be traced back.
 //   - acks.go, ackwindow.go: the cursor advances when the server has
 //     processed the write: an IQ the component sends itself (a marker)

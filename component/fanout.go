@@ -61,6 +61,10 @@ type rendered struct {
 	// only is a single recipient (revoke, subscribed, last), else nil;
 	// onlyPrefix its message start when it is not the node's.
 	only, onlyPrefix []byte
+	// note, when set, is a plain message to the single recipient written
+	// after the event, notePrefix its start: a revoke told in words to a
+	// reader of plain messages.
+	note, notePrefix []byte
 }
 
 // writeEvents renders each event once per variant and writes it to every
@@ -154,6 +158,13 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 			var b bytes.Buffer
 			escapeAttr(&b, ev.Address)
 			r.only = b.Bytes()
+			if ev.Kind == hub.EventRevoke && ev.PlainType != "" {
+				typ := ev.PlainType
+				if !hub.ValidMessageType(typ) {
+					typ = hub.NotifyChat // the type is written unescaped: only one of the known ones
+				}
+				r.note, r.notePrefix = c.renderRevokePlain(n, id), c.messagePrefixOfType(typ)
+			}
 		} else if ev.Kind == hub.EventItem {
 			if needBody {
 				r.withBody = c.renderEvent(n, ev, id, body, nil)
@@ -194,6 +205,13 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				w.Write(r.suffix)
 				largest = max(largest, len(r.suffix))
 				unicast++
+				if r.note != nil {
+					w.Write(r.notePrefix)
+					w.Write(r.only)
+					w.Write(r.note)
+					largest = max(largest, len(r.note))
+					unicast++
+				}
 				continue
 			}
 			for _, a := range auds {

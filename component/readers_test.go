@@ -334,3 +334,77 @@ func TestLastItemOnSubscribe(t *testing.T) {
 		t.Errorf("an owner's grant told carol %v", kinds)
 	}
 }
+
+// TestRevokeTellsReaders: a reader of plain messages whose subscription
+// its owner ends (the XEP-0060 owner form, leaving the whitelist by the
+// ad-hoc command, the node made whitelist-only) gets, after the XEP-0060
+// event, a plain message saying so, which every client shows; an XEP-0060
+// subscriber gets the event alone, as before.
+func TestRevokeTellsReaders(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	node := e.createNode("demo", "Demo feed", hub.AccessOpen)
+	alice := e.dial("alice", "reader")
+	bob := e.dial("bob", "pubsub")
+	admin := e.dial("admin", "owner")
+	aliceBare, bobFull := alice.JID.Bare().String(), bob.JID.String()
+	subscribeBoth := func() {
+		t.Helper()
+		if got := chatSay(t, e, alice, "subscribe demo"); !strings.Contains(got, `Subscribed to "demo"`) {
+			t.Fatalf("subscribe answered %q", got)
+		}
+		result(t, e.request(bob, "set", subscribePayload("demo", bobFull)))
+	}
+	// told checks what each of them gets: alice the event and then the
+	// message in words, of type chat; bob the event, and nothing more.
+	told := func(how string) {
+		t.Helper()
+		ev := nextMessage(t, alice, 10*time.Second, isNotification)
+		if sub := find(ev, "event", "subscription"); sub == nil || sub.attr("subscription") != "none" || sub.attr("jid") != aliceBare || bodyOf(ev) != "" {
+			t.Errorf("%s: the reader's first notification %s, want the XEP-0060 event alone", how, ev.standalone())
+		}
+		words := nextMessage(t, alice, 10*time.Second, isNotification)
+		if isEvent(words) || words.attr("type") != hub.NotifyChat ||
+			bodyOf(words) != "[Demo feed] Your subscription to this node was ended by its owner: nothing more will come from it." {
+			t.Errorf("%s: the reader was told %s, want a plain chat message saying its subscription was ended", how, words.standalone())
+		}
+		if words.attr("id") != ev.attr("id") {
+			t.Errorf("%s: the message's id %q is not the event's %q: one id per event", how, words.attr("id"), ev.attr("id"))
+		}
+		got := nextMessage(t, bob, 10*time.Second, isNotification)
+		sub := find(got, "event", "subscription")
+		if sub == nil || len(got.Children) != 1 || got.attr("type") != hub.NotifyHeadline ||
+			sub.attr("subscription") != "none" || sub.attr("jid") != bobFull || sub.attr("node") != "demo" {
+			t.Errorf("%s: the XEP-0060 subscriber got %s, want the subscription event alone", how, got.standalone())
+		}
+		noNotifications(t, alice, 300*time.Millisecond)
+		noNotifications(t, bob, 300*time.Millisecond)
+	}
+
+	// The owner's XEP-0060 form ends both subscriptions.
+	subscribeBoth()
+	result(t, e.request(admin, "set", fmt.Sprintf(`<pubsub xmlns=%q><subscriptions node="demo">`+
+		`<subscription jid=%q subscription="none"/><subscription jid=%q subscription="none"/></subscriptions></pubsub>`,
+		nsPubsubOwner, aliceBare, bobFull)))
+	told("the owner form")
+
+	// The node made whitelist-only, as the admin API and every other
+	// entry point do it.
+	subscribeBoth()
+	cfg := node.NodeConfig
+	cfg.AccessModel = hub.AccessWhitelist
+	if err := e.hub.ConfigureNode(e.ctx, "demo", cfg); err != nil {
+		t.Fatal(err)
+	}
+	told("whitelist-only")
+
+	// Members taken off the whitelist by the ad-hoc command.
+	for _, j := range []string{aliceBare, bob.JID.Bare().String()} {
+		completedNote(t, command(t, e, admin, "pingd#whitelist-add", "complete", "a-"+j, submitFields(map[string]string{"node": "demo", "jid": j})), "info")
+	}
+	subscribeBoth()
+	for _, j := range []string{aliceBare, bob.JID.Bare().String()} {
+		completedNote(t, command(t, e, admin, "pingd#whitelist-remove", "complete", "r-"+j, submitFields(map[string]string{"node": "demo", "jid": j})), "info")
+	}
+	told("the ad-hoc command")
+}

@@ -100,3 +100,18 @@ func (c *Component) renderDeletePlain(n hub.Node, s hub.Subscription, id string)
 	b.close("message")
 	return b.Bytes()
 }
+
+// renderRevokePlain is the rest of the plain message, after the "to"
+// value, that tells a reader of plain messages its subscription was ended
+// (hub.EventRevoke with a PlainType): its client shows no pubsub event, so
+// the XEP-0060 one alone would leave it waiting for entries that never
+// come.
+func (c *Component) renderRevokePlain(n *hub.Node, id string) []byte {
+	var b xmlBuf
+	b.WriteString(`" id="`)
+	escapeAttr(&b.Buffer, id)
+	b.WriteString(`">`)
+	b.element("body", sanitizeText(fmt.Sprintf("[%s] Your subscription to this node was ended by its owner: nothing more will come from it.", nodeName(n))))
+	b.close("message")
+	return b.Bytes()
+}

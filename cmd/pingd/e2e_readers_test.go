@@ -93,7 +93,9 @@ func (r *readerSetup) waitSent(minSeq int64) {
 // TestProfanityShowsEntries: a reader logs in with Profanity, subscribes
 // by chat, and the title of the entry the feed gets next appears on
 // Profanity's screen. (Profanity shows nothing of a message that carries
-// a pubsub#event, whatever its type: readers get plain messages.)
+// a pubsub#event, whatever its type: readers get plain messages.) When the
+// admin API makes the node whitelist-only, the end of the subscription
+// shows too.
 func TestProfanityShowsEntries(t *testing.T) {
 	testenv.RequireProfanity(t)
 	for _, s := range readerServers() {
@@ -120,6 +122,10 @@ func TestProfanityShowsEntries(t *testing.T) {
 					t.Errorf("Profanity shows the burst without %q:\n%s", title, screen)
 				}
 			}
+			if code := r.d.api("PATCH", "/api/nodes/demo", map[string]string{"access_model": "whitelist"}, nil); code != 200 {
+				t.Fatalf("make the node whitelist-only: HTTP %d", code)
+			}
+			prof.WaitFor("[Demo] Your subscription to this node was ended by its owner", 20*time.Second)
 		})
 	}
 }
