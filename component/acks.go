@@ -127,19 +127,19 @@ func parseCursorMarker(secret []byte, id string) (node, cursor int64, ok bool) {
 // component's own domain and its server's count there: never a user, nor
 // another component or server, which could otherwise acknowledge what
 // the server has not read.
-func (c *Component) isAckMarker(iq *element) bool {
+func (d *dispatcher) isAckMarker(iq *element) bool {
 	id := iq.attr("id")
-	if !strings.HasPrefix(id, ackIDPrefix) && !strings.HasPrefix(id, cursorIDPrefix) || iq.attr("to") != c.domainStr {
+	if !strings.HasPrefix(id, ackIDPrefix) && !strings.HasPrefix(id, cursorIDPrefix) || iq.attr("to") != d.domainStr {
 		return false
 	}
 	from := iq.attr("from")
 	switch iq.attr("type") {
 	case "get":
-		return from == "" || from == c.domainStr
+		return from == "" || from == d.domainStr
 	case "error":
 		// multicastDomain is the server's domain (pubsub.example.org is
 		// on example.org unless Config.MulticastDomain says otherwise).
-		return from == "" || from == c.domainStr || from == c.multicastDomain
+		return from == "" || from == d.domainStr || from == d.multicastDomain
 	}
 	return false
 }
@@ -147,12 +147,12 @@ func (c *Component) isAckMarker(iq *element) bool {
 // writeMarker writes the next marker if one is due. Markers are written
 // by the dispatcher, never by the stream's reader, which must not block
 // on a write.
-func (c *Component) writeMarker(conn *connection) error {
+func (d *dispatcher) writeMarker(conn *connection) error {
 	id := conn.acks.nextMarker(false)
 	if id == "" {
 		return nil
 	}
-	return c.writeToSelf(conn, id)
+	return d.writeToSelf(conn, id)
 }
 
 // writeLastMarker writes, before the stream is closed, a marker covering
@@ -160,10 +160,10 @@ func (c *Component) writeMarker(conn *connection) error {
 // it closes the stream), and in the same hold of the output lock closes
 // the stream to further writes: a notification written after it would go
 // unacknowledged and be sent again by the next process.
-func (c *Component) writeLastMarker(conn *connection) error {
+func (d *dispatcher) writeLastMarker(conn *connection) error {
 	return conn.writeThen(func(w *bufio.Writer) error {
 		if id := conn.acks.nextMarker(true); id != "" {
-			_, err := w.Write(c.markerStanza(id))
+			_, err := w.Write(d.markerStanza(id))
 			return err
 		}
 		return nil
@@ -171,8 +171,8 @@ func (c *Component) writeLastMarker(conn *connection) error {
 }
 
 // writeToSelf writes a marker.
-func (c *Component) writeToSelf(conn *connection, id string) error {
-	stanza := c.markerStanza(id)
+func (d *dispatcher) writeToSelf(conn *connection, id string) error {
+	stanza := d.markerStanza(id)
 	return conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(stanza)
 		return err
@@ -187,16 +187,16 @@ func (c *Component) writeToSelf(conn *connection, id string) error {
 
 // markerStanza is a marker: an IQ with id from the component's domain to
 // itself.
-func (c *Component) markerStanza(id string) []byte {
+func (d *dispatcher) markerStanza(id string) []byte {
 	var b xmlBuf
-	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", c.domainStr)
+	b.open("iq", "type", "get", "id", id, "from", d.domainStr, "to", d.domainStr)
 	b.WriteString(`<ping xmlns="urn:xmpp:ping"/>`)
 	b.close("iq")
 	return b.Bytes()
 }
 
 // acknowledge takes a marker that came back (on the stream's reader).
-func (c *Component) acknowledge(cn *connection, iq *element) {
+func (d *dispatcher) acknowledge(cn *connection, iq *element) {
 	id := iq.attr("id")
 	cn.markerReturned(id)
 	if id == cn.acks.probeID() {
@@ -204,33 +204,33 @@ func (c *Component) acknowledge(cn *connection, iq *element) {
 		return
 	}
 	if strings.HasPrefix(id, cursorIDPrefix) {
-		if !c.shared {
+		if !d.shared {
 			return // only shared connections write cursor markers
 		}
-		if node, cursor, ok := parseCursorMarker(c.secret, id); ok {
+		if node, cursor, ok := parseCursorMarker(d.secret, id); ok {
 			cn.acks.ackCursor(node, cursor)
 		}
 		return
 	}
 	if more := cn.acks.ack(id); more {
-		c.work.notify() // the dispatcher writes the next one
+		d.work.notify() // the dispatcher writes the next one
 	}
 }
 
 // writeCursorMarker writes the marker of one batch on a shared
 // connection: it names the node and the cursor to record.
-func (c *Component) writeCursorMarker(conn *connection, node, cursor int64) error {
-	return c.writeToSelf(conn, cursorMarkerID(c.secret, node, cursor))
+func (d *dispatcher) writeCursorMarker(conn *connection, node, cursor int64) error {
+	return d.writeToSelf(conn, cursorMarkerID(d.secret, node, cursor))
 }
 
 // probeRouting sends a new connection's probe and, when neither it nor a
 // marker has come back within the timeout, makes the connection record
 // cursors at the write (see the top of this file).
-func (c *Component) probeRouting(ctx context.Context, conn *connection) {
-	if err := c.writeToSelf(conn, conn.acks.probeID()); err != nil {
+func (d *dispatcher) probeRouting(ctx context.Context, conn *connection) {
+	if err := d.writeToSelf(conn, conn.acks.probeID()); err != nil {
 		return
 	}
-	t := time.NewTimer(c.ackTimeout)
+	t := time.NewTimer(d.ackTimeout)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -238,18 +238,18 @@ func (c *Component) probeRouting(ctx context.Context, conn *connection) {
 		return
 	}
 	if conn.acks.giveUpUnrouted() {
-		c.log.Warn("the XMPP server did not route the component's own IQ back: notifications are recorded as sent when written, and those in flight when the server dies are lost",
-			"waited", c.ackTimeout)
+		d.log.Warn("the XMPP server did not route the component's own IQ back: notifications are recorded as sent when written, and those in flight when the server dies are lost",
+			"waited", d.ackTimeout)
 	}
 }
 
 // waitForRoom blocks while the connection's window is full.
-func (c *Component) waitForRoom(ctx context.Context, conn *connection) error {
+func (d *dispatcher) waitForRoom(ctx context.Context, conn *connection) error {
 	for conn.acks.full() {
-		if err := c.writeMarker(conn); err != nil {
+		if err := d.writeMarker(conn); err != nil {
 			return err
 		}
-		if c.dropIfOverdue(conn) {
+		if d.dropIfOverdue(conn) {
 			return errAckTimeout
 		}
 		if conn.broken.Load() {
@@ -269,11 +269,11 @@ func (c *Component) waitForRoom(ctx context.Context, conn *connection) error {
 }
 
 // dropIfOverdue drops the connection when its marker is overdue.
-func (c *Component) dropIfOverdue(conn *connection) bool {
+func (d *dispatcher) dropIfOverdue(conn *connection) bool {
 	if !conn.acks.overdue(time.Now()) {
 		return false
 	}
-	c.log.Warn("reconnecting: notifications written are not acknowledged", "err", errAckTimeout, "waited", c.ackTimeout)
+	d.log.Warn("reconnecting: notifications written are not acknowledged", "err", errAckTimeout, "waited", d.ackTimeout)
 	conn.fail()
 	return true
 }
@@ -281,24 +281,24 @@ func (c *Component) dropIfOverdue(conn *connection) bool {
 // recordAcks records the acknowledged cursors of one connection until the
 // connection is gone and nothing acknowledged is left; it also drops the
 // connection when a marker does not come back.
-func (c *Component) recordAcks(ctx context.Context, conn *connection) {
-	check := time.NewTicker(max(c.ackTimeout/4, time.Millisecond))
+func (d *dispatcher) recordAcks(ctx context.Context, conn *connection) {
+	check := time.NewTicker(max(d.ackTimeout/4, time.Millisecond))
 	defer check.Stop()
 	for {
 		cursors, digests, closed := conn.acks.take()
-		for _, d := range digests {
-			c.recordDigest(ctx, conn, d)
+		for _, done := range digests {
+			d.recordDigest(ctx, conn, done)
 		}
 		for node, cursor := range cursors {
 			// Acknowledged means routed by the server: record it even when
 			// pingd is stopping, or it would be sent again.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
-			err := c.store.SetXMPPSeq(sctx, node, cursor)
+			err := d.store.SetXMPPSeq(sctx, node, cursor)
 			cancel()
 			if err != nil && !errors.Is(err, hub.ErrNotFound) {
 				// Left behind, the node's events are written again after the
 				// next connection: duplicates, nothing lost.
-				c.log.ErrorContext(ctx, "record XMPP cursor", "node_id", node, "cursor", cursor, "err", err)
+				d.log.ErrorContext(ctx, "record XMPP cursor", "node_id", node, "cursor", cursor, "err", err)
 				continue
 			}
 			conn.acks.recorded(node, cursor)
@@ -310,7 +310,7 @@ func (c *Component) recordAcks(ctx context.Context, conn *connection) {
 			select {
 			case <-conn.acks.recorderWake:
 			case <-check.C:
-				c.dropIfOverdue(conn)
+				d.dropIfOverdue(conn)
 			}
 		}
 	}

@@ -84,10 +84,10 @@ func (e *env) publishAcknowledged(alice *testenv.Client, node, id string) {
 // written its notification.
 func (e *env) publishWritten(node, id string) {
 	e.t.Helper()
-	written := e.comp.sentUnicast.Load()
+	written := e.comp.dispatcher.sentUnicast.Load()
 	e.publish(node, id)
 	waitFor(e.t, 10*time.Second, "the component to write the notification", func() bool {
-		return e.comp.sentUnicast.Load() > written
+		return e.comp.dispatcher.sentUnicast.Load() > written
 	})
 }
 
@@ -237,7 +237,7 @@ func TestAckWindow(t *testing.T) {
 // to it from the component's domain or its server's, acknowledges;
 // nothing a user, another component or another server sends does.
 func TestIsAckMarker(t *testing.T) {
-	c := &Component{domainStr: "pubsub.localhost", multicastDomain: "localhost"}
+	d := &dispatcher{domainStr: "pubsub.localhost", multicastDomain: "localhost"}
 	for _, tc := range []struct {
 		iq   string
 		want bool
@@ -257,7 +257,7 @@ func TestIsAckMarker(t *testing.T) {
 		{`<iq type="error" id="pingd-cursor-4-17" from="example.net" to="pubsub.localhost"/>`, false},
 		{`<iq type="get" id="pingd-ack-3" from="evil.localhost" to="pubsub.localhost"/>`, false},
 	} {
-		if got := c.isAckMarker(mustParse(t, tc.iq)); got != tc.want {
+		if got := d.isAckMarker(mustParse(t, tc.iq)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.iq, got, tc.want)
 		}
 	}

@@ -82,7 +82,7 @@ func (l *stanzaLimit) lower(refused int) (int, bool) {
 }
 
 // suffixBudget is the budget for what follows a message's "to" value.
-func (c *Component) suffixBudget() int { return c.limit.bytes() - envelopeBytes }
+func (d *dispatcher) suffixBudget() int { return d.limit.bytes() - envelopeBytes }
 
 // escapedLen is the length of s once escaped as XML text or an attribute
 // value.
@@ -134,14 +134,14 @@ func cutChatAnswer(answer string, max int) string {
 // payload; a plain message its link, then a burst its links. The events
 // stay what they are (their item ids, their count): a subscriber reads a
 // payload left out by items retrieval.
-func (c *Component) fitRendered(n *hub.Node, ev hub.Event, id string, role burstRole, r *rendered) {
-	limit := c.suffixBudget()
+func (d *dispatcher) fitRendered(n *hub.Node, ev hub.Event, id string, role burstRole, r *rendered) {
+	limit := d.suffixBudget()
 	var bare []byte
 	smallest := func() []byte {
 		if bare == nil {
-			bare = c.renderEventWithoutPayload(n, ev, id)
-			c.shrunk.Add(1)
-			c.log.Warn("a notification goes without its item's payload: it would be over the stanza budget",
+			bare = d.renderEventWithoutPayload(n, ev, id)
+			d.shrunk.Add(1)
+			d.log.Warn("a notification goes without its item's payload: it would be over the stanza budget",
 				"node", n.Name, "item", ev.ItemID, "bytes", len(r.suffix), "budget_bytes", limit)
 		}
 		return bare
@@ -165,8 +165,8 @@ func (c *Component) fitRendered(n *hub.Node, ev hub.Event, id string, role burst
 	if r.plain != nil && len(r.plain) > limit {
 		// Titles are cut and bursts split by size (burstRoles): only a
 		// link of an item stored before the entry limits gets here.
-		c.shrunk.Add(1)
-		c.log.Warn("a plain notification goes without its links: it would be over the stanza budget",
+		d.shrunk.Add(1)
+		d.log.Warn("a plain notification goes without its links: it would be over the stanza budget",
 			"node", n.Name, "item", ev.ItemID, "bytes", len(r.plain), "budget_bytes", limit)
 		if role.entries != nil {
 			short := role
@@ -174,18 +174,18 @@ func (c *Component) fitRendered(n *hub.Node, ev hub.Event, id string, role burst
 			for i, e := range role.entries {
 				short.entries[i] = withoutLink(e)
 			}
-			r.plain = c.renderBurst(n, short, id)
+			r.plain = d.renderBurst(n, short, id)
 		} else {
-			r.plain = c.renderPlain(n, withoutLink(ev), id, time.Time{})
+			r.plain = d.renderPlain(n, withoutLink(ev), id, time.Time{})
 		}
 	}
 }
 
 // renderEventWithoutPayload is an event's notification with the item's
 // id only (XEP-0060 §7.1.2.1 allows notifications without payloads).
-func (c *Component) renderEventWithoutPayload(n *hub.Node, ev hub.Event, id string) []byte {
+func (d *dispatcher) renderEventWithoutPayload(n *hub.Node, ev hub.Event, id string) []byte {
 	ev.Payload = nil
-	return c.renderEvent(n, ev, id, "", nil)
+	return d.renderEvent(n, ev, id, "", nil)
 }
 
 // withoutLink is an event without its link, for a plain message that

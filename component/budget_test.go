@@ -71,7 +71,7 @@ func TestBurstRolesSplitBySize(t *testing.T) {
 	roles := burstRoles(events, budget)
 	listed := 0
 	chunks := 0
-	c := &Component{domainStr: "pubsub.example.org"}
+	d := &dispatcher{domainStr: "pubsub.example.org"}
 	n := &hub.Node{Name: "n", NodeConfig: hub.NodeConfig{Title: "N"}}
 	for _, r := range roles {
 		if r.entries == nil {
@@ -79,7 +79,7 @@ func TestBurstRolesSplitBySize(t *testing.T) {
 		}
 		chunks++
 		listed += len(r.entries)
-		if size := len(c.renderBurst(n, r, "id")); size > budget {
+		if size := len(d.renderBurst(n, r, "id")); size > budget {
 			t.Errorf("a burst message of %d entries is %d bytes, over %d", len(r.entries), size, budget)
 		}
 	}

@@ -68,7 +68,7 @@ func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *re
 	typ := msg.attr("type")
 	if typ == "error" {
 		switch {
-		case c.isMulticastBounce(cn, msg):
+		case c.dispatcher.isMulticastBounce(cn, msg):
 			pool.submit(ctx, &job{msg: msg, bounced: true})
 		case isNotificationBounce(msg):
 			// In order with the sender's chat commands, which clear the
@@ -114,7 +114,7 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	ctx, after := withFollowUps(ctx)
 	defer after.run(ctx)
-	answer := cutChatAnswer(c.runChatCommand(ctx, from, cmd), c.suffixBudget()-2048)
+	answer := cutChatAnswer(c.runChatCommand(ctx, from, cmd), c.dispatcher.suffixBudget()-2048)
 	var b xmlBuf
 	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())
 	b.element("body", answer)

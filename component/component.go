@@ -161,8 +161,6 @@ type Component struct {
 	maxDelay    time.Duration
 	// completeEntry: see Config.CompleteEntry.
 	completeEntry func(hub.Entry) hub.Entry
-	// patch: see Config.Patch.
-	patch func(*hub.Node, []hub.Event) ([]byte, error)
 
 	// Who may have nodes created (opensources.go): localSources and
 	// checkHost as in Config, localDomains lower-cased, creations the
@@ -196,24 +194,9 @@ type Component struct {
 	// here until the next connection.
 	pendingDeletes [][]byte
 
-	work *workQueue
+	// dispatcher sends the notifications (dispatcher.go).
+	dispatcher *dispatcher
 
-	// multicast settings (Config.Multicast…): mode is MulticastAuto,
-	// MulticastOff or "service" (multicastService given).
-	multicastMode    string
-	multicastService string
-	multicastDomain  string
-	multicastMax     int
-	multicastShare   int
-	// multicastChecked counts the connections whose look for a multicast
-	// service ended (tests wait for it).
-	multicastChecked atomic.Int64
-	// sentUnicast and sentMulticast count the notification stanzas written
-	// one per subscriber and through the multicast service.
-	sentUnicast, sentMulticast atomic.Int64
-	// published remembers payloads this process wrote with standalone, so
-	// the dispatcher need not parse them again to know they are sound.
-	published payloadSet
 	// stanzaIDs numbers the messages the component sends on its own.
 	stanzaIDs *stanzaIDs
 	// limit is the stanza budget (budget.go); shrunk counts the
@@ -297,7 +280,7 @@ func New(cfg Config) (*Component, error) {
 		cfg.Logger.Warn("no local domain: the component's domain has no parent domain, so no user may have nodes created for new feeds; list the XMPP server's domains in PINGD_LOCAL_DOMAINS",
 			"component", d.String())
 	}
-	return &Component{
+	c := &Component{
 		hub:         cfg.Hub,
 		store:       cfg.Store,
 		log:         cfg.Logger.With("component", d.String()),
@@ -310,11 +293,9 @@ func New(cfg Config) (*Component, error) {
 		resolver:    cfg.Resolver,
 		minDelay:    cfg.MinBackoff,
 		maxDelay:    cfg.MaxBackoff,
-		work:        newWorkQueue(),
 		stanzaIDs:   newStanzaIDs(),
 
 		completeEntry: cfg.CompleteEntry,
-		patch:         cfg.Patch,
 
 		localSources: cfg.LocalSources,
 		checkHost:    cfg.CheckHost,
@@ -327,13 +308,32 @@ func New(cfg Config) (*Component, error) {
 		leaderRetry: cfg.LeaderRetry,
 		sweepEvery:  cfg.SweepEvery,
 		ackTimeout:  cfg.AckTimeout,
+	}
+	c.dispatcher = &dispatcher{
+		hub:        c.hub,
+		store:      c.store,
+		log:        c.log,
+		domain:     c.domain,
+		domainStr:  c.domainStr,
+		secret:     c.secret,
+		shared:     c.shared,
+		ackTimeout: c.ackTimeout,
+		patch:      cfg.Patch,
+		connection: c.connection,
+		leading:    &c.leading,
+		work:       newWorkQueue(),
 
 		multicastMode:    mcMode,
 		multicastService: mcService,
 		multicastDomain:  mcDomain,
 		multicastMax:     cfg.MulticastMaxAddresses,
 		multicastShare:   cmp.Or(cfg.MulticastShare, DefaultMulticastShare),
-	}, nil
+
+		stanzaIDs: c.stanzaIDs,
+		limit:     &c.limit,
+		shrunk:    &c.shrunk,
+	}
+	return c, nil
 }
 
 // Connected reports whether the component is attached to the XMPP server:
@@ -346,7 +346,7 @@ func (c *Component) Reconnections() int64 { return max(c.connections.Load()-1, 0
 
 // Wake tells the dispatcher that the node's log grew (0: look at every
 // node). It never blocks.
-func (c *Component) Wake(nodeID int64) { c.work.add(nodeID) }
+func (c *Component) Wake(nodeID int64) { c.dispatcher.work.add(nodeID) }
 
 // Run connects to the XMPP server, serves the component's JID and
 // reconnects with exponential backoff and jitter until ctx ends; then it
@@ -356,7 +356,7 @@ func (c *Component) Wake(nodeID int64) { c.work.add(nodeID) }
 func (c *Component) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { c.dispatchLoop(ctx) })
+	wg.Go(func() { c.dispatcher.dispatchLoop(ctx) })
 	switch {
 	case c.leader == nil:
 		c.leading.Store(true)
@@ -448,10 +448,10 @@ func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subs
 			id = c.stanzaIDs.forNode(n.ID) // one for every copy
 		}
 		if s.Options.Format == hub.FormatMessage {
-			msgs = append(msgs, c.renderDeletePlain(n, s, id))
+			msgs = append(msgs, c.dispatcher.renderDeletePlain(n, s, id))
 			continue
 		}
-		msgs = append(msgs, c.renderDelete(n, s.Address, id))
+		msgs = append(msgs, c.dispatcher.renderDelete(n, s.Address, id))
 	}
 	if len(msgs) == 0 {
 		return

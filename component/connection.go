@@ -203,20 +203,20 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
-		c.recordAcks(ctx, cn)
+		c.dispatcher.recordAcks(ctx, cn)
 	}()
 	c.setConnection(cn)
 	c.connections.Add(1)
 	c.log.Info("connected to XMPP server", "addr", c.addr)
 	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.
-	c.work.add(0)
+	c.dispatcher.work.add(0)
 	pool := newRequestPool(ctx, func(ctx context.Context, j *job) { c.runJob(ctx, cn, j) })
 	// Notifications go one by one until a multicast service is found.
 	discovered := make(chan struct{})
 	go func() {
 		defer close(discovered)
-		c.discoverMulticast(ctx, cn)
+		c.dispatcher.discoverMulticast(ctx, cn)
 	}()
 	// Does the server route our own markers back (acks.go)? A shared
 	// name's markers reach any process, so there it is taken on trust.
@@ -225,12 +225,12 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	go func() {
 		defer close(probed)
 		if !c.shared {
-			c.probeRouting(probeCtx, cn)
+			c.dispatcher.probeRouting(probeCtx, cn)
 		}
 	}()
 
 	stop := context.AfterFunc(ctx, func() {
-		_ = c.writeLastMarker(cn)
+		_ = c.dispatcher.writeLastMarker(cn)
 		cn.shutdown()
 	})
 	err = sess.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
@@ -315,7 +315,7 @@ func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
 	case j.presence != nil:
 		c.answerPresence(ctx, cn, j.presence)
 	case j.bounced:
-		c.resendBounced(ctx, cn, j.msg)
+		c.dispatcher.resendBounced(ctx, cn, j.msg)
 	case j.notificationError:
 		c.notificationBounced(ctx, j.msg)
 	case j.msg != nil:

@@ -44,15 +44,15 @@ type digestDone struct {
 
 // sendDueDigests sends the digests that are due, while connected and
 // leading (on the dispatcher).
-func (c *Component) sendDueDigests(ctx context.Context) {
-	conn := c.connection()
-	if conn == nil || !c.leading.Load() {
+func (d *dispatcher) sendDueDigests(ctx context.Context) {
+	conn := d.connection()
+	if conn == nil || !d.leading.Load() {
 		return
 	}
-	subs, err := c.hub.DueDigests(ctx, digestBatch)
+	subs, err := d.hub.DueDigests(ctx, digestBatch)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.ErrorContext(ctx, "find due digests", "err", err)
+			d.log.ErrorContext(ctx, "find due digests", "err", err)
 		}
 		return
 	}
@@ -60,9 +60,9 @@ func (c *Component) sendDueDigests(ctx context.Context) {
 		if conn.acks.isDigesting(s.ID, s.Cursor) {
 			continue
 		}
-		if err := c.sendDigest(ctx, conn, s); err != nil {
+		if err := d.sendDigest(ctx, conn, s); err != nil {
 			if ctx.Err() == nil {
-				c.log.WarnContext(ctx, "send a digest", "node", s.NodeName, "jid", s.Address, "err", err)
+				d.log.WarnContext(ctx, "send a digest", "node", s.NodeName, "jid", s.Address, "err", err)
 			}
 			return
 		}
@@ -70,21 +70,21 @@ func (c *Component) sendDueDigests(ctx context.Context) {
 }
 
 // sendDigest sends one subscription's digest.
-func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subscription) error {
-	n, err := c.store.NodeByID(ctx, s.NodeID)
+func (d *dispatcher) sendDigest(ctx context.Context, conn *connection, s hub.Subscription) error {
+	n, err := d.store.NodeByID(ctx, s.NodeID)
 	if errors.Is(err, hub.ErrNotFound) {
 		return nil // deleted meanwhile, with its subscriptions
 	}
 	if err != nil {
 		return err
 	}
-	events, err := c.store.EventsAfter(ctx, n.ID, s.Cursor, maxDigestEvents)
+	events, err := d.store.EventsAfter(ctx, n.ID, s.Cursor, maxDigestEvents)
 	if err != nil {
 		return err
 	}
-	d := digestDone{sub: s, due: s.NextAttemptAt, cursor: s.Cursor, sent: c.hub.Now(), more: len(events) == maxDigestEvents}
+	done := digestDone{sub: s, due: s.NextAttemptAt, cursor: s.Cursor, sent: d.hub.Now(), more: len(events) == maxDigestEvents}
 	if len(events) > 0 {
-		d.cursor = events[len(events)-1].Seq
+		done.cursor = events[len(events)-1].Seq
 	}
 	items := digestItems(events)
 	var retracted []string
@@ -95,32 +95,32 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 	}
 	if len(items) == 0 && len(retracted) == 0 && !purged {
 		// Nothing to tell: the next digest is due one interval later.
-		_, err := c.hub.DigestSent(ctx, s, d.due, d.cursor, d.sent, d.more)
+		_, err := d.hub.DigestSent(ctx, s, done.due, done.cursor, done.sent, done.more)
 		return err
 	}
-	msg := c.renderDigest(n, &s, items, retracted, purged, events)
-	if len(msg) > c.limit.bytes() {
-		msg, d = c.fitDigest(n, s, events, d)
+	msg := d.renderDigest(n, &s, items, retracted, purged, events)
+	if len(msg) > d.limit.bytes() {
+		msg, done = d.fitDigest(n, s, events, done)
 	}
 	err = conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(msg)
 		return err
 	}, func() {
 		conn.noteWrite(len(msg))
-		if !c.shared {
-			conn.acks.writtenDigest(d)
+		if !d.shared {
+			conn.acks.writtenDigest(done)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	c.sentUnicast.Add(1)
-	c.log.DebugContext(ctx, "digest sent", "node", n.Name, "jid", s.Address, "items", len(items))
-	if c.shared {
-		c.recordDigest(ctx, conn, d)
+	d.sentUnicast.Add(1)
+	d.log.DebugContext(ctx, "digest sent", "node", n.Name, "jid", s.Address, "items", len(items))
+	if d.shared {
+		d.recordDigest(ctx, conn, done)
 		return nil
 	}
-	return c.writeMarker(conn)
+	return d.writeMarker(conn)
 }
 
 // fitDigest renders a digest too large for the stanza budget as one of
@@ -128,8 +128,8 @@ func (c *Component) sendDigest(ctx context.Context, conn *connection, s hub.Subs
 // them; the rest is owed, so the next digest follows at once. A single
 // event still too large (an item stored before the entry limit) goes
 // without its payload.
-func (c *Component) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Event, d digestDone) ([]byte, digestDone) {
-	limit := c.limit.bytes()
+func (d *dispatcher) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Event, done digestDone) ([]byte, digestDone) {
+	limit := d.limit.bytes()
 	total := len(events)
 	var msg []byte
 	for k := len(events) / 2; ; k /= 2 {
@@ -142,33 +142,33 @@ func (c *Component) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Even
 			retracted, purged = digestRemovals(events)
 		}
 		if k == 1 && len(items) == 1 {
-			if msg = c.renderDigest(n, &s, items, retracted, purged, events); len(msg) > limit {
+			if msg = d.renderDigest(n, &s, items, retracted, purged, events); len(msg) > limit {
 				items[0].Payload = nil
-				msg = c.renderDigest(n, &s, items, retracted, purged, events)
-				c.shrunk.Add(1)
+				msg = d.renderDigest(n, &s, items, retracted, purged, events)
+				d.shrunk.Add(1)
 			}
 		} else {
-			msg = c.renderDigest(n, &s, items, retracted, purged, events)
+			msg = d.renderDigest(n, &s, items, retracted, purged, events)
 		}
 		if len(msg) <= limit || k == 1 {
 			break
 		}
 	}
-	d.cursor, d.more = events[len(events)-1].Seq, true
-	c.log.Info("a digest is sent in parts: all of it would be over the stanza budget",
+	done.cursor, done.more = events[len(events)-1].Seq, true
+	d.log.Info("a digest is sent in parts: all of it would be over the stanza budget",
 		"node", n.Name, "jid", s.Address, "events", len(events), "of", total, "budget_bytes", limit)
-	return msg, d
+	return msg, done
 }
 
 // recordDigest records a digest the server took.
-func (c *Component) recordDigest(ctx context.Context, conn *connection, d digestDone) {
+func (d *dispatcher) recordDigest(ctx context.Context, conn *connection, done digestDone) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
 	defer cancel()
-	_, err := c.hub.DigestSent(sctx, d.sub, d.due, d.cursor, d.sent, d.more)
-	conn.acks.digestRecorded(d.sub.ID, err == nil, d.cursor)
+	_, err := d.hub.DigestSent(sctx, done.sub, done.due, done.cursor, done.sent, done.more)
+	conn.acks.digestRecorded(done.sub.ID, err == nil, done.cursor)
 	if err != nil {
 		// Not recorded, the digest is sent again: a duplicate, nothing lost.
-		c.log.ErrorContext(ctx, "record a digest", "node", d.sub.NodeName, "jid", d.sub.Address, "err", err)
+		d.log.ErrorContext(ctx, "record a digest", "node", done.sub.NodeName, "jid", done.sub.Address, "err", err)
 	}
 }
 
@@ -242,15 +242,15 @@ func digestRemovals(events []hub.Event) (retracted []string, purged bool) {
 // digest of events. A subscription asking for diffs gets the patch of all
 // of events beside the pubsub event; when nothing is new the event tells
 // the purge, else the retractions (retracted).
-func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event, retracted []string, purged bool, events []hub.Event) []byte {
+func (d *dispatcher) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event, retracted []string, purged bool, events []hub.Event) []byte {
 	v := variantOf(n, s)
-	id := c.stanzaIDs.forNode(n.ID)
+	id := d.stanzaIDs.forNode(n.ID)
 	var b xmlBuf
-	b.Write(c.messagePrefixOfType(v.typ))
+	b.Write(d.messagePrefixOfType(v.typ))
 	escapeAttr(&b.Buffer, s.Address)
 	role := burstRole{entries: items, total: len(items)}
 	if v.format == hub.FormatMessage {
-		b.Write(c.renderBurst(n, role, id))
+		b.Write(d.renderBurst(n, role, id))
 		return b.Bytes()
 	}
 	b.WriteString(`" id="`)
@@ -264,7 +264,7 @@ func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.E
 	case len(items) > 0:
 		b.open("items", "node", n.Name)
 		for _, ev := range items {
-			writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+			writeItem(&b, ev.ItemID, d.payload(ev), n.DeliverPayloads)
 		}
 		b.close("items")
 	case purged:
@@ -278,7 +278,7 @@ func (c *Component) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.E
 	}
 	b.close("event")
 	if v.diff {
-		b.Write(c.renderDiff(n, events, b.Len()+len("</message>")))
+		b.Write(d.renderDiff(n, events, b.Len()+len("</message>")))
 	}
 	b.close("message")
 	return b.Bytes()

@@ -10,11 +10,21 @@
 // Config.Store), and
 // it never imports httpapi.
 //
-// The Component type keeps its many methods: it is the one XEP-0114
-// connection and everything served over it, so its methods are grouped by
-// file, one role or mechanism a file; the types with a state of their own
-// (ackWindow, pendingQueries, stanzaIDs, the request pool) have files of
-// their own.
+// Two types share the work. The dispatcher (dispatcher.go; 42 methods)
+// sends the notifications: its work queue and loop, the rendering and
+// fan-out, digests, acknowledgement markers and multicast, in notify.go,
+// fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
+// acks.go, multicast.go and queries.go. The Component (90 methods) keeps
+// the connection, the leadership and every request served over the
+// stream (IQ plumbing, disco, the XEP-0060 subscriber, publisher and
+// owner use cases, subscription options, chat and ad-hoc commands), and
+// calls the dispatcher (Wake; on a new connection, the probe, the
+// acknowledgements' recorder and the multicast look-up; markers and
+// multicast bounces taken off the stream; an item's payload for items
+// retrieval). The Component keeps that many because the request side is
+// still one type, its methods grouped by file, one role or use case a
+// file; the types with a state of their own (ackWindow, pendingQueries,
+// stanzaIDs, the request pool) have files of their own.
 //
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
@@ -46,7 +56,7 @@
 //     (XEP-0030 disco#info and disco#items, the features pingd
 //     implements), subscriber.go (subscribe, unsubscribe, one's own
 //     subscriptions and affiliations, items retrieval, and the item
-//     payload every notification writes), publisher.go (publish and
+//     element every notification writes), publisher.go (publish and
 //     retract, the payload limit), owner.go (create, configure, delete,
 //     purge, and the owner's subscriptions and affiliations management).
 //     Subscription options are in subopts.go.
@@ -55,12 +65,14 @@
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).
-//   - notify.go: the dispatcher. One cursor per node (Node.XMPPSeq): after
+//   - dispatcher.go: the dispatcher type and what it shares with the
+//     Component (the live connection, the lease, stanza ids, the budget).
+//     notify.go: the dispatch loop. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor; fanout.go (writeEvents) renders each event once per variant
 //     (format, body, diff), writes it to every subscriber with only the
 //     "to" changed and flushes; render.go holds the notification stanzas
-//     (event, delete, and the plain messages that tell a reader of plain
+//     (event, delete, an item's checked payload, and the plain messages that tell a reader of plain
 //     messages its node was deleted or its subscription ended: a revoke
 //     event carries the subscription's message type for that,
 //     hub.Event.PlainType). stanzaids.go: a notification's id names its node,

@@ -72,7 +72,7 @@ type rendered struct {
 // stanza per subscriber, or, for the subscribers a multicast service
 // reaches, one stanza per batch of them addressed to the service
 // (XEP-0033).
-func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func(largest int)) error {
+func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func(largest int)) error {
 	mc := conn.multicast.Load()
 	if mc != nil && mc.disabled.Load() {
 		mc = nil
@@ -87,7 +87,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		v := variantOf(n, s)
 		a := byVariant[v]
 		if a == nil {
-			a = &audience{variant: v, prefix: c.messagePrefixOfType(v.typ)}
+			a = &audience{variant: v, prefix: d.messagePrefixOfType(v.typ)}
 			byVariant[v] = a
 			auds = append(auds, a)
 		}
@@ -104,7 +104,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	for _, a := range auds {
 		// The share of the service's subscribers written one by one
 		// (Config.MulticastShare).
-		k := len(a.grouped) * (100 - c.multicastShare) / 100
+		k := len(a.grouped) * (100 - d.multicastShare) / 100
 		a.rcpts, a.grouped = append(a.rcpts, a.grouped[:k]...), a.grouped[k:]
 		if len(a.grouped) < 2 {
 			a.rcpts, a.grouped = append(a.rcpts, a.grouped...), nil // one stanza each is as cheap
@@ -122,20 +122,20 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 	}
 	var roles []burstRole
 	if needPlain {
-		roles = burstRoles(events, c.suffixBudget())
+		roles = burstRoles(events, d.suffixBudget())
 	}
-	prefix := c.messagePrefix(n)
+	prefix := d.messagePrefix(n)
 	var out []rendered
 	for i, ev := range events {
 		// One id per event, shared by all its copies: only "to" varies.
-		id := c.stanzaIDs.forNode(n.ID)
+		id := d.stanzaIDs.forNode(n.ID)
 		if ev.Kind == hub.EventLast {
-			if r, ok := c.renderLast(n, ev, id, subs); ok {
+			if r, ok := d.renderLast(n, ev, id, subs); ok {
 				out = append(out, r)
 			}
 			continue
 		}
-		suffix := c.renderEvent(n, ev, id, "", nil)
+		suffix := d.renderEvent(n, ev, id, "", nil)
 		if suffix == nil {
 			continue
 		}
@@ -149,8 +149,8 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		if (needDiff || needBodyDiff) && ev.Kind != hub.EventRevoke && ev.Kind != hub.EventSubscribed {
 			// One patch per event, rendered once for every subscriber
 			// that asks for it, and fit for the larger notification.
-			if diff = c.renderDiff(n, events[i:i+1], len(suffix)+len(body)+len("<body></body>")); diff != nil {
-				r.withDiff = c.renderEvent(n, ev, id, "", diff)
+			if diff = d.renderDiff(n, events[i:i+1], len(suffix)+len(body)+len("<body></body>")); diff != nil {
+				r.withDiff = d.renderEvent(n, ev, id, "", diff)
 				r.withBodyDiff = r.withDiff
 			}
 		}
@@ -163,28 +163,28 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 				if !hub.ValidMessageType(typ) {
 					typ = hub.NotifyChat // the type is written unescaped: only one of the known ones
 				}
-				r.note, r.notePrefix = c.renderRevokePlain(n, id), c.messagePrefixOfType(typ)
+				r.note, r.notePrefix = d.renderRevokePlain(n, id), d.messagePrefixOfType(typ)
 			}
 		} else if ev.Kind == hub.EventItem {
 			if needBody {
-				r.withBody = c.renderEvent(n, ev, id, body, nil)
+				r.withBody = d.renderEvent(n, ev, id, body, nil)
 			}
 			if needBodyDiff {
-				r.withBodyDiff = c.renderEvent(n, ev, id, body, diff)
+				r.withBodyDiff = d.renderEvent(n, ev, id, body, diff)
 			}
 			switch {
 			case !needPlain:
 			case roles[i].entries != nil:
-				r.plain = c.renderBurst(n, roles[i], id)
+				r.plain = d.renderBurst(n, roles[i], id)
 			case !roles[i].in:
-				r.plain = c.renderPlain(n, ev, id, time.Time{})
+				r.plain = d.renderPlain(n, ev, id, time.Time{})
 			}
 		}
 		var role burstRole
 		if needPlain {
 			role = roles[i]
 		}
-		c.fitRendered(n, ev, id, role, &r)
+		d.fitRendered(n, ev, id, role, &r)
 		out = append(out, r)
 	}
 	if len(out) == 0 {
@@ -240,7 +240,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 					}
 				}
 				for len(batch) > 0 {
-					k := addressesThatFit(batch, min(len(batch), mc.maxAddrs), c.limit.bytes()-len(a.mcHead)-len(suffix))
+					k := addressesThatFit(batch, min(len(batch), mc.maxAddrs), d.limit.bytes()-len(a.mcHead)-len(suffix))
 					if k == 1 {
 						w.Write(a.prefix)
 						w.Write(batch[0])
@@ -275,9 +275,9 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 		return nil
 	}, func() { written(largest) })
 	if err == nil && unicast+multicast > 0 {
-		c.sentUnicast.Add(int64(unicast))
-		c.sentMulticast.Add(int64(multicast))
-		c.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", unicast, "multicast_messages", multicast)
+		d.sentUnicast.Add(int64(unicast))
+		d.sentMulticast.Add(int64(multicast))
+		d.log.Debug("notifications sent", "node", n.Name, "events", len(out), "messages", unicast, "multicast_messages", multicast)
 	}
 	return err
 }
@@ -285,7 +285,7 @@ func (c *Component) writeEvents(conn *connection, n *hub.Node, events []hub.Even
 // renderLast renders the newest item sent to a new subscription
 // (hub.EventLast) as that subscription's options ask, with a delay that
 // says it is not new; false when the subscription is gone meanwhile.
-func (c *Component) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.Subscription) (rendered, bool) {
+func (d *dispatcher) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.Subscription) (rendered, bool) {
 	i := slices.IndexFunc(subs, func(s hub.Subscription) bool { return s.Address == ev.Address })
 	if i < 0 {
 		return rendered{}, false
@@ -293,20 +293,20 @@ func (c *Component) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.
 	v := variantOf(n, &subs[i])
 	var to bytes.Buffer
 	escapeAttr(&to, ev.Address)
-	r := rendered{seq: ev.Seq, only: to.Bytes(), onlyPrefix: c.messagePrefixOfType(v.typ)}
+	r := rendered{seq: ev.Seq, only: to.Bytes(), onlyPrefix: d.messagePrefixOfType(v.typ)}
 	switch {
 	case v.format == hub.FormatMessage:
-		r.suffix = c.renderPlain(n, ev, id, lastStamp(ev))
-		if len(r.suffix) > c.suffixBudget() {
-			r.suffix = c.renderPlain(n, withoutLink(ev), id, lastStamp(ev))
+		r.suffix = d.renderPlain(n, ev, id, lastStamp(ev))
+		if len(r.suffix) > d.suffixBudget() {
+			r.suffix = d.renderPlain(n, withoutLink(ev), id, lastStamp(ev))
 		}
 	case v.body:
-		r.suffix = c.renderEvent(n, ev, id, readableBody(n, ev), nil)
+		r.suffix = d.renderEvent(n, ev, id, readableBody(n, ev), nil)
 	default:
-		r.suffix = c.renderEvent(n, ev, id, "", nil)
+		r.suffix = d.renderEvent(n, ev, id, "", nil)
 	}
-	if v.format != hub.FormatMessage && len(r.suffix) > c.suffixBudget() {
-		r.suffix = c.renderEventWithoutPayload(n, ev, id)
+	if v.format != hub.FormatMessage && len(r.suffix) > d.suffixBudget() {
+		r.suffix = d.renderEventWithoutPayload(n, ev, id)
 	}
 	return r, true
 }

@@ -113,7 +113,7 @@ func (c *Component) holdLease(ctx context.Context, lease Lease, term func(ctx co
 		}
 	})
 	c.log.Info("this pingd process now leads: it sends the XMPP notifications", "shared_connection", c.shared)
-	c.work.add(0) // carry on from every node's cursor
+	c.dispatcher.work.add(0) // carry on from every node's cursor
 	if term != nil {
 		term(termCtx)
 	} else {
@@ -136,7 +136,7 @@ func (c *Component) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			if c.leading.Load() && c.Connected() {
-				c.work.add(0)
+				c.dispatcher.work.add(0)
 			}
 		}
 	}

@@ -129,65 +129,65 @@ func (c *Component) MulticastService() (service string, addresses int) {
 
 // discoverMulticast looks for the multicast service of the server on a new
 // connection and, when it finds one, makes the dispatcher use it.
-func (c *Component) discoverMulticast(ctx context.Context, cn *connection) {
-	defer c.multicastChecked.Add(1)
-	if c.multicastMode == MulticastOff || c.multicastDomain == "" {
+func (d *dispatcher) discoverMulticast(ctx context.Context, cn *connection) {
+	defer d.multicastChecked.Add(1)
+	if d.multicastMode == MulticastOff || d.multicastDomain == "" {
 		return
 	}
-	service := c.multicastService
+	service := d.multicastService
 	var info *element
 	if service != "" {
 		// Given: its disco#info only tells its limit.
-		info, _ = c.query(ctx, cn, service, `<query xmlns="`+nsDiscoInfo+`"/>`)
+		info, _ = d.query(ctx, cn, service, `<query xmlns="`+nsDiscoInfo+`"/>`)
 	} else {
-		service, info = c.findMulticast(ctx, cn)
+		service, info = d.findMulticast(ctx, cn)
 		if service == "" {
 			if ctx.Err() == nil && !cn.broken.Load() {
-				c.log.Info("the XMPP server offers no XEP-0033 multicast service; notifications go one stanza per subscriber",
-					"domain", c.multicastDomain)
+				d.log.Info("the XMPP server offers no XEP-0033 multicast service; notifications go one stanza per subscriber",
+					"domain", d.multicastDomain)
 			}
 			return
 		}
 	}
 	limit, announced := multicastLimit(info)
-	n := c.multicastBatch(limit, announced)
+	n := d.multicastBatch(limit, announced)
 	if n < 2 {
-		c.log.Info("the XEP-0033 multicast service takes too few addresses to be worth it; notifications go one stanza per subscriber",
+		d.log.Info("the XEP-0033 multicast service takes too few addresses to be worth it; notifications go one stanza per subscriber",
 			"service", service, "limit", limit)
 		return
 	}
-	cn.multicast.Store(&multicastService{jid: service, domain: c.multicastDomain, maxAddrs: n})
-	c.log.Info("notifications to users of the XMPP server go through its XEP-0033 multicast service",
-		"service", service, "domain", c.multicastDomain, "addresses_per_stanza", n, "share_percent", c.multicastShare)
+	cn.multicast.Store(&multicastService{jid: service, domain: d.multicastDomain, maxAddrs: n})
+	d.log.Info("notifications to users of the XMPP server go through its XEP-0033 multicast service",
+		"service", service, "domain", d.multicastDomain, "addresses_per_stanza", n, "share_percent", d.multicastShare)
 }
 
 // multicastBatch is the addresses per stanza: the configured cap, never
 // above an announced limit (-1: unlimited).
-func (c *Component) multicastBatch(limit int, announced bool) int {
+func (d *dispatcher) multicastBatch(limit int, announced bool) int {
 	switch {
-	case !announced && c.multicastMax > 0:
-		return c.multicastMax
+	case !announced && d.multicastMax > 0:
+		return d.multicastMax
 	case !announced:
 		return defaultMulticastAddresses
-	case limit < 0 && c.multicastMax > 0:
-		return c.multicastMax
+	case limit < 0 && d.multicastMax > 0:
+		return d.multicastMax
 	case limit < 0:
 		return unlimitedMulticastAddresses
-	case c.multicastMax > 0:
-		return min(limit, c.multicastMax)
+	case d.multicastMax > 0:
+		return min(limit, d.multicastMax)
 	}
 	return limit
 }
 
 // findMulticast asks the server's domain, then its items, for the address
 // feature; it returns the service and its disco#info, or "".
-func (c *Component) findMulticast(ctx context.Context, cn *connection) (string, *element) {
-	domain := c.multicastDomain
-	info, err := c.query(ctx, cn, domain, `<query xmlns="`+nsDiscoInfo+`"/>`)
+func (d *dispatcher) findMulticast(ctx context.Context, cn *connection) (string, *element) {
+	domain := d.multicastDomain
+	info, err := d.query(ctx, cn, domain, `<query xmlns="`+nsDiscoInfo+`"/>`)
 	if err == nil && hasFeature(info, nsAddress) {
 		return domain, info
 	}
-	items, err := c.query(ctx, cn, domain, `<query xmlns="`+nsDiscoItems+`"/>`)
+	items, err := d.query(ctx, cn, domain, `<query xmlns="`+nsDiscoItems+`"/>`)
 	if err != nil {
 		return "", nil
 	}
@@ -198,13 +198,13 @@ func (c *Component) findMulticast(ctx context.Context, cn *connection) (string, 
 			continue
 		}
 		j, err := jid.Parse(it.attr("jid"))
-		if err != nil || j.Localpart() != "" || j.Resourcepart() != "" || j.Equal(c.domain) {
+		if err != nil || j.Localpart() != "" || j.Resourcepart() != "" || j.Equal(d.domain) {
 			continue
 		}
 		if asked++; asked > maxDiscoItems {
 			break
 		}
-		info, err := c.query(ctx, cn, j.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
+		info, err := d.query(ctx, cn, j.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
 		if err == nil && hasFeature(info, nsAddress) {
 			return j.String(), info
 		}
@@ -268,7 +268,7 @@ func domainOf(addr string) string {
 // isMulticastBounce reports whether msg (of type error) is a notification
 // the connection's multicast service refused, and if so stops using the
 // service on this connection.
-func (c *Component) isMulticastBounce(cn *connection, msg *element) bool {
+func (d *dispatcher) isMulticastBounce(cn *connection, msg *element) bool {
 	mc := cn.multicast.Load()
 	if mc == nil {
 		return false
@@ -278,7 +278,7 @@ func (c *Component) isMulticastBounce(cn *connection, msg *element) bool {
 		return false
 	}
 	if mc.disabled.CompareAndSwap(false, true) {
-		c.log.Warn("the XEP-0033 multicast service refused a notification; sending one stanza per subscriber until the next connection",
+		d.log.Warn("the XEP-0033 multicast service refused a notification; sending one stanza per subscriber until the next connection",
 			"service", mc.jid, "error", errorText(msg))
 	}
 	return true
@@ -307,18 +307,18 @@ func errorText(st *element) string {
 // addresses on its own, so that no subscriber misses it. Each copy gets
 // the message type of its subscription (the bounce, of type error, no
 // longer says what it was).
-func (c *Component) resendBounced(ctx context.Context, cn *connection, msg *element) {
+func (d *dispatcher) resendBounced(ctx context.Context, cn *connection, msg *element) {
 	var n *hub.Node
 	if id, ok := nodeOfStanzaID(msg.attr("id")); ok {
-		n, _ = c.store.NodeByID(ctx, id)
+		n, _ = d.store.NodeByID(ctx, id)
 	} else if name := eventNode(msg.child(nsPubsubEvent, "event")); name != "" {
-		n, _ = c.store.Node(ctx, name)
+		n, _ = d.store.Node(ctx, name)
 	}
 	types := map[string]string{}
 	if n != nil {
-		subs, err := c.store.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+		subs, err := d.store.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
 		if err != nil {
-			c.log.WarnContext(ctx, "a refused multicast notification is sent again with the node's message type", "node", n.Name, "err", err)
+			d.log.WarnContext(ctx, "a refused multicast notification is sent again with the node's message type", "node", n.Name, "err", err)
 		}
 		for i := range subs {
 			types[subs[i].Address] = hub.MessageTypeOf(n, subs[i].Options)
@@ -330,9 +330,9 @@ func (c *Component) resendBounced(ctx context.Context, cn *connection, msg *elem
 		}
 		return hub.MessageTypeOf(n, hub.Options{})
 	}
-	out, count := renderBounced(msg, typeOf, c.domainStr)
+	out, count := renderBounced(msg, typeOf, d.domainStr)
 	if count == 0 {
-		c.log.Error("a refused multicast notification came back without its addresses or content; its subscribers miss it",
+		d.log.Error("a refused multicast notification came back without its addresses or content; its subscribers miss it",
 			"error", errorText(msg))
 		return
 	}
@@ -341,10 +341,10 @@ func (c *Component) resendBounced(ctx context.Context, cn *connection, msg *elem
 		return err
 	})
 	if err != nil {
-		c.log.WarnContext(ctx, "a refused multicast notification could not be sent again: the stream is gone", "err", err)
+		d.log.WarnContext(ctx, "a refused multicast notification could not be sent again: the stream is gone", "err", err)
 		return
 	}
-	c.sentUnicast.Add(int64(count))
+	d.sentUnicast.Add(int64(count))
 }
 
 // renderBounced renders the notification of a bounced multicast stanza once

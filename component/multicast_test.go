@@ -98,8 +98,8 @@ func TestMulticastLimits(t *testing.T) {
 		if announced != tc.announced {
 			t.Errorf("limit %q: announced %v", tc.limit, announced)
 		}
-		c := &Component{multicastMax: tc.cfgMax}
-		if got := c.multicastBatch(limit, announced); got != tc.want {
+		d := &dispatcher{multicastMax: tc.cfgMax}
+		if got := d.multicastBatch(limit, announced); got != tc.want {
 			t.Errorf("limit %q, configured %d: %d addresses per stanza, want %d", tc.limit, tc.cfgMax, got, tc.want)
 		}
 	}
@@ -179,7 +179,7 @@ func newEjabberdEnvWith(t *testing.T, cfg Config, opts testenv.EjabberdOptions) 
 		}
 	})
 	waitFor(t, 30*time.Second, "the component to connect", comp.Connected)
-	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return comp.multicastChecked.Load() > 0 })
+	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return comp.dispatcher.multicastChecked.Load() > 0 })
 	return &ejEnv{t: t, ctx: ctx, ej: ej, hub: h, comp: comp, logs: logs, store: st}
 }
 
@@ -290,17 +290,17 @@ func TestMulticastEjabberd(t *testing.T) {
 		Address: "ghost@elsewhere.example", BareJID: "ghost@elsewhere.example"}); err != nil {
 		t.Fatal(err)
 	}
-	uni, multi := e.comp.sentUnicast.Load(), e.comp.sentMulticast.Load()
+	uni, multi := e.comp.dispatcher.sentUnicast.Load(), e.comp.dispatcher.sentMulticast.Load()
 	ids := []string{"m1", "m2", "m3"}
 	e.publish("news", ids[:1]...)
 	e.publish("news", ids[1:]...)
 	expectEachOnce(t, clients, "news", hub.NotifyHeadline, ids)
 	// 10 local subscribers in batches of 4: 3 stanzas per item; the remote
 	// one: 1 stanza per item.
-	if got := e.comp.sentMulticast.Load() - multi; got != int64(3*len(ids)) {
+	if got := e.comp.dispatcher.sentMulticast.Load() - multi; got != int64(3*len(ids)) {
 		t.Errorf("%d multicast stanzas, want %d", got, 3*len(ids))
 	}
-	if got := e.comp.sentUnicast.Load() - uni; got != int64(len(ids)) {
+	if got := e.comp.dispatcher.sentUnicast.Load() - uni; got != int64(len(ids)) {
 		t.Errorf("%d stanzas one by one, want %d (the remote subscriber's)", got, len(ids))
 	}
 	if svc, _ := e.comp.MulticastService(); svc == "" {
@@ -330,16 +330,16 @@ func TestMulticastShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	clients := e.subscribers("news", 10)
-	uni, multi := e.comp.sentUnicast.Load(), e.comp.sentMulticast.Load()
+	uni, multi := e.comp.dispatcher.sentUnicast.Load(), e.comp.dispatcher.sentMulticast.Load()
 	ids := []string{"s1", "s2"}
 	e.publish("news", ids...)
 	expectEachOnce(t, clients, "news", hub.NotifyHeadline, ids)
 	// 60 % of 10: 6 addresses in one multicast stanza per item, 4
 	// stanzas one by one.
-	if got := e.comp.sentMulticast.Load() - multi; got != int64(len(ids)) {
+	if got := e.comp.dispatcher.sentMulticast.Load() - multi; got != int64(len(ids)) {
 		t.Errorf("%d multicast stanzas, want %d", got, len(ids))
 	}
-	if got := e.comp.sentUnicast.Load() - uni; got != int64(4*len(ids)) {
+	if got := e.comp.dispatcher.sentUnicast.Load() - uni; got != int64(4*len(ids)) {
 		t.Errorf("%d stanzas one by one, want %d", got, 4*len(ids))
 	}
 }
@@ -370,10 +370,10 @@ func TestMulticastRefusedIsResent(t *testing.T) {
 		t.Errorf("the refusal was not logged:\n%s", e.logs.String())
 	}
 	// From now on, one stanza per subscriber.
-	multi := e.comp.sentMulticast.Load()
+	multi := e.comp.dispatcher.sentMulticast.Load()
 	e.publish("news", "b2")
 	expectEachOnce(t, clients, "news", hub.NotifyNormal, []string{"b2"})
-	if e.comp.sentMulticast.Load() != multi {
+	if e.comp.dispatcher.sentMulticast.Load() != multi {
 		t.Error("multicast used after the service refused")
 	}
 }
@@ -383,7 +383,7 @@ func TestMulticastRefusedIsResent(t *testing.T) {
 func TestNoMulticastOnProsody(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{level: slog.LevelDebug})
-	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return e.comp.multicastChecked.Load() > 0 })
+	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return e.comp.dispatcher.multicastChecked.Load() > 0 })
 	if svc, _ := e.comp.MulticastService(); svc != "" {
 		t.Fatalf("Prosody has no multicast service, found %q", svc)
 	}
@@ -395,7 +395,7 @@ func TestNoMulticastOnProsody(t *testing.T) {
 	bob := e.dial("bob", "b")
 	result(t, e.request(alice, "set", subscribePayload("demo", alice.JID.String())))
 	result(t, e.request(bob, "set", subscribePayload("demo", bob.JID.String())))
-	before := e.comp.sentUnicast.Load()
+	before := e.comp.dispatcher.sentUnicast.Load()
 	e.publish("demo", "p1", "p2")
 	var stanzaIDs [][]string // per client, the ids of the notifications of p1 and p2
 	for _, c := range []*testenv.Client{alice, bob} {
@@ -421,8 +421,8 @@ func TestNoMulticastOnProsody(t *testing.T) {
 		strings.HasPrefix(a[0], ackIDPrefix) || strings.HasPrefix(a[0], cursorIDPrefix) {
 		t.Errorf("notification ids %q (alice) and %q (bob), want one id per item, shared by its copies, not a marker's", a, b)
 	}
-	if e.comp.sentMulticast.Load() != 0 || e.comp.sentUnicast.Load()-before != 4 {
-		t.Errorf("%d multicast and %d single stanzas, want 0 and 4", e.comp.sentMulticast.Load(), e.comp.sentUnicast.Load()-before)
+	if e.comp.dispatcher.sentMulticast.Load() != 0 || e.comp.dispatcher.sentUnicast.Load()-before != 4 {
+		t.Errorf("%d multicast and %d single stanzas, want 0 and 4", e.comp.dispatcher.sentMulticast.Load(), e.comp.dispatcher.sentUnicast.Load()-before)
 	}
 }
 

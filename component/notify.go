@@ -86,17 +86,17 @@ const (
 
 // dispatchLoop serves the work queue, and sends the digests that are due,
 // until ctx ends.
-func (c *Component) dispatchLoop(ctx context.Context) {
+func (d *dispatcher) dispatchLoop(ctx context.Context) {
 	digests := time.NewTicker(digestCheckEvery)
 	defer digests.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.work.signal:
-			c.dispatch(ctx)
+		case <-d.work.signal:
+			d.dispatch(ctx)
 		case <-digests.C:
-			c.sendDueDigests(ctx)
+			d.sendDueDigests(ctx)
 		}
 	}
 }
@@ -109,65 +109,65 @@ var errNotLeading = errors.New("no longer the leader")
 
 // dispatch delivers everything queued while a connection is up. Without
 // one it leaves the work: the next connection queues every node anyway.
-func (c *Component) dispatch(ctx context.Context) {
+func (d *dispatcher) dispatch(ctx context.Context) {
 	for ctx.Err() == nil {
-		conn := c.connection()
-		if conn == nil || !c.leading.Load() {
+		conn := d.connection()
+		if conn == nil || !d.leading.Load() {
 			// A standby leaves the work: the lease, when it comes, queues
 			// every node anyway.
 			return
 		}
-		if err := c.writeMarker(conn); err != nil {
+		if err := d.writeMarker(conn); err != nil {
 			return // the reader notices the lost stream and reconnects
 		}
-		all, ids := c.work.take()
+		all, ids := d.work.take()
 		if !all && len(ids) == 0 {
 			return
 		}
-		nodeIDs, err := c.nodesToServe(ctx, all, ids)
+		nodeIDs, err := d.nodesToServe(ctx, all, ids)
 		if err != nil {
 			if ctx.Err() == nil {
-				c.log.ErrorContext(ctx, "find nodes with notifications to send", "err", err)
-				c.requeueLater(0)
+				d.log.ErrorContext(ctx, "find nodes with notifications to send", "err", err)
+				d.requeueLater(0)
 			}
 			return
 		}
 		for i, id := range nodeIDs {
-			err := c.deliverNode(ctx, conn, id)
+			err := d.deliverNode(ctx, conn, id)
 			if err == nil {
 				continue
 			}
 			if ctx.Err() != nil {
 				return
 			}
-			c.work.requeue(nodeIDs[i:])
+			d.work.requeue(nodeIDs[i:])
 			if errors.Is(err, errNotLeading) {
 				return // the new leader carries on from the cursors
 			}
 			if errors.Is(err, errStream) {
 				// The reader notices the lost stream and reconnects; the
 				// new connection queues every node.
-				c.log.WarnContext(ctx, "notifications interrupted by the lost stream", "err", err)
+				d.log.WarnContext(ctx, "notifications interrupted by the lost stream", "err", err)
 				return
 			}
-			c.log.ErrorContext(ctx, "send notifications", "node_id", id, "err", err)
-			c.requeueLater(id)
+			d.log.ErrorContext(ctx, "send notifications", "node_id", id, "err", err)
+			d.requeueLater(id)
 			return
 		}
 	}
 }
 
 // requeueLater retries a node (0: all) after a store failure.
-func (c *Component) requeueLater(nodeID int64) {
-	time.AfterFunc(retryAfterFailure, func() { c.work.add(nodeID) })
+func (d *dispatcher) requeueLater(nodeID int64) {
+	time.AfterFunc(retryAfterFailure, func() { d.work.add(nodeID) })
 }
 
 // nodesToServe lists the ids of the nodes to look at.
-func (c *Component) nodesToServe(ctx context.Context, all bool, ids []int64) ([]int64, error) {
+func (d *dispatcher) nodesToServe(ctx context.Context, all bool, ids []int64) ([]int64, error) {
 	if !all {
 		return ids, nil
 	}
-	behind, err := c.store.NodesBehindXMPP(ctx)
+	behind, err := d.store.NodesBehindXMPP(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +189,11 @@ func (c *Component) nodesToServe(ctx context.Context, all bool, ids []int64) ([]
 }
 
 // deliverNode sends the node's events after its cursor.
-func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID int64) error {
+func (d *dispatcher) deliverNode(ctx context.Context, conn *connection, nodeID int64) error {
 	// Read before the node: the recorder forgets a node's sent position
 	// only after recording it, so one of the two is always current.
 	sent := conn.acks.sentFor(nodeID)
-	n, err := c.store.NodeByID(ctx, nodeID)
+	n, err := d.store.NodeByID(ctx, nodeID)
 	if errors.Is(err, hub.ErrNotFound) {
 		return nil // deleted meanwhile; its subscribers got a delete notification
 	}
@@ -203,7 +203,7 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 	subFilter := hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, State: hub.SubActive}
 	after := max(n.XMPPSeq, sent)
 	for {
-		events, err := c.store.EventsAfter(ctx, n.ID, after, eventBatch)
+		events, err := d.store.EventsAfter(ctx, n.ID, after, eventBatch)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		// The subscribers are read after the events: one who subscribes in
 		// between has a cursor past all of them and is rightly skipped,
 		// where reading them before would miss what it is owed.
-		subs, err := c.store.Subscriptions(ctx, subFilter)
+		subs, err := d.store.Subscriptions(ctx, subFilter)
 		if err != nil {
 			return err
 		}
@@ -230,13 +230,13 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 		if end < len(events) {
 			events, more = events[:end], true
 		}
-		if err := c.waitForRoom(ctx, conn); err != nil {
+		if err := d.waitForRoom(ctx, conn); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
-		if !c.leading.Load() {
+		if !d.leading.Load() {
 			return errNotLeading
 		}
 		last := events[len(events)-1].Seq
@@ -246,23 +246,23 @@ func (c *Component) deliverNode(ctx context.Context, conn *connection, nodeID in
 			conn.noteWrite(largest)
 			conn.acks.written(n.ID, last)
 		}
-		if c.shared {
+		if d.shared {
 			written = func(largest int) {
 				conn.noteWrite(largest)
 				conn.acks.markSent(n.ID, last)
 			}
 		}
-		if err := c.writeEvents(conn, n, events, subs, written); err != nil {
+		if err := d.writeEvents(conn, n, events, subs, written); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
-		if c.shared {
+		if d.shared {
 			// ejabberd spreads what reaches the component's name over all
 			// its connections: this batch's marker names its cursor, for
 			// whichever process it reaches to record (acks.go).
-			if err := c.writeCursorMarker(conn, n.ID, last); err != nil {
+			if err := d.writeCursorMarker(conn, n.ID, last); err != nil {
 				return fmt.Errorf("%w: %w", errStream, err)
 			}
-		} else if err := c.writeMarker(conn); err != nil {
+		} else if err := d.writeMarker(conn); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
 		after = last

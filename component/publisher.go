@@ -52,7 +52,7 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		}
 		entries = append(entries, entry)
 		index = append(index, i)
-		c.published.add(entry.Payload)
+		c.dispatcher.published.add(entry.Payload)
 	}
 	if len(entries) == 0 {
 		return payloads, errs

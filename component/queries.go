@@ -84,7 +84,7 @@ func (q *pendingQueries) closeAll() {
 var errQueryFailed = errors.New("the XMPP server answered with an error")
 
 // query sends an IQ get with payload to `to` and waits for the result.
-func (c *Component) query(ctx context.Context, cn *connection, to, payload string) (*element, error) {
+func (d *dispatcher) query(ctx context.Context, cn *connection, to, payload string) (*element, error) {
 	tj, err := jid.Parse(to)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (c *Component) query(ctx context.Context, cn *connection, to, payload strin
 	}
 	defer cn.queries.forget(id)
 	var b xmlBuf
-	b.open("iq", "type", "get", "id", id, "from", c.domainStr, "to", to)
+	b.open("iq", "type", "get", "id", id, "from", d.domainStr, "to", to)
 	b.WriteString(payload)
 	b.close("iq")
 	if err := cn.write(func(w *bufio.Writer) error {

@@ -50,7 +50,7 @@ func nodeName(n *hub.Node) string {
 // value: the id, the readable body, the XEP-0066 link to the entry and,
 // when delay is set, an XEP-0203 delay (an item sent again later, such as
 // the last one to a new subscriber).
-func (c *Component) renderPlain(n *hub.Node, ev hub.Event, id string, delay time.Time) []byte {
+func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, delay time.Time) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -63,7 +63,7 @@ func (c *Component) renderPlain(n *hub.Node, ev hub.Event, id string, delay time
 		}
 		b.close("x")
 	}
-	writeDelay(&b, delay, c.domainStr)
+	writeDelay(&b, delay, d.domainStr)
 	b.close("message")
 	return b.Bytes()
 }
@@ -139,7 +139,7 @@ func burstLineBytes(ev hub.Event) int {
 
 // renderBurst renders the plain message of one chunk of a burst, after
 // the "to" value.
-func (c *Component) renderBurst(n *hub.Node, role burstRole, id string) []byte {
+func (d *dispatcher) renderBurst(n *hub.Node, role burstRole, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)

@@ -21,15 +21,15 @@ func lastStamp(ev hub.Event) time.Time { return ev.Updated }
 
 // messagePrefix is the start of every notification of the node, up to the
 // value of the "to" attribute.
-func (c *Component) messagePrefix(n *hub.Node) []byte {
-	return c.messagePrefixOfType(nodeMessageType(n))
+func (d *dispatcher) messagePrefix(n *hub.Node) []byte {
+	return d.messagePrefixOfType(nodeMessageType(n))
 }
 
 // messagePrefixOfType is the start of a notification of message type typ.
-func (c *Component) messagePrefixOfType(typ string) []byte {
+func (d *dispatcher) messagePrefixOfType(typ string) []byte {
 	var b xmlBuf
 	b.WriteString(`<message type="` + typ + `" from="`)
-	escapeAttr(&b.Buffer, c.domainStr)
+	escapeAttr(&b.Buffer, d.domainStr)
 	b.WriteString(`" to="`)
 	return b.Bytes()
 }
@@ -39,7 +39,7 @@ func (c *Component) messagePrefixOfType(typ string) []byte {
 // events XMPP subscribers are not told. body, when not empty, is a
 // readable text for clients that show no pubsub events; diff, when not
 // nil, the change's <Diff/> element (diff.go), written after the event.
-func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff []byte) []byte {
+func (d *dispatcher) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff []byte) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -51,7 +51,7 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff
 	switch ev.Kind {
 	case hub.EventItem, hub.EventLast:
 		b.open("items", "node", n.Name)
-		writeItem(&b, ev.ItemID, c.payload(ev), n.DeliverPayloads)
+		writeItem(&b, ev.ItemID, d.payload(ev), n.DeliverPayloads)
 		b.close("items")
 	case hub.EventRetract:
 		b.open("items", "node", n.Name).empty("retract", "id", ev.ItemID).close("items")
@@ -67,7 +67,7 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff
 	b.close("event")
 	b.Write(diff)
 	if ev.Kind == hub.EventLast {
-		writeDelay(&b, lastStamp(ev), c.domainStr)
+		writeDelay(&b, lastStamp(ev), d.domainStr)
 	}
 	b.close("message")
 	return b.Bytes()
@@ -75,9 +75,9 @@ func (c *Component) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff
 
 // renderDelete is the delete notification (XEP-0060 §8.4) for one
 // subscriber; the copies of one deletion share their id.
-func (c *Component) renderDelete(n hub.Node, to, id string) []byte {
+func (d *dispatcher) renderDelete(n hub.Node, to, id string) []byte {
 	var b xmlBuf
-	b.Write(c.messagePrefix(&n))
+	b.Write(d.messagePrefix(&n))
 	escapeAttr(&b.Buffer, to)
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -89,9 +89,9 @@ func (c *Component) renderDelete(n hub.Node, to, id string) []byte {
 
 // renderDeletePlain tells a reader of plain messages that the node is
 // gone, in words.
-func (c *Component) renderDeletePlain(n hub.Node, s hub.Subscription, id string) []byte {
+func (d *dispatcher) renderDeletePlain(n hub.Node, s hub.Subscription, id string) []byte {
 	var b xmlBuf
-	b.Write(c.messagePrefixOfType(hub.MessageTypeOf(&n, s.Options)))
+	b.Write(d.messagePrefixOfType(hub.MessageTypeOf(&n, s.Options)))
 	escapeAttr(&b.Buffer, s.Address)
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -106,7 +106,7 @@ func (c *Component) renderDeletePlain(n hub.Node, s hub.Subscription, id string)
 // (hub.EventRevoke with a PlainType): its client shows no pubsub event, so
 // the XEP-0060 one alone would leave it waiting for entries that never
 // come.
-func (c *Component) renderRevokePlain(n *hub.Node, id string) []byte {
+func (d *dispatcher) renderRevokePlain(n *hub.Node, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -114,4 +114,23 @@ func (c *Component) renderRevokePlain(n *hub.Node, id string) []byte {
 	b.element("body", sanitizeText(fmt.Sprintf("[%s] Your subscription to this node was ended by its owner: nothing more will come from it.", nodeName(n))))
 	b.close("message")
 	return b.Bytes()
+}
+
+// payload returns an event's payload as a self-contained element, or nil
+// when the stored bytes are not one well-formed element (it is then left
+// out rather than allowed to break the stream).
+func (d *dispatcher) payload(ev hub.Event) []byte {
+	if len(ev.Payload) == 0 {
+		return nil
+	}
+	if d.published.has(ev.Payload) {
+		return ev.Payload // written by standalone when it was published here
+	}
+	el, err := parseDocument(ev.Payload)
+	if err != nil {
+		d.log.Warn("stored payload is not well-formed XML; sending the item without it",
+			"node_id", ev.NodeID, "item", ev.ItemID, "err", err)
+		return nil
+	}
+	return el.standalone()
 }

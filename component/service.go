@@ -23,10 +23,10 @@ import (
 // or not for the service. Every get and set gets exactly one answer;
 // results and errors get none.
 func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
-	if c.isAckMarker(iq) {
+	if c.dispatcher.isAckMarker(iq) {
 		// One of our markers, back from the server (acks.go): nobody
 		// waits for an answer to it.
-		c.acknowledge(cn, iq)
+		c.dispatcher.acknowledge(cn, iq)
 		return
 	}
 	typ := iq.attr("type")

@@ -167,7 +167,7 @@ func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *req
 	cut := len(page)
 	payloads := make([][]byte, 0, len(page))
 	for i, it := range page {
-		p := c.payload(it)
+		p := c.dispatcher.payload(it)
 		size := len(p) + escapedLen(it.ItemID) + 32
 		if size > whole {
 			// One item stored before the entry limit: its id alone.
@@ -202,23 +202,4 @@ func writeItem(b *xmlBuf, id string, payload []byte, withPayload bool) {
 	b.open("item", "id", id)
 	b.Write(payload)
 	b.close("item")
-}
-
-// payload returns an event's payload as a self-contained element, or nil
-// when the stored bytes are not one well-formed element (it is then left
-// out rather than allowed to break the stream).
-func (c *Component) payload(ev hub.Event) []byte {
-	if len(ev.Payload) == 0 {
-		return nil
-	}
-	if c.published.has(ev.Payload) {
-		return ev.Payload // written by standalone when it was published here
-	}
-	el, err := parseDocument(ev.Payload)
-	if err != nil {
-		c.log.Warn("stored payload is not well-formed XML; sending the item without it",
-			"node_id", ev.NodeID, "item", ev.ItemID, "err", err)
-		return nil
-	}
-	return el.standalone()
 }

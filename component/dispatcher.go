@@ -1,0 +1,66 @@
+package component
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"mellium.im/xmpp/jid"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// dispatcher is the notification side of the component: the per-node
+// work queue and its loop (notify.go), the rendering and fan-out of a
+// node's events (fanout.go, render.go, readable.go, diff.go, budget.go),
+// digests (digests.go), the acknowledgement markers (acks.go) and XEP-0033
+// multicast (multicast.go, with pingd's own queries, queries.go). The
+// Component keeps the connection, the leadership and the requests served
+// over the stream, and calls the dispatcher: Wake queues, Run starts its
+// loop, a new connection has it probe, record acknowledgements and look
+// for a multicast service.
+type dispatcher struct {
+	hub       *hub.Hub
+	store     Store
+	log       *slog.Logger
+	domain    jid.JID
+	domainStr string
+	// secret signs a shared connection's cursor markers (acks.go).
+	secret     []byte
+	shared     bool
+	ackTimeout time.Duration
+	// patch: see Config.Patch.
+	patch func(*hub.Node, []hub.Event) ([]byte, error)
+
+	// connection is the Component's live connection (nil while
+	// disconnected), leading whether this process may send notifications.
+	connection func() *connection
+	leading    *atomic.Bool
+
+	work *workQueue
+
+	// multicast settings (Config.Multicast…): mode is MulticastAuto,
+	// MulticastOff or "service" (multicastService given).
+	multicastMode    string
+	multicastService string
+	multicastDomain  string
+	multicastMax     int
+	multicastShare   int
+	// multicastChecked counts the connections whose look for a multicast
+	// service ended (tests wait for it).
+	multicastChecked atomic.Int64
+	// sentUnicast and sentMulticast count the notification stanzas written
+	// one per subscriber and through the multicast service.
+	sentUnicast, sentMulticast atomic.Int64
+	// published remembers payloads this process wrote with standalone, so
+	// the dispatcher need not parse them again to know they are sound.
+	published payloadSet
+
+	// Shared with the Component, whose answers and chat messages take ids
+	// and fit the budget too: stanzaIDs numbers the messages the component
+	// sends on its own; limit is the stanza budget (budget.go); shrunk
+	// counts what was sent smaller, or left out, to fit it.
+	stanzaIDs *stanzaIDs
+	limit     *stanzaLimit
+	shrunk    *atomic.Int64
+}
