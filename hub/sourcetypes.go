@@ -67,6 +67,10 @@ type Source struct {
 	LeaseOwner  string
 	LeaseUntil  time.Time
 	CreatedAt   time.Time
+	// Subscribers counts the subscriptions of every kind of the nodes
+	// following the source, read by ClaimDueSources with the claim (the
+	// User-Agent's "N subscribers"); other reads leave it zero.
+	Subscribers int
 }
 
 // FetchOutcome is what one fetch of a source produced, applied by the store
@@ -83,6 +87,15 @@ type FetchOutcome struct {
 	Entries []Entry
 	// Note, when set, is emitted as a change event even if nothing changed.
 	Note *ChangeNote
+}
+
+// Unchanged reports whether the outcome changes nothing but the source's
+// fetch state: no new representation, no entries, no announcement to
+// publish. A 304, an identical body, a failed fetch and a fetch given
+// back unfetched are such outcomes; the store writes them in batches
+// (Store.ApplyUnchangedFetches) rather than a transaction each.
+func (o FetchOutcome) Unchanged() bool {
+	return !o.Changed && o.Note == nil && len(o.Entries) == 0
 }
 
 // FetchApplied reports what ApplyFetch did.

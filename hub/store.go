@@ -97,7 +97,9 @@ type Store interface {
 	// source was gone. A node created for the source asks for it.
 	ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error)
 	// ClaimDueSources leases up to limit sources due at now that are not
-	// gone, not leased by anyone else and followed by a node.
+	// gone, not leased by anyone else and followed by a node, the earliest
+	// due first, each with its Subscribers counted (one query for the
+	// claim, not one per fetch).
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
 	// ApplyFetch stores a fetch's outcome in one transaction: the source
 	// state (releasing the lease and clearing a pending note it consumed),
@@ -117,6 +119,17 @@ type Store interface {
 	// were recorded, the ids the fetch did not show beyond the newest
 	// MaxHiddenSeen are forgotten.
 	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
+	// ApplyUnchangedFetches stores several outcomes that change nothing
+	// but their sources' fetch state (FetchOutcome.Unchanged) in one
+	// transaction, with one statement for many sources where the database
+	// allows: what ApplyFetch would store for each, the representation
+	// (body, hash, content type, title, description, site), the seen ids
+	// and a pending note left as they are. Each lease is released, and a
+	// ping stored while the fetch ran makes the source due again
+	// (NextFetchAfter, decided in the statement itself). Sources removed
+	// meanwhile are skipped. An outcome that is not Unchanged is refused
+	// with ErrInvalid and nothing is written.
+	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
 	// SubscriberCount counts subscriptions of every kind of the nodes
 	// following the source (the User-Agent's "N subscribers").
 	SubscriberCount(ctx context.Context, sourceID int64) (int, error)

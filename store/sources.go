@@ -222,8 +222,8 @@ func (s *sqlStore) ReviveSource(ctx context.Context, id int64, at time.Time, rea
 }
 
 // ClaimDueSources leases up to limit due sources that are not gone, not
-// leased and followed by a node. A live lease of the same owner is not
-// taken again: that fetch is still running.
+// leased and followed by a node, with their subscriber counts. A live
+// lease of the same owner is not taken again: that fetch is still running.
 func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]hub.Source, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -243,6 +243,25 @@ func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int
 		in, inArgs = inList(1, ids)
 		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
 			ORDER BY s.next_fetch_at, s.id`, inArgs...)
+		if err != nil {
+			return err
+		}
+		// The User-Agent's subscriber counts, for the whole claim at once.
+		counts := make(map[int64]int, len(ids))
+		err = s.query(ctx, tx, `SELECT n.source_id, COUNT(*) FROM subscriptions sub
+			JOIN nodes n ON n.id = sub.node_id WHERE n.source_id IN (`+in+`) GROUP BY n.source_id`, inArgs,
+			func(r *sql.Rows) error {
+				var id int64
+				var n int
+				if err := r.Scan(&id, &n); err != nil {
+					return err
+				}
+				counts[id] = n
+				return nil
+			})
+		for i := range out {
+			out[i].Subscribers = counts[out[i].ID]
+		}
 		return err
 	})
 	if err != nil {

@@ -6,7 +6,8 @@
 // about times and the log window; the others are grouped by what they
 // check: nodes.go (nodes, affiliations), events.go (the log, items,
 // pruning), sources.go (sources and their claims), fetches.go (applying
-// fetches), subscriptions.go, deliveries.go (delivery claims and states),
+// fetches), unchangedfetches.go (unchanged fetches written in batches,
+// claims with subscriber counts), subscriptions.go, deliveries.go (delivery claims and states),
 // changes.go (pending subscription changes), pings.go, opennodes.go and
 // readers.go (XMPP readers: last published, bounces, digests), and
 // bounds.go (counting implicit nodes and callback hosts, deleting unused
