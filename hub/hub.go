@@ -31,6 +31,10 @@ type Config struct {
 	// DefaultFetchesPerHost.
 	FetchWorkers   int
 	FetchesPerHost int
+	// FetchHostSpacing is the least time between the starts of two
+	// fetches of one host (HostKey), on the hub's clock. Zero means none;
+	// pingd serve gives DefaultFetchHostSpacing unless told otherwise.
+	FetchHostSpacing time.Duration
 	// FetchTimeout bounds one fetch; default DefaultFetchTimeout.
 	FetchTimeout time.Duration
 	// PingRetention is how long received pings are kept; default
@@ -70,6 +74,10 @@ const (
 	// DefaultFetchesPerHost is the most fetches of one origin at once, so
 	// that a host with many feeds is not fetched by every worker together.
 	DefaultFetchesPerHost = 2
+	// DefaultFetchHostSpacing is what pingd serve puts between two
+	// fetches of one host: a second, the pace crawlers have long kept to,
+	// still lets one host serve 3,600 feeds polled hourly.
+	DefaultFetchHostSpacing = time.Second
 	// DefaultFetchTimeout bounds one fetch, every redirect included.
 	DefaultFetchTimeout = 30 * time.Second
 	// DefaultPingRetention is how long received pings are kept: a week of
@@ -110,6 +118,9 @@ type Hub struct {
 
 	// implicitNodes caches the number of implicit nodes (bounds.go).
 	implicitNodes implicitNodeCount
+
+	// load is what the fetch loop holds (FetchLoad).
+	load fetchLoad
 }
 
 // New returns a hub; Run starts its background work.
@@ -134,6 +145,9 @@ func New(cfg Config) (*Hub, error) {
 	}
 	if cfg.FetchesPerHost <= 0 {
 		cfg.FetchesPerHost = DefaultFetchesPerHost
+	}
+	if cfg.FetchHostSpacing < 0 {
+		cfg.FetchHostSpacing = 0
 	}
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = DefaultFetchTimeout

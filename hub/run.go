@@ -24,60 +24,21 @@ func (h *Hub) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer h.setFetchLoopOn(false)
-		h.fetchLoop(ctx)
+		w := newUnchangedWriter(h)
+		go w.run(ctx)
+		h.fetchLoop(ctx, w)
+		w.close() // stores what the fetches that ended queued
 	})
 	wg.Go(func() { h.maintenanceLoop(ctx) })
 	wg.Wait()
 	return nil
 }
 
-func (h *Hub) fetchLoop(ctx context.Context) {
-	if h.fetcher == nil {
-		return
-	}
-	workers := make(chan struct{}, h.cfg.FetchWorkers)
-	hosts := newHostLimiter(h.cfg.FetchesPerHost)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
-		now := h.now()
-		free := cap(workers) - len(workers)
-		if free > 0 {
-			lease := now.Add(2 * h.cfg.FetchTimeout)
-			srcs, err := h.store.ClaimDueSources(ctx, now, free, h.instance, lease)
-			if err != nil && ctx.Err() == nil {
-				h.log.ErrorContext(ctx, "claim due sources", "err", err)
-			}
-			for _, src := range srcs {
-				workers <- struct{}{}
-				wg.Go(func() {
-					defer func() { <-workers }()
-					release := hosts.acquire(ctx, HostKey(src.URL))
-					if release == nil {
-						h.giveBack(ctx, &src) // shutting down before the fetch began
-						return
-					}
-					defer release()
-					h.fetchSource(ctx, &src)
-				})
-			}
-			if len(srcs) == free {
-				continue // there may be more due right now
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.fetchWake:
-		case <-ticker.C:
-		}
-	}
-}
-
-// fetchSource fetches one claimed source and applies the outcome.
-func (h *Hub) fetchSource(ctx context.Context, src *Source) {
+// fetchSource fetches one claimed source and stores the outcome: an
+// unchanged one through w, in a batch, the others at once. It returns
+// until when the source's host asked to be left alone (429 or 503), zero
+// when it did not.
+func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) (hostPausedUntil time.Time) {
 	until := src.Hints.RetryAfter
 	if limit := src.LastFetchAt.Add(maxRetryAfterWait); until.After(limit) {
 		until = limit
@@ -87,13 +48,9 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		// Retry-After), and a ping or a push made the source due sooner:
 		// the ping stays recorded, the fetch waits.
 		h.postponeFetch(ctx, src, until)
-		return
+		return time.Time{}
 	}
-	count, err := h.store.SubscriberCount(ctx, src.ID)
-	if err != nil {
-		h.log.WarnContext(ctx, "count subscribers", "source", src.URL, "err", err)
-	}
-	req := FetchRequest{URL: src.URL, ETag: src.ETag, LastModified: src.LastModified, Subscribers: count}
+	req := FetchRequest{URL: src.URL, ETag: src.ETag, LastModified: src.LastModified, Subscribers: src.Subscribers}
 	if src.IsFeed {
 		req.Previous = src.Body
 	}
@@ -108,15 +65,41 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 	h.cfg.Observe.Fetched(status, ferr, time.Since(started))
 	if ctx.Err() != nil {
 		h.giveBack(ctx, src) // shutting down: the next process fetches it again at once
-		return
+		return time.Time{}
 	}
 	out := h.outcome(src, res, ferr)
+	var retryAfter time.Time
+	if fe := (*FetchError)(nil); errors.As(ferr, &fe) {
+		retryAfter = fe.RetryAfter
+	}
+	hostPausedUntil = hostPause(status, retryAfter, out.State.LastFetchAt)
+	if out.Unchanged() {
+		h.logFetch(ctx, src, out, ferr, FetchApplied{})
+		w.add(out, src.URL)
+		return hostPausedUntil
+	}
 	applied, err := h.store.ApplyFetch(ctx, out)
 	h.signalFetched(src.ID)
 	if err != nil {
 		h.log.ErrorContext(ctx, "store fetch outcome", "source", src.URL, "err", err)
-		return
+		return hostPausedUntil
 	}
+	h.logFetch(ctx, src, out, ferr, applied)
+	if n := applied.Published; n > 0 {
+		var sincePing time.Duration
+		if !src.LastPingAt.IsZero() && src.LastPingAt.After(src.LastFetchAt) {
+			sincePing = h.now().Sub(src.LastPingAt)
+		}
+		h.cfg.Observe.Published(n, sincePing)
+	}
+	for _, id := range applied.Nodes {
+		h.wake(id)
+	}
+	return hostPausedUntil
+}
+
+// logFetch logs what a fetch found and what storing it did.
+func (h *Hub) logFetch(ctx context.Context, src *Source, out FetchOutcome, ferr error, applied FetchApplied) {
 	attrs := []any{"source", src.URL, "status", out.State.LastStatus, "changed", out.Changed,
 		"new_items", len(applied.New), "published", applied.Published,
 		"next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}
@@ -127,16 +110,6 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source) {
 		h.log.InfoContext(ctx, "source baselined", append(attrs, "entries", len(out.Entries))...)
 	default:
 		h.log.DebugContext(ctx, "source fetched", attrs...)
-	}
-	if n := applied.Published; n > 0 {
-		var sincePing time.Duration
-		if !src.LastPingAt.IsZero() && src.LastPingAt.After(src.LastFetchAt) {
-			sincePing = h.now().Sub(src.LastPingAt)
-		}
-		h.cfg.Observe.Published(n, sincePing)
-	}
-	for _, id := range applied.Nodes {
-		h.wake(id)
 	}
 }
 
@@ -353,64 +326,6 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// hostLimiter bounds concurrent work per host. A host's entry lives only
-// while someone holds or waits for one of its slots, so the map stays as
-// small as the work in flight however many hosts pass through.
-type hostLimiter struct {
-	mu    sync.Mutex
-	max   int
-	slots map[string]*hostSlots
-}
-
-type hostSlots struct {
-	ch    chan struct{}
-	users int // holders and waiters
-}
-
-func newHostLimiter(max int) *hostLimiter {
-	return &hostLimiter{max: max, slots: map[string]*hostSlots{}}
-}
-
-// acquire waits for a slot for host; it returns the release function, or
-// nil if ctx ended first.
-func (l *hostLimiter) acquire(ctx context.Context, host string) func() {
-	l.mu.Lock()
-	hs, ok := l.slots[host]
-	if !ok {
-		hs = &hostSlots{ch: make(chan struct{}, l.max)}
-		l.slots[host] = hs
-	}
-	hs.users++
-	l.mu.Unlock()
-	select {
-	case hs.ch <- struct{}{}:
-		return func() {
-			<-hs.ch
-			l.leave(host, hs)
-		}
-	case <-ctx.Done():
-		l.leave(host, hs)
-		return nil
-	}
-}
-
-// leave drops one user of host's slots, and the entry with the last one.
-func (l *hostLimiter) leave(host string, hs *hostSlots) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	hs.users--
-	if hs.users == 0 && l.slots[host] == hs {
-		delete(l.slots, host)
-	}
-}
-
-// hosts is the number of hosts with work in flight.
-func (l *hostLimiter) hosts() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.slots)
 }
 
 // defaultScheduler polls hourly and backs off exponentially on errors, up

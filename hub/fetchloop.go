@@ -1,0 +1,164 @@
+package hub
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The fetch loop: it claims due sources in batches, hands each to its
+// host (fetchhosts.go) and starts a worker for a source only when its host
+// may be fetched now, so workers never wait for a host. It keeps about
+// FetchWorkers sources ready to start beside the running ones and claims
+// again once half of that is free, so a claim is a batch even under load;
+// sources waiting for a busy host do not count there, only against a
+// bound on what is held in memory (four times FetchWorkers, at least 64).
+// A worker's end wakes the loop at once.
+
+// fetchDone is a worker's report to the loop.
+type fetchDone struct {
+	host string
+	took time.Duration
+	// pause: the host asked to be left alone until then (429, 503).
+	pause time.Time
+}
+
+// fetchLoad is what the fetch loop holds, for FetchLoad.
+type fetchLoad struct {
+	running, waiting, paused atomic.Int64
+}
+
+// FetchLoad is what this process's fetch loop holds at the moment.
+type FetchLoad struct {
+	// Running counts the fetches under way.
+	Running int
+	// WaitingForHost counts claimed sources waiting for their host: its
+	// fetches at once, its spacing.
+	WaitingForHost int
+	// HostsPaused counts the hosts left alone after a 429 or 503.
+	HostsPaused int
+}
+
+// FetchLoad reports what the fetch loop holds now.
+func (h *Hub) FetchLoad() FetchLoad {
+	return FetchLoad{Running: int(h.load.running.Load()), WaitingForHost: int(h.load.waiting.Load()),
+		HostsPaused: int(h.load.paused.Load())}
+}
+
+// FetchLimits are the bounds the fetch loop works within.
+type FetchLimits struct {
+	Workers     int
+	PerHost     int
+	HostSpacing time.Duration
+}
+
+// FetchLimits reports the fetch loop's bounds, defaults applied.
+func (h *Hub) FetchLimits() FetchLimits {
+	return FetchLimits{Workers: h.cfg.FetchWorkers, PerHost: h.cfg.FetchesPerHost, HostSpacing: h.cfg.FetchHostSpacing}
+}
+
+func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
+	if h.fetcher == nil {
+		return
+	}
+	workers := h.cfg.FetchWorkers
+	// maxInHand bounds the claimed sources waiting for their hosts (each
+	// holds its last body).
+	maxInHand := max(4*workers, 64)
+	hosts := newFetchHosts(h.cfg.FetchesPerHost, h.cfg.FetchHostSpacing)
+	done := make(chan fetchDone, workers)
+	running := 0
+	var wg sync.WaitGroup
+	giveBack := func(srcs []Source, at time.Time, reason string) {
+		for i := range srcs {
+			w.add(releaseOutcome(&srcs[i], at, reason), srcs[i].URL)
+		}
+	}
+	defer func() {
+		// Shutting down: what waits for its host goes back due at once;
+		// the running fetches end with ctx and give theirs back.
+		for _, src := range hosts.drain() {
+			at, reason := h.now(), ReasonInterrupted
+			if src.Gone {
+				at, reason = time.Time{}, "gone"
+			}
+			giveBack([]Source{src}, at, reason)
+		}
+		wg.Wait()
+		h.load.running.Store(0)
+		h.load.waiting.Store(0)
+		h.load.paused.Store(0)
+	}()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := h.now()
+		for running < workers {
+			src, ok, expired := hosts.next(now, h.cfg.FetchTimeout)
+			// Their lease would end before their fetch could: due again
+			// at once, to be claimed afresh.
+			giveBack(expired, now, ReasonHostBusy)
+			if !ok {
+				break
+			}
+			running++
+			host := HostKey(src.URL)
+			wg.Go(func() {
+				started := time.Now()
+				pause := h.fetchSource(ctx, &src, w)
+				done <- fetchDone{host: host, took: time.Since(started), pause: pause}
+			})
+		}
+		room := min(2*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
+		if room >= max(1, workers/2) && ctx.Err() == nil {
+			lease := now.Add(2 * h.cfg.FetchTimeout)
+			srcs, err := h.store.ClaimDueSources(ctx, now, room, h.instance, lease)
+			if err != nil && ctx.Err() == nil {
+				h.log.ErrorContext(ctx, "claim due sources", "err", err)
+			}
+			for _, src := range srcs {
+				if at, reason, queued := hosts.admit(src, now, h.cfg.FetchTimeout); !queued {
+					giveBack([]Source{src}, at, reason)
+				}
+			}
+			if len(srcs) > 0 {
+				continue // start them; more may be due
+			}
+		}
+		h.load.running.Store(int64(running))
+		h.load.waiting.Store(int64(hosts.waiting))
+		var wake <-chan time.Time
+		if at := hosts.wakeAt(now); !at.IsZero() {
+			timer.Reset(min(at.Sub(now), time.Second))
+			wake = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-done:
+			running--
+			now := h.now()
+			if srcs, at := hosts.finished(d.host, d.took, d.pause, now); len(srcs) > 0 {
+				h.log.InfoContext(ctx, "host asked to wait; its other sources wait too", "host", d.host, "until", at, "sources", len(srcs))
+				giveBack(srcs, at, ReasonHostPaused)
+			}
+		case <-h.fetchWake:
+		case <-ticker.C:
+			hosts.forget(now)
+			h.load.paused.Store(int64(hosts.paused(now)))
+		case <-wake:
+		}
+		timer.Stop()
+	}
+}
+
+// releaseOutcome is the outcome that gives back a claimed source unfetched,
+// its state as it was but for the next fetch (at, with reason).
+func releaseOutcome(src *Source, at time.Time, reason string) FetchOutcome {
+	st := src.SourceState
+	st.NextFetchAt, st.NextFetchReason = at, reason
+	return FetchOutcome{SourceID: src.ID, State: st}
+}

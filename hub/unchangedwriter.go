@@ -1,0 +1,110 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// Most polls change nothing: a 304, the same body, an error, a source
+// given back for its busy host. Their outcome is the source's fetch state
+// and the release of its lease, and a transaction each would make the
+// database's commits the limit of the fetch rate. The unchanged writer
+// collects them for a few milliseconds, or until it has
+// maxUnchangedBatch, and stores them with one Store.ApplyUnchangedFetches:
+// a ping stored meanwhile still makes a source due again (the store
+// decides it per row), a pending note stays for the next fetch, and a
+// batch that fails is logged and leaves its leases to run out, so the
+// sources are fetched again then and nothing is lost.
+
+const (
+	// maxUnchangedBatch bounds the outcomes written together.
+	maxUnchangedBatch = 256
+	// unchangedBatchDelay is how long the first outcome of a batch waits
+	// for company: short beside a fetch, long beside a commit.
+	unchangedBatchDelay = 5 * time.Millisecond
+)
+
+// queuedOutcome is an unchanged outcome waiting to be stored.
+type queuedOutcome struct {
+	out FetchOutcome
+	url string
+}
+
+type unchangedWriter struct {
+	h    *Hub
+	in   chan queuedOutcome
+	done chan struct{}
+	// write stores one batch; Store.ApplyUnchangedFetches.
+	write func(context.Context, []FetchOutcome) error
+}
+
+func newUnchangedWriter(h *Hub) *unchangedWriter {
+	return &unchangedWriter{h: h, in: make(chan queuedOutcome, 2*maxUnchangedBatch), done: make(chan struct{}),
+		write: h.store.ApplyUnchangedFetches}
+}
+
+// add queues an unchanged outcome; it waits while the queue is full.
+func (w *unchangedWriter) add(out FetchOutcome, url string) {
+	w.in <- queuedOutcome{out: out, url: url}
+}
+
+// close stores what is queued and stops the writer; nothing may be added
+// after it.
+func (w *unchangedWriter) close() {
+	close(w.in)
+	<-w.done
+}
+
+// run writes batches until close. Its writes do not end with ctx: what
+// was fetched before shutdown is stored.
+func (w *unchangedWriter) run(ctx context.Context) {
+	defer close(w.done)
+	ctx = context.WithoutCancel(ctx)
+	batch := make([]queuedOutcome, 0, maxUnchangedBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		first, ok := <-w.in
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+		timer.Reset(unchangedBatchDelay)
+		open := true
+	collect:
+		for len(batch) < maxUnchangedBatch {
+			select {
+			case q, more := <-w.in:
+				if !more {
+					open = false
+					break collect
+				}
+				batch = append(batch, q)
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		w.flush(ctx, batch)
+		if !open {
+			return
+		}
+	}
+}
+
+func (w *unchangedWriter) flush(ctx context.Context, batch []queuedOutcome) {
+	outs := make([]FetchOutcome, len(batch))
+	for i, q := range batch {
+		outs[i] = q.out
+	}
+	wctx, cancel := context.WithTimeout(ctx, w.h.cfg.FetchTimeout)
+	err := w.write(wctx, outs)
+	cancel()
+	for _, q := range batch {
+		w.h.signalFetched(q.out.SourceID)
+	}
+	if err != nil {
+		w.h.log.ErrorContext(ctx, "store unchanged fetch outcomes; their sources are fetched again when their leases run out",
+			"sources", len(batch), "first", batch[0].url, "err", err)
+	}
+}
