@@ -90,6 +90,7 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		h.load.waiting.Store(0)
 		h.load.paused.Store(0)
 	}()
+	drained := false
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -113,12 +114,16 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			})
 		}
 		room := min(2*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
-		if room >= max(1, workers/2) && ctx.Err() == nil {
+		if !drained && room >= max(1, workers/2) && ctx.Err() == nil {
 			lease := now.Add(2 * h.cfg.FetchTimeout)
 			srcs, err := h.store.ClaimDueSources(ctx, now, room, h.instance, lease)
 			if err != nil && ctx.Err() == nil {
 				h.log.ErrorContext(ctx, "claim due sources", "err", err)
 			}
+			// Fewer than asked for: nothing more is due now. The next
+			// claim waits for a wake-up or the next tick, not for the
+			// next fetch to end.
+			drained = len(srcs) < room
 			for _, src := range srcs {
 				if at, reason, queued := hosts.admit(src, now, h.cfg.FetchTimeout); !queued {
 					giveBack([]Source{src}, at, reason)
@@ -146,7 +151,9 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				giveBack(srcs, at, ReasonHostPaused)
 			}
 		case <-h.fetchWake:
+			drained = false
 		case <-ticker.C:
+			drained = false
 			hosts.forget(now)
 			h.load.paused.Store(int64(hosts.paused(now)))
 		case <-wake:

@@ -105,6 +105,12 @@ type envOptions struct {
 	baselineWait time.Duration
 	// maxImplicitNodes is Config.MaxImplicitNodes; zero keeps the default.
 	maxImplicitNodes int
+	// fetchWorkers, fetchesPerHost and hostSpacing are the Config fields
+	// of those names; zero keeps the default (no spacing).
+	fetchWorkers, fetchesPerHost int
+	hostSpacing                  time.Duration
+	// wrap, if set, wraps the store the hub is given (counting calls).
+	wrap func(hub.Store) hub.Store
 }
 
 // newEnv builds the hub without starting its background work; run starts it.
@@ -120,8 +126,13 @@ func newEnv(t *testing.T, opt envOptions) *env {
 		Version: "test", PublicURL: "http://pingd.test", AllowPrivate: true,
 		Timeout: 10 * time.Second, Now: e.clock.Now,
 	})
+	var hubStore hub.Store = e.store
+	if opt.wrap != nil {
+		hubStore = opt.wrap(hubStore)
+	}
 	h, err := hub.New(hub.Config{
-		Store: e.store, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
+		Store: hubStore, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
+		FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost, FetchHostSpacing: opt.hostSpacing,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
 		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),
 		MaxImplicitNodes: opt.maxImplicitNodes,

@@ -21,7 +21,7 @@ const (
 	maxUnchangedBatch = 256
 	// unchangedBatchDelay is how long the first outcome of a batch waits
 	// for company: short beside a fetch, long beside a commit.
-	unchangedBatchDelay = 5 * time.Millisecond
+	unchangedBatchDelay = 10 * time.Millisecond
 )
 
 // queuedOutcome is an unchanged outcome waiting to be stored.
