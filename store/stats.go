@@ -23,6 +23,9 @@ type StatusQuery struct {
 	// Subscribers asks for the newest subscriptions of every kind with
 	// their addresses (an admin's view).
 	Subscribers bool
+	// Now, when set, has the fetch loop's load counted as of then:
+	// FetchDue, FetchRunning and FetchOldestDue.
+	Now time.Time
 }
 
 // DefaultStatusLimit is the length of each list of a StatusReport when the
@@ -50,6 +53,12 @@ type StatusReport struct {
 	// SourcesTotal counts the followed sources; the others count those
 	// with errors in a row, gone, moved, and late (see LateBefore).
 	SourcesTotal, SourcesFailing, SourcesGone, SourcesMoved, SourcesLate int
+	// The fetch loop's load as of the query's Now, over every process:
+	// followed sources due and waiting to be claimed (FetchDue), claimed
+	// and being fetched (FetchRunning), and the oldest due time among
+	// them (zero when none is due).
+	FetchDue, FetchRunning int
+	FetchOldestDue         time.Time
 
 	// Queue is the health of the HTTP deliveries.
 	Queue QueueStatus
@@ -195,6 +204,7 @@ func (s *sqlStore) StatusReport(ctx context.Context, q StatusQuery) (*StatusRepo
 		{"subscribers by kind", s.statusKinds},
 		{"nodes", s.statusNodes},
 		{"sources", s.statusSources},
+		{"fetch load", s.statusFetchLoad},
 		{"deliveries", s.statusDeliveries},
 		{"bouncing XMPP subscriptions", s.statusBouncing},
 		{"pings", s.statusPings},
@@ -271,6 +281,23 @@ func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, 
 		&rep.PingsRecent, &pingsTotal)
 	rep.PingsTotal = pingsTotal.Int64
 	return err
+}
+
+// statusFetchLoad counts the due sources, waiting and running. It reads
+// only the due ones, through the sources_due index: cheap however many
+// sources are followed, as long as the fetcher keeps up.
+func (s *sqlStore) statusFetchLoad(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	if q.Now.IsZero() {
+		return nil
+	}
+	return s.queryRow(ctx, tx, `SELECT
+			COALESCE(SUM(CASE WHEN s.lease_until IS NULL OR s.lease_until <= $1 THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN s.lease_until > $1 THEN 1 ELSE 0 END), 0),
+			MIN(s.next_fetch_at)
+		FROM sources s
+		WHERE NOT s.gone AND s.next_fetch_at <= $1
+		AND EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)`, []any{s.timeArg(q.Now)},
+		&rep.FetchDue, &rep.FetchRunning, tc(&rep.FetchOldestDue))
 }
 
 // statusKinds counts the subscriptions of each kind.

@@ -143,8 +143,20 @@ func testStatusReport(t *testing.T, s store.Store) {
 			Remote: "192.0.2.1", ReceivedAt: t0.Add(-ago)}))
 	}
 
-	rep, err := s.StatusReport(ctx, store.StatusQuery{PingsSince: t0.Add(-time.Hour), LateBefore: t0.Add(-5 * time.Minute)})
+	// The fetcher has claimed the failing source, due the longest; the
+	// new one waits.
+	claimed, err := s.ClaimDueSources(ctx, t0, 1, "other-process", t0.Add(time.Minute))
 	statusFatal(t, err)
+	if len(claimed) != 1 || claimed[0].URL != "https://private.example.org/feed?key=k" {
+		t.Fatalf("claimed %+v", claimed)
+	}
+
+	rep, err := s.StatusReport(ctx, store.StatusQuery{PingsSince: t0.Add(-time.Hour), LateBefore: t0.Add(-5 * time.Minute), Now: t0})
+	statusFatal(t, err)
+	if rep.FetchDue != 1 || rep.FetchRunning != 1 || !rep.FetchOldestDue.Equal(t0.Add(-30*time.Minute)) {
+		t.Errorf("fetch load: due %d, running %d, oldest due %v; want 1, 1, %v",
+			rep.FetchDue, rep.FetchRunning, rep.FetchOldestDue, t0.Add(-30*time.Minute))
+	}
 
 	// Totals.
 	if rep.NodesTotal != 6 || rep.NodesBehindXMPP != 2 || rep.EventsBehindXMPP != 3 {
