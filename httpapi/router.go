@@ -68,6 +68,10 @@ type Config struct {
 	// implicit nodes; default 20 an hour in bursts of 5.
 	ImplicitNodesPerHour float64
 	ImplicitNodeBurst    int
+	// PollInterval is the poll interval of sources that give no hint,
+	// shown on the status page with the fetch loop's other limits (the
+	// scheduler's, not the hub's; zero: not shown).
+	PollInterval time.Duration
 	// GetPingd XMPP consumer (whitelist) requests take a token of the
 	// client's subscription bucket and, unless they carry the node's or
 	// the admin token, one of the node's own bucket; default 1 per second

@@ -145,6 +145,7 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 		Connected:    a.cfg.Ready != nil && a.cfg.Ready(),
 		Kinds:        hub.Kinds,
 		Limit:        statusListLimit,
+		LateAfter:    compactDuration(statusLateAfter),
 	}
 	if v.Version == "" {
 		v.Version = "dev"
@@ -169,6 +170,7 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 			PingsSince:  now.Add(-statusPingWindow),
 			LateBefore:  now.Add(-statusLateAfter),
 			Subscribers: admin,
+			Now:         now,
 		})
 		if err != nil {
 			a.log.ErrorContext(ctx, "status page: status report", "err", err)
@@ -177,7 +179,23 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 			v.fill(rep, now)
 		}
 	}
+	v.Fetch = a.fetchView()
 	v.Problems = v.problems()
+	return v
+}
+
+// fetchView is the fetch loop's limits and this process's share of its
+// load, from the hub (no query).
+func (a *API) fetchView() fetchLimitsView {
+	lim, load := a.hub.FetchLimits(), a.hub.FetchLoad()
+	v := fetchLimitsView{Workers: lim.Workers, PerHost: lim.PerHost, Spacing: "none",
+		Running: load.Running, WaitingForHost: load.WaitingForHost, HostsPaused: load.HostsPaused}
+	if lim.HostSpacing > 0 {
+		v.Spacing = lim.HostSpacing.String()
+	}
+	if a.cfg.PollInterval > 0 {
+		v.Interval = compactDuration(a.cfg.PollInterval)
+	}
 	return v
 }
 

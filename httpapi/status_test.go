@@ -826,3 +826,36 @@ func TestStatusPageRateLimit(t *testing.T) {
 	// The admin API is in the same bucket.
 	wantStatus(t, e.admin(http.MethodGet, "/api/nodes", nil), http.StatusTooManyRequests)
 }
+
+// TestStatusPageShowsTheFetchLoad: the page tells whether the fetcher keeps
+// up (due, being fetched, late, the oldest due time) and the limits it
+// works within.
+func TestStatusPageShowsTheFetchLoad(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.PollInterval = 2 * time.Hour })
+	seedStatus(t, e)
+	now := e.clock.Now()
+	// Another process fetches the source due the longest (the failing
+	// one, due 20 minutes ago); two new ones and the pinged one wait.
+	claimed, err := e.store.ClaimDueSources(t.Context(), now, 1, "other-process", now.Add(time.Minute))
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	p := getStatusPage(t, e, "/")
+	wantStatus(t, p.resp, http.StatusOK)
+	if got := docText(p.one("card-fetcher")); !strings.Contains(got, "Fetcher 3 due now · 1 being fetched · 1 late · oldest due 20m ago") {
+		t.Errorf("fetcher card = %q", got)
+	}
+	load := docText(p.one("fetch-load"))
+	for _, want := range []string{"Due now, waiting 3", "Being fetched 1", "Late (due more than 5m ago) 1", "Oldest due 20m ago"} {
+		if !strings.Contains(load, want) {
+			t.Errorf("fetch load lacks %q: %s", want, load)
+		}
+	}
+	limits := docText(p.one("fetch-limits"))
+	for _, want := range []string{"Fetch workers 8", "Fetches per host at once 2", "Spacing per host none",
+		"Default poll interval 2h", "This process: running, waiting for their host, hosts paused 0 · 0 · 0"} {
+		if !strings.Contains(limits, want) {
+			t.Errorf("fetch limits lack %q: %s", want, limits)
+		}
+	}
+}

@@ -32,8 +32,21 @@ type statusPageView struct {
 	Problems    []problemView
 	Kinds       []hub.Kind
 	Limit       int
+	// LateAfter is statusLateAfter as the page writes it.
+	LateAfter string
 	// Report is nil when the report could not be read.
 	Report *reportView
+	// Fetch is the fetch loop's limits and this process's load.
+	Fetch fetchLimitsView
+}
+
+// fetchLimitsView is what the fetch loop works within, and what this
+// process holds now: fetches running, claimed sources waiting for their
+// host, hosts left alone after a 429 or 503.
+type fetchLimitsView struct {
+	Workers, PerHost                     int
+	Spacing, Interval                    string
+	Running, WaitingForHost, HostsPaused int
 }
 
 type problemView struct {
@@ -53,11 +66,15 @@ type reportView struct {
 	SourcesTotal, SourcesMore                              int
 	SourcesFailing, SourcesGone, SourcesMoved, SourcesLate int
 	Sources                                                []sourceView
-	QueueSubscriptions, QueuePending, QueueSuspended       int
-	QueueFailing, QueueBehind, QueueProblems, QueueMore    int
-	QueueEventsBehind                                      int64
-	OldestFailure                                          timeView
-	Deliveries                                             []deliveryView
+	// The fetch loop's load over every process: due and waiting, being
+	// fetched, and how long the oldest due one has waited.
+	FetchDue, FetchRunning                              int
+	FetchOldestDue                                      timeView
+	QueueSubscriptions, QueuePending, QueueSuspended    int
+	QueueFailing, QueueBehind, QueueProblems, QueueMore int
+	QueueEventsBehind                                   int64
+	OldestFailure                                       timeView
+	Deliveries                                          []deliveryView
 	// Bouncing are the XMPP subscriptions whose notifications bounce.
 	Bouncing                    []bounceView
 	BouncingTotal, BouncingMore int
@@ -204,6 +221,9 @@ func (v *statusPageView) fill(rep *store.StatusReport, now time.Time) {
 		SourcesGone:        rep.SourcesGone,
 		SourcesMoved:       rep.SourcesMoved,
 		SourcesLate:        rep.SourcesLate,
+		FetchDue:           rep.FetchDue,
+		FetchRunning:       rep.FetchRunning,
+		FetchOldestDue:     timeOf(rep.FetchOldestDue, now),
 		QueueSubscriptions: rep.Queue.Subscriptions,
 		QueuePending:       rep.Queue.Pending,
 		QueueSuspended:     rep.Queue.Suspended,

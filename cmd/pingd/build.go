@@ -114,11 +114,12 @@ func schedulerConfig(cfg *Config) feed.SchedulerConfig {
 // hubConfig is the hub's configuration but for the parts it is given.
 func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 	return hub.Config{
-		Logger:         log,
-		AdminToken:     cfg.AdminToken,
-		Admins:         cfg.AdminJIDs(),
-		FetchWorkers:   cfg.FetchWorkers,
-		FetchesPerHost: cfg.FetchesPerHost,
+		Logger:           log,
+		AdminToken:       cfg.AdminToken,
+		Admins:           cfg.AdminJIDs(),
+		FetchWorkers:     cfg.FetchWorkers,
+		FetchesPerHost:   cfg.FetchesPerHost,
+		FetchHostSpacing: cfg.FetchHostSpacing,
 		// Pings are kept for the hourly archives.
 		PingRetention: cfg.PingArchive,
 		Observe:       hubMetrics{},
@@ -298,6 +299,7 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 		ListBurst:          cfg.ListBurst,
 
 		ImplicitNodesPerHour: float64(cfg.ImplicitNodesPerHour),
+		PollInterval:         cfg.PollInterval,
 	}
 }
 

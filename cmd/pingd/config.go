@@ -43,6 +43,7 @@ type Config struct {
 	UpstreamCheck      time.Duration `opt:"upstream-check" env:"PINGD_UPSTREAM_CHECK" default:"1m" help:"how often upstream renewals, new subscribers and departures are looked at"`
 	FetchWorkers       int           `opt:"fetch-workers" env:"PINGD_FETCH_WORKERS" default:"8" help:"sources fetched at once"`
 	FetchesPerHost     int           `opt:"fetches-per-host" env:"PINGD_FETCHES_PER_HOST" default:"2" help:"fetches of one origin (host and port) at once, however many of its feeds are due"`
+	FetchHostSpacing   time.Duration `opt:"fetch-host-spacing" env:"PINGD_FETCH_HOST_SPACING" default:"1s" help:"the least time between the starts of two fetches of one origin (host and port), so that many feeds on one host are polled one after the other rather than at once (0: none; at most 10m)"`
 	PollInterval       time.Duration `opt:"poll-interval" env:"PINGD_POLL_INTERVAL" default:"1h" help:"how often a source is polled when its feed gives no hint (ttl, sy:updatePeriod, Cache-Control, Expires)"`
 	PollMinInterval    time.Duration `opt:"poll-min-interval" env:"PINGD_POLL_MIN_INTERVAL" default:"5m" help:"the shortest interval between two polls of a source that its feed's hints may ask for (at least 1m)"`
 	PollMaxInterval    time.Duration `opt:"poll-max-interval" env:"PINGD_POLL_MAX_INTERVAL" default:"24h" help:"the longest interval between two polls of a source (only a Retry-After answer may ask for more)"`
@@ -394,6 +395,9 @@ func (c *Config) validateTuning() []error {
 			errs = append(errs, fmt.Errorf("%s_BURST (--%s-burst) %d: want 1 or more", l.env, l.opt, l.burst))
 		}
 	}
+	if c.FetchHostSpacing < 0 || c.FetchHostSpacing > maxFetchHostSpacing {
+		errs = append(errs, fmt.Errorf("PINGD_FETCH_HOST_SPACING (--fetch-host-spacing) %s: want 0 to %s", c.FetchHostSpacing, maxFetchHostSpacing))
+	}
 	if c.PollMinInterval < minPollInterval {
 		errs = append(errs, fmt.Errorf("PINGD_POLL_MIN_INTERVAL (--poll-min-interval) %s: want at least %s", c.PollMinInterval, minPollInterval))
 	}
@@ -410,6 +414,10 @@ func (c *Config) validateTuning() []error {
 // goroutine, and more than this many requests at once is a
 // misconfiguration rather than a need.
 const maxWorkers = 10000
+
+// maxFetchHostSpacing bounds PINGD_FETCH_HOST_SPACING: beyond it a host
+// with a few hundred feeds could not have them all polled daily.
+const maxFetchHostSpacing = 10 * time.Minute
 
 // minPollInterval bounds PINGD_POLL_MIN_INTERVAL: a feed polled more often
 // than once a minute should ping instead.

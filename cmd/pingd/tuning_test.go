@@ -39,6 +39,7 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 	}{
 		{"fetch-workers", cfg.FetchWorkers, hub.DefaultFetchWorkers},
 		{"fetches-per-host", cfg.FetchesPerHost, hub.DefaultFetchesPerHost},
+		{"fetch-host-spacing", cfg.FetchHostSpacing, time.Duration(hub.DefaultFetchHostSpacing)},
 		{"ping-archive", cfg.PingArchive, time.Duration(hub.DefaultPingRetention)},
 		{"poll-interval", cfg.PollInterval, time.Duration(feed.DefaultPollInterval)},
 		{"poll-min-interval", cfg.PollMinInterval, time.Duration(feed.DefaultMinInterval)},
@@ -90,7 +91,7 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", io.Discard), []string{
 		"--config", file, "--xmpp-secret", "s",
 		"--fetch-workers", "3", "--fetches-per-host", "1", "--delivery-workers", "5", "--deliveries-per-host", "2",
-		"--poll-interval", "2h", "--poll-min-interval", "10m", "--poll-max-interval", "48h",
+		"--fetch-host-spacing", "250ms", "--poll-interval", "2h", "--poll-min-interval", "10m", "--poll-max-interval", "48h",
 		"--ping-rate", "0.5", "--ping-burst", "4", "--ping-host-rate", "6", "--ping-host-burst", "60",
 		"--subscribe-rate", "3", "--subscribe-burst", "30", "--whitelist-node-rate", "0.1", "--whitelist-node-burst", "2",
 		"--nodes-per-hour", "9",
@@ -116,6 +117,8 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 	}{
 		{"hub FetchWorkers", hc.FetchWorkers, 3},
 		{"hub FetchesPerHost", hc.FetchesPerHost, 1},
+		{"hub FetchHostSpacing", hc.FetchHostSpacing, 250 * time.Millisecond},
+		{"API PollInterval", ac.PollInterval, 2 * time.Hour},
 		{"scheduler DefaultInterval", sc.DefaultInterval, 2 * time.Hour},
 		{"scheduler MinInterval", sc.MinInterval, 10 * time.Minute},
 		{"scheduler MaxInterval", sc.MaxInterval, 48 * time.Hour},
@@ -155,7 +158,7 @@ func TestTuningOptionsRefuseNonsense(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", io.Discard), []string{
 		"--xmpp-secret", "s",
 		"--fetch-workers", "0", "--fetches-per-host", "-1", "--delivery-workers", "20000", "--deliveries-per-host", "0",
-		"--nodes-per-hour", "0",
+		"--fetch-host-spacing", "11m", "--nodes-per-hour", "0",
 		"--ping-rate", "0", "--ping-burst", "0", "--ping-host-rate", "-2", "--subscribe-burst", "-5",
 		"--whitelist-node-rate", "0", "--admin-burst", "0", "--list-rate", "-0.5",
 		"--poll-min-interval", "30s", "--poll-interval", "48h", "--poll-max-interval", "24h",
@@ -170,6 +173,7 @@ func TestTuningOptionsRefuseNonsense(t *testing.T) {
 	want := []string{
 		"PINGD_FETCH_WORKERS (--fetch-workers) 0: want 1 to 10000",
 		"PINGD_FETCHES_PER_HOST (--fetches-per-host) -1: want 1 to 10000",
+		"PINGD_FETCH_HOST_SPACING (--fetch-host-spacing) 11m0s: want 0 to 10m0s",
 		"PINGD_DELIVERY_WORKERS (--delivery-workers) 20000: want 1 to 10000",
 		"PINGD_DELIVERIES_PER_HOST (--deliveries-per-host) 0: want 1 to 10000",
 		"PINGD_NODES_PER_HOUR (--nodes-per-hour) 0: want 1 to",
