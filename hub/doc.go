@@ -70,8 +70,8 @@
 // items.go (publishing, retracting, purging, reading items),
 // subscriptions.go (subscribing, granting, the last published item),
 // baseline.go (a new source's first fetch and waiting for it), pings.go
-// (pings and changes naming URLs) and run.go (the fetch and maintenance
-// loops). The other files, each named for what it holds: the domain
+// (pings and changes naming URLs) and run.go (a fetch and its outcome,
+// the maintenance loop). The other files, each named for what it holds: the domain
 // types and their rules in types.go (errors, Ping, URL validity),
 // nodetypes.go (access models, affiliations, node configuration, node
 // names), eventtypes.go (events, entries and their size bound),
@@ -94,4 +94,16 @@
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its
 // source back, due at once, and with Config.Exclusive (one process per
 // store) Run takes back the leases a killed process left.
+//
+// The fetch loop (fetchloop.go) claims due sources in batches and hands
+// each to its origin host (fetchhosts.go): a worker is taken only when the
+// host may be fetched now (Config.FetchesPerHost at once,
+// Config.FetchHostSpacing between two starts, a pause after a 429 or 503
+// that holds its other sources too), so a slow host holds no worker, and
+// what a busy host cannot start soon is given back due later at its pace.
+// Outcomes that change nothing but the fetch state (a 304, the same body,
+// an error, a source given back) are stored in batches by the unchanged
+// writer (unchangedwriter.go, Store.ApplyUnchangedFetches), flushed at
+// shutdown; FetchLoad and FetchLimits tell the status page what the loop
+// holds and within what bounds.
 package hub

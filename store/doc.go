@@ -40,6 +40,12 @@
 //     a verification answered after a newer request came in decides
 //     nothing. Its verification is leased apart from the deliveries
 //     (change_lease_*), found through subscriptions_changing.
+//   - Unchanged fetches (unchangedfetches.go): the outcomes of fetches
+//     that changed nothing are written many at once, one UPDATE … FROM
+//     (VALUES …) per 128 on PostgreSQL and a prepared statement per row
+//     in SQLite's one transaction, setting only the fetch state (never the
+//     body) and deciding a ping that came during the fetch in the
+//     statement itself.
 //   - Claims (sources to fetch, subscriptions to deliver) are leases in the
 //     rows themselves. On PostgreSQL they are taken with FOR UPDATE SKIP
 //     LOCKED, so several pingd processes can share one database; nothing
