@@ -12,28 +12,15 @@ import (
 )
 
 const eventColumns = `e.node_id, e.seq, e.kind, e.item_id, e.payload, e.title, e.summary, e.link,
-	e.address, e.publisher, e.updated, e.created`
+	e.address, e.plain_type, e.publisher, e.updated, e.created`
 
 func scanEvent(r rowScanner) (hub.Event, error) {
 	var e hub.Event
 	var kind string
 	err := r.Scan(&e.NodeID, &e.Seq, &kind, &e.ItemID, &e.Payload, &e.Title, &e.Summary, &e.Link,
-		&e.Address, &e.Publisher, tc(&e.Updated), tc(&e.Created))
+		&e.Address, &e.PlainType, &e.Publisher, tc(&e.Updated), tc(&e.Created))
 	e.Kind = hub.EventKind(kind)
-	if e.Kind == hub.EventRevoke {
-		e.PlainType, e.Publisher = e.Publisher, ""
-	}
 	return e, err
-}
-
-// publisherColumn is what an event's publisher column holds. A revoke has
-// no publisher: the column keeps its PlainType instead, so the log's
-// schema serves the one field only revokes have.
-func publisherColumn(e *hub.Event) string {
-	if e.Kind == hub.EventRevoke {
-		return e.PlainType
-	}
-	return e.Publisher
 }
 
 func (s *sqlStore) events(ctx context.Context, query string, args ...any) ([]hub.Event, error) {
@@ -114,10 +101,10 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 		e.Updated = dbTimeOf(e.Updated)
 		out[i] = e
 		if _, err := s.exec(ctx, tx, `INSERT INTO events (node_id, seq, kind, item_id, payload,
-			title, summary, link, address, publisher, updated, created)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			title, summary, link, address, plain_type, publisher, updated, created)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			nodeID, seq, string(e.Kind), e.ItemID, e.Payload, e.Title, e.Summary, e.Link,
-			e.Address, publisherColumn(&e), s.timeArg(e.Updated), s.timeArg(created)); err != nil {
+			e.Address, e.PlainType, e.Publisher, s.timeArg(e.Updated), s.timeArg(created)); err != nil {
 			return nil, fmt.Errorf("append to node %d: %w", nodeID, err)
 		}
 		switch e.Kind {

@@ -151,6 +151,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededChanges(t, s, k)
 				checkSeededPings(t, s, k)
 				checkSeededCallbackHosts(t, s)
+				checkSeededRevokes(t, s, k)
 				checkSeededUnused(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
@@ -276,6 +277,38 @@ func checkSeededUnused(t *testing.T, s Store, version int) {
 	}
 	if _, err := s.Node(ctx, "seeded"); err != nil {
 		t.Fatalf("the owner's node: %v", err)
+	}
+}
+
+// checkSeededRevokes: from version 16 on, seeds hold a revoke stored
+// before its message type had a column, read as an XEP-0060 one (no
+// PlainType); from version 17 on, also a revoke of a reader of chat
+// messages, read back with its type and no publisher.
+func checkSeededRevokes(t *testing.T, s Store, version int) {
+	t.Helper()
+	if version < 16 {
+		return
+	}
+	ctx := context.Background()
+	n, err := s.Node(ctx, "revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.EventsAfter(ctx, n.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hub.Event{{Kind: hub.EventRevoke, Address: "old@example.org/phone"}}
+	if version >= 17 {
+		want = append(want, hub.Event{Kind: hub.EventRevoke, Address: "reader@example.org", PlainType: hub.NotifyChat})
+	}
+	if len(events) != len(want) {
+		t.Fatalf("revokes after migrating from %d = %+v, want %d", version, events, len(want))
+	}
+	for i, e := range events {
+		if e.Kind != want[i].Kind || e.Address != want[i].Address || e.PlainType != want[i].PlainType || e.Publisher != "" {
+			t.Errorf("revoke %d after migrating from %d = %+v, want %+v", i+1, version, e, want[i])
+		}
 	}
 }
 

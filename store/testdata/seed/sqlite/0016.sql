@@ -73,3 +73,10 @@ UPDATE subscriptions SET callback_host = '127.0.0.1' WHERE kind <> 'xmpp';
 INSERT INTO subscriptions (node_id, kind, address, state, options, created_at, updated_at, callback_host)
 SELECT id, 'cnws', 'http://hooks.example:8080/cnws#https%3A%2F%2Fexample.org%2Ffeed', 'active', '{}', '2031-05-06T07:00:00.000000Z', '2031-05-06T07:00:00.000000Z', 'hooks.example'
 FROM nodes WHERE name = 'seeded';
+
+-- A reader's subscription ended by a revoke, stored before a revoke kept
+-- the message type of the reader's plain messages.
+INSERT INTO nodes (name, access_model, max_items, deliver_payloads, notification_type, last_seq, created_at, updated_at)
+VALUES ('revoked', 'open', 10, 1, 'headline', 1, '2031-01-01T00:00:00.000000Z', '2031-01-01T00:00:00.000000Z');
+INSERT INTO events (node_id, seq, kind, address, created)
+SELECT id, 1, 'revoke', 'old@example.org/phone', '2031-05-06T07:00:00.000000Z' FROM nodes WHERE name = 'revoked';
