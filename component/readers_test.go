@@ -336,10 +336,11 @@ func TestLastItemOnSubscribe(t *testing.T) {
 }
 
 // TestRevokeTellsReaders: a reader of plain messages whose subscription
-// its owner ends (the XEP-0060 owner form, leaving the whitelist by the
-// ad-hoc command, the node made whitelist-only) gets, after the XEP-0060
-// event, a plain message saying so, which every client shows; an XEP-0060
-// subscriber gets the event alone, as before.
+// is ended (by the XEP-0060 owner form, leaving the whitelist by the
+// ad-hoc command, the node made whitelist-only, or a GetPingd unsubscribe
+// request, which the subscriber may send itself) gets, after the XEP-0060
+// event, a plain message saying so in words true on every path, which
+// every client shows; an XEP-0060 subscriber gets the event alone.
 func TestRevokeTellsReaders(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{})
@@ -365,7 +366,7 @@ func TestRevokeTellsReaders(t *testing.T) {
 		}
 		words := nextMessage(t, alice, 10*time.Second, isNotification)
 		if isEvent(words) || words.attr("type") != hub.NotifyChat ||
-			bodyOf(words) != "[Demo feed] Your subscription to this node was ended by its owner: nothing more will come from it." {
+			bodyOf(words) != "[Demo feed] Your subscription to this node has ended: nothing more will come from it." {
 			t.Errorf("%s: the reader was told %s, want a plain chat message saying its subscription was ended", how, words.standalone())
 		}
 		if words.attr("id") != ev.attr("id") {
@@ -407,4 +408,21 @@ func TestRevokeTellsReaders(t *testing.T) {
 		completedNote(t, command(t, e, admin, "pingd#whitelist-remove", "complete", "r-"+j, submitFields(map[string]string{"node": "demo", "jid": j})), "info")
 	}
 	told("the ad-hoc command")
+
+	// A GetPingd <unsubscribe> of each, as whitelist.Service.Remove
+	// carries it out: no owner need be involved.
+	for _, j := range []string{aliceBare, bob.JID.Bare().String()} {
+		completedNote(t, command(t, e, admin, "pingd#whitelist-add", "complete", "b-"+j, submitFields(map[string]string{"node": "demo", "jid": j})), "info")
+	}
+	subscribeBoth()
+	current, err := e.hub.Node(e.ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{aliceBare, bob.JID.Bare().String()} {
+		if err := e.hub.RevokeSubscriptions(e.ctx, current, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	told("a GetPingd unsubscribe")
 }

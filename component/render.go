@@ -105,13 +105,14 @@ func (d *dispatcher) renderDeletePlain(n hub.Node, s hub.Subscription, id string
 // value, that tells a reader of plain messages its subscription was ended
 // (hub.EventRevoke with a PlainType): its client shows no pubsub event, so
 // the XEP-0060 one alone would leave it waiting for entries that never
-// come.
+// come. The words name no one: an owner, the node's access model or the
+// subscriber's own GetPingd unsubscribe request may have ended it.
 func (d *dispatcher) renderRevokePlain(n *hub.Node, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
 	b.WriteString(`">`)
-	b.element("body", sanitizeText(fmt.Sprintf("[%s] Your subscription to this node was ended by its owner: nothing more will come from it.", nodeName(n))))
+	b.element("body", sanitizeText(fmt.Sprintf("[%s] Your subscription to this node has ended: nothing more will come from it.", nodeName(n))))
 	b.close("message")
 	return b.Bytes()
 }

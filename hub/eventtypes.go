@@ -20,9 +20,10 @@ const (
 	// URL-level subscribers (rssCloud, CNWS) are told.
 	EventChange EventKind = "change"
 	// EventRevoke records that the subscription of the JID Address (as it
-	// subscribed, full or bare) was removed on its owner's word or because
-	// its bare JID may no longer read the node; XMPP tells that JID, in
-	// words too when it read plain messages (PlainType).
+	// subscribed, full or bare) was removed on its owner's word, because
+	// its bare JID may no longer read the node, or by a GetPingd unsubscribe
+	// request; XMPP tells that JID, in words too when it read plain
+	// messages (PlainType).
 	EventRevoke EventKind = "revoke"
 	// EventSubscribed records that an owner subscribed the JID Address
 	// (XEP-0060 §8.8.2); XMPP tells that JID, as it does for a revoke.

@@ -125,7 +125,7 @@ func TestProfanityShowsEntries(t *testing.T) {
 			if code := r.d.api("PATCH", "/api/nodes/demo", map[string]string{"access_model": "whitelist"}, nil); code != 200 {
 				t.Fatalf("make the node whitelist-only: HTTP %d", code)
 			}
-			prof.WaitFor("[Demo] Your subscription to this node was ended by its owner", 20*time.Second)
+			prof.WaitFor("[Demo] Your subscription to this node has ended", 20*time.Second)
 		})
 	}
 }
