@@ -81,20 +81,20 @@ func bounceCondition(msg *element) (stanza.Condition, string) {
 
 // notificationBounced takes an error answering a notification (on a
 // worker).
-func (c *Component) notificationBounced(ctx context.Context, msg *element) {
+func (svc *service) notificationBounced(ctx context.Context, msg *element) {
 	nodeID, _ := nodeOfStanzaID(msg.attr("id"))
 	from, err := jid.Parse(msg.attr("from"))
 	if err != nil {
 		return
 	}
 	cond, reason := bounceCondition(msg)
-	out, err := c.hub.NotificationBounced(ctx, nodeID, from.String(), permanentBounces[cond], reason)
+	out, err := svc.hub.NotificationBounced(ctx, nodeID, from.String(), permanentBounces[cond], reason)
 	switch {
 	case errors.Is(err, hub.ErrNotFound):
-		c.log.DebugContext(ctx, "an error answering a notification matches no subscription", "from", from.String(), "id", msg.attr("id"), "reason", reason)
+		svc.log.DebugContext(ctx, "an error answering a notification matches no subscription", "from", from.String(), "id", msg.attr("id"), "reason", reason)
 	case err != nil:
-		c.log.ErrorContext(ctx, "record a bounced notification", "from", from.String(), "node_id", nodeID, "err", err)
+		svc.log.ErrorContext(ctx, "record a bounced notification", "from", from.String(), "node_id", nodeID, "err", err)
 	case !out.Ended:
-		c.log.InfoContext(ctx, "a notification bounced", "node", out.Sub.NodeName, "jid", from.String(), "reason", reason, "bounces", out.Count)
+		svc.log.InfoContext(ctx, "a notification bounced", "node", out.Sub.NodeName, "jid", from.String(), "reason", reason, "bounces", out.Count)
 	}
 }

@@ -115,7 +115,7 @@ func TestAddressesThatFit(t *testing.T) {
 // The service's disco#items is cut to the budget with a result set, and
 // pages on from it.
 func TestNodeItemsAreCut(t *testing.T) {
-	c := &Component{domainStr: "pubsub.example.org"}
+	c := &service{domainStr: "pubsub.example.org", limit: &stanzaLimit{}}
 	c.limit.learned.Store(minStanzaBudget)
 	var nodes []hub.Node
 	for i := range 1000 {

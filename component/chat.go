@@ -64,11 +64,11 @@ func parseChatCommand(body string) chatCommand {
 // by one (multicast.go); a chat or normal message to an address at the
 // component's domain other than the service is refused; anything else is
 // ignored.
-func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *requestPool, msg *element) {
+func (svc *service) receiveMessage(ctx context.Context, cn *connection, pool *requestPool, msg *element) {
 	typ := msg.attr("type")
 	if typ == "error" {
 		switch {
-		case c.dispatcher.isMulticastBounce(cn, msg):
+		case svc.dispatcher.isMulticastBounce(cn, msg):
 			pool.submit(ctx, &job{msg: msg, bounced: true})
 		case isNotificationBounce(msg):
 			// In order with the sender's chat commands, which clear the
@@ -80,11 +80,11 @@ func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *re
 	if typ != "chat" && typ != "normal" && typ != "" {
 		return // headline and groupchat messages are never answered, not even with an error
 	}
-	if !c.isServiceAddress(msg.attr("to")) {
+	if !svc.isServiceAddress(msg.attr("to")) {
 		// Nobody lives at the component's domain but the service: the
 		// server's answer for a message to an account that does not exist
 		// (RFC 6120 §10.5.3.2), as IQs and presence get.
-		c.replyError(cn, msg, serviceUnavailable())
+		svc.replyError(cn, msg, serviceUnavailable())
 		return
 	}
 	if msg.child(msg.Name.Space, "body") == nil {
@@ -98,7 +98,7 @@ func (c *Component) receiveMessage(ctx context.Context, cn *connection, pool *re
 }
 
 // handleMessage answers chat commands; other messages are ignored.
-func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *element) {
+func (svc *service) handleMessage(ctx context.Context, cn *connection, msg *element) {
 	typ := msg.attr("type")
 	if typ != "chat" && typ != "normal" && typ != "" {
 		return // headline, groupchat and error messages are not commands
@@ -114,50 +114,50 @@ func (c *Component) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	ctx, after := withFollowUps(ctx)
 	defer after.run(ctx)
-	answer := cutChatAnswer(c.runChatCommand(ctx, from, cmd), c.dispatcher.suffixBudget()-2048)
+	answer := cutChatAnswer(svc.runChatCommand(ctx, from, cmd), svc.dispatcher.suffixBudget()-2048)
 	var b xmlBuf
-	b.open("message", "type", "chat", "id", c.stanzaIDs.next(), "from", c.replyFrom(msg), "to", from.String())
+	b.open("message", "type", "chat", "id", svc.stanzaIDs.next(), "from", svc.replyFrom(msg), "to", from.String())
 	b.element("body", answer)
 	if th := msg.child(msg.Name.Space, "thread"); th != nil && th.text() != "" {
 		b.element("thread", th.text())
 	}
 	b.close("message")
-	c.send(ctx, cn, b.Bytes())
+	svc.send(ctx, cn, b.Bytes())
 }
 
 // runChatCommand executes a command for sender and returns the answer.
-func (c *Component) runChatCommand(ctx context.Context, sender jid.JID, cmd chatCommand) string {
+func (svc *service) runChatCommand(ctx context.Context, sender jid.JID, cmd chatCommand) string {
 	bare := sender.Bare().String()
 	// Whoever sends a command is there: its notifications' bounces are
 	// forgotten (bounces.go).
-	if err := c.hub.SubscriberIsThere(ctx, bare); err != nil {
-		c.log.WarnContext(ctx, "clear the bounces of a subscriber", "jid", bare, "err", err)
+	if err := svc.hub.SubscriberIsThere(ctx, bare); err != nil {
+		svc.log.WarnContext(ctx, "clear the bounces of a subscriber", "jid", bare, "err", err)
 	}
 	var answer string
 	var err error
 	switch cmd.Name {
 	case "nodes":
-		answer, err = c.chatNodes(ctx)
+		answer, err = svc.chatNodes(ctx)
 	case "list":
-		answer, err = c.chatList(ctx, bare)
+		answer, err = svc.chatList(ctx, bare)
 	case "subscribe":
-		answer, err = c.chatSubscribe(ctx, bare, cmd.Arg)
+		answer, err = svc.chatSubscribe(ctx, bare, cmd.Arg)
 	case "unsubscribe":
-		answer, err = c.chatUnsubscribe(ctx, bare, cmd.Arg)
+		answer, err = svc.chatUnsubscribe(ctx, bare, cmd.Arg)
 	case "last":
-		answer, err = c.chatLast(ctx, bare, cmd)
+		answer, err = svc.chatLast(ctx, bare, cmd)
 	default:
-		answer = c.chatHelp()
+		answer = svc.chatHelp()
 	}
 	if err != nil {
-		c.log.ErrorContext(ctx, "chat command failed", "command", cmd.Name, "from", sender.String(), "err", err)
+		svc.log.ErrorContext(ctx, "chat command failed", "command", cmd.Name, "from", sender.String(), "err", err)
 		return "Sorry, that did not work (an internal error). Please try again later."
 	}
 	return answer
 }
 
-func (c *Component) chatHelp() string {
-	return "This is pingd, a publish-subscribe service for web feeds at " + c.domainStr + ". Commands:\n" +
+func (svc *service) chatHelp() string {
+	return "This is pingd, a publish-subscribe service for web feeds at " + svc.domainStr + ". Commands:\n" +
 		"nodes — list the nodes\n" +
 		"list — list your subscriptions\n" +
 		"subscribe NODE — get the new items of NODE here (NODE may also be a feed's or a web page's URL)\n" +
@@ -167,15 +167,15 @@ func (c *Component) chatHelp() string {
 }
 
 // nodeLink is the node's page on pingd's HTTP side.
-func (c *Component) nodeLink(name string) string {
-	if c.publicURL == "" {
+func (svc *service) nodeLink(name string) string {
+	if svc.publicURL == "" {
 		return ""
 	}
-	return c.publicURL + "/feeds/" + url.PathEscape(name)
+	return svc.publicURL + "/feeds/" + url.PathEscape(name)
 }
 
-func (c *Component) chatNodes(ctx context.Context) (string, error) {
-	nodes, err := c.hub.Nodes(ctx)
+func (svc *service) chatNodes(ctx context.Context) (string, error) {
+	nodes, err := svc.hub.Nodes(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -196,15 +196,15 @@ func (c *Component) chatNodes(ctx context.Context) (string, error) {
 		if n.AccessModel == hub.AccessWhitelist {
 			b.WriteString(" (whitelist)")
 		}
-		if l := c.nodeLink(n.Name); l != "" {
+		if l := svc.nodeLink(n.Name); l != "" {
 			b.WriteString(" " + l)
 		}
 	}
 	return b.String(), nil
 }
 
-func (c *Component) chatList(ctx context.Context, bare string) (string, error) {
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: bare})
+func (svc *service) chatList(ctx context.Context, bare string) (string, error) {
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: bare})
 	if err != nil {
 		return "", err
 	}
@@ -225,11 +225,11 @@ func (c *Component) chatList(ctx context.Context, bare string) (string, error) {
 }
 
 // chatNode finds a node named in a command, or says plainly why not.
-func (c *Component) chatNode(ctx context.Context, name string) (*hub.Node, string, error) {
+func (svc *service) chatNode(ctx context.Context, name string) (*hub.Node, string, error) {
 	if name == "" {
 		return nil, `Which node? Send "nodes" to see them.`, nil
 	}
-	n, err := c.node(ctx, name)
+	n, err := svc.node(ctx, name)
 	var se *stanzaError
 	if errors.As(err, &se) {
 		return nil, fmt.Sprintf("There is no node called %q. Send \"nodes\" to see them.", name), nil
@@ -245,22 +245,22 @@ var chatSubscriptionOptions = hub.Options{Format: hub.FormatMessage}
 
 // chatSubscribe subscribes by chat. Subscribing again keeps the options
 // the subscription has, whoever chose them.
-func (c *Component) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
-	return c.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, nil, "chat")
+func (svc *service) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
+	return svc.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, nil, "chat")
 }
 
-func (c *Component) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {
-	return c.unsubscribeTarget(ctx, bare, target, "chat")
+func (svc *service) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {
+	return svc.unsubscribeTarget(ctx, bare, target, "chat")
 }
 
-func (c *Component) chatLast(ctx context.Context, bare string, cmd chatCommand) (string, error) {
+func (svc *service) chatLast(ctx context.Context, bare string, cmd chatCommand) (string, error) {
 	name, count := cmd.Arg, defaultLastItems
-	n, msg, err := c.chatNode(ctx, name)
+	n, msg, err := svc.chatNode(ctx, name)
 	if n == nil && err == nil && cmd.HasCount {
 		// "last NODE n": the number was not part of the name.
 		i := strings.LastIndexAny(cmd.Arg, " \t")
 		name, count = strings.TrimSpace(cmd.Arg[:i]), cmd.Count
-		n, msg, err = c.chatNode(ctx, name)
+		n, msg, err = svc.chatNode(ctx, name)
 	}
 	if n == nil {
 		return msg, err
@@ -268,14 +268,14 @@ func (c *Component) chatLast(ctx context.Context, bare string, cmd chatCommand) 
 	if count < 1 || count > maxLastItems {
 		return fmt.Sprintf("Ask for 1 to %d items.", maxLastItems), nil
 	}
-	aff, err := c.hub.AffiliationOf(ctx, n, bare)
+	aff, err := svc.hub.AffiliationOf(ctx, n, bare)
 	if err != nil {
 		return "", err
 	}
 	if !aff.MayRead(n.AccessModel) {
 		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may read it.", n.Name), nil
 	}
-	items, err := c.hub.Items(ctx, n, nil, count)
+	items, err := svc.hub.Items(ctx, n, nil, count)
 	if err != nil {
 		return "", err
 	}

@@ -153,23 +153,8 @@ type Component struct {
 	domainStr string
 	addr      string
 	secret    []byte
-	publicURL string
-	// openSources and resolver: see Config.
-	openSources bool
-	resolver    hub.SourceResolver
-	minDelay    time.Duration
-	maxDelay    time.Duration
-	// completeEntry: see Config.CompleteEntry.
-	completeEntry func(hub.Entry) hub.Entry
-
-	// Who may have nodes created (opensources.go): localSources and
-	// checkHost as in Config, localDomains lower-cased, creations the
-	// per-JID buckets of Config.NodesPerHour.
-	localSources bool
-	checkHost    func(ctx context.Context, host string) error
-	localDomains map[string]bool
-	creations    *ratelimit.Keyed
-	nodesPerHour int
+	minDelay  time.Duration
+	maxDelay  time.Duration
 
 	connected atomic.Bool
 	// connections counts the successful connections to the XMPP server
@@ -194,8 +179,10 @@ type Component struct {
 	// here until the next connection.
 	pendingDeletes [][]byte
 
-	// dispatcher sends the notifications (dispatcher.go).
+	// dispatcher sends the notifications (dispatcher.go); service carries
+	// out and answers the requests (service.go).
 	dispatcher *dispatcher
+	service    *service
 
 	// stanzaIDs numbers the messages the component sends on its own.
 	stanzaIDs *stanzaIDs
@@ -281,27 +268,16 @@ func New(cfg Config) (*Component, error) {
 			"component", d.String())
 	}
 	c := &Component{
-		hub:         cfg.Hub,
-		store:       cfg.Store,
-		log:         cfg.Logger.With("component", d.String()),
-		domain:      d,
-		domainStr:   d.String(),
-		addr:        cfg.Addr,
-		secret:      []byte(cfg.Secret),
-		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
-		openSources: cfg.OpenSources,
-		resolver:    cfg.Resolver,
-		minDelay:    cfg.MinBackoff,
-		maxDelay:    cfg.MaxBackoff,
-		stanzaIDs:   newStanzaIDs(),
-
-		completeEntry: cfg.CompleteEntry,
-
-		localSources: cfg.LocalSources,
-		checkHost:    cfg.CheckHost,
-		localDomains: localDomains,
-		creations:    ratelimit.New(float64(nodesPerHour)/3600, nodesPerHour),
-		nodesPerHour: nodesPerHour,
+		hub:       cfg.Hub,
+		store:     cfg.Store,
+		log:       cfg.Logger.With("component", d.String()),
+		domain:    d,
+		domainStr: d.String(),
+		addr:      cfg.Addr,
+		secret:    []byte(cfg.Secret),
+		minDelay:  cfg.MinBackoff,
+		maxDelay:  cfg.MaxBackoff,
+		stanzaIDs: newStanzaIDs(),
 
 		leader:      cfg.Leader,
 		shared:      cfg.Shared,
@@ -332,6 +308,27 @@ func New(cfg Config) (*Component, error) {
 		stanzaIDs: c.stanzaIDs,
 		limit:     &c.limit,
 		shrunk:    &c.shrunk,
+	}
+	c.service = &service{
+		hub:           c.hub,
+		log:           c.log,
+		domain:        c.domain,
+		domainStr:     c.domainStr,
+		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
+		openSources:   cfg.OpenSources,
+		resolver:      cfg.Resolver,
+		completeEntry: cfg.CompleteEntry,
+
+		localSources: cfg.LocalSources,
+		checkHost:    cfg.CheckHost,
+		localDomains: localDomains,
+		creations:    ratelimit.New(float64(nodesPerHour)/3600, nodesPerHour),
+		nodesPerHour: nodesPerHour,
+
+		dispatcher: c.dispatcher,
+		stanzaIDs:  c.stanzaIDs,
+		limit:      &c.limit,
+		shrunk:     &c.shrunk,
 	}
 	return c, nil
 }

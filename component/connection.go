@@ -275,7 +275,7 @@ func (c *Component) handleStanza(ctx context.Context, cn *connection, pool *requ
 			if errors.Is(err, errBadName) {
 				cond = "bad-request"
 			}
-			c.replyError(cn, el, &stanzaError{Type: "modify", Condition: stanza.Condition(cond), Text: err.Error()})
+			c.service.replyError(cn, el, &stanzaError{Type: "modify", Condition: stanza.Condition(cond), Text: err.Error()})
 		}
 		return nil
 	}
@@ -284,11 +284,11 @@ func (c *Component) handleStanza(ctx context.Context, cn *connection, pool *requ
 	}
 	switch el.Name.Local {
 	case "iq":
-		c.receiveIQ(ctx, cn, pool, el)
+		c.service.receiveIQ(ctx, cn, pool, el)
 	case "message":
-		c.receiveMessage(ctx, cn, pool, el)
+		c.service.receiveMessage(ctx, cn, pool, el)
 	case "presence":
-		c.receivePresence(ctx, pool, el)
+		c.service.receivePresence(ctx, pool, el)
 	}
 	return nil
 }
@@ -301,25 +301,25 @@ func (c *Component) runJob(ctx context.Context, cn *connection, j *job) {
 		for i, b := range j.batch {
 			reqs[i] = b.req
 		}
-		payloads, errs := c.publish(ctx, j.from, j.req.Node, reqs)
+		payloads, errs := c.service.publish(ctx, j.from, j.req.Node, reqs)
 		// The answers go out together, in one write.
 		var out []byte
 		for i, b := range j.batch {
-			out = append(out, c.answerBytes(ctx, b.iq, b.req, b.from, payloads[i], errs[i])...)
+			out = append(out, c.service.answerBytes(ctx, b.iq, b.req, b.from, payloads[i], errs[i])...)
 		}
 		if len(out) > 0 {
-			c.send(ctx, cn, out)
+			c.service.send(ctx, cn, out)
 		}
 	case j.iq != nil:
-		c.answerIQ(ctx, cn, j.iq, j.req, j.from)
+		c.service.answerIQ(ctx, cn, j.iq, j.req, j.from)
 	case j.presence != nil:
-		c.answerPresence(ctx, cn, j.presence)
+		c.service.answerPresence(ctx, cn, j.presence)
 	case j.bounced:
 		c.dispatcher.resendBounced(ctx, cn, j.msg)
 	case j.notificationError:
-		c.notificationBounced(ctx, j.msg)
+		c.service.notificationBounced(ctx, j.msg)
 	case j.msg != nil:
-		c.handleMessage(ctx, cn, j.msg)
+		c.service.handleMessage(ctx, cn, j.msg)
 	}
 }
 

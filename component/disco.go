@@ -42,7 +42,7 @@ var pubsubFeatures = []string{
 	"subscription-options",
 }
 
-func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	if r.Node == nsCommands {
 		// XEP-0050 §2.2: the command list's own identity.
 		b.open("query", "xmlns", nsDiscoInfo, "node", nsCommands)
@@ -52,11 +52,11 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 		return nil
 	}
 	if cmd := commandByNode(r.Node); cmd != nil {
-		if cmd.owner && !c.hub.IsAdmin(sender.Bare().String()) {
+		if cmd.owner && !svc.hub.IsAdmin(sender.Bare().String()) {
 			// XEP-0050 §2.3: a command the requester may not run is not shown.
 			return forbidden("only pingd's administrators may run " + cmd.name)
 		}
-		c.commandInfo(b, cmd)
+		svc.commandInfo(b, cmd)
 		return nil
 	}
 	if !r.HasNode || r.Node == "" {
@@ -75,15 +75,15 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 		b.close("query")
 		return nil
 	}
-	n, err := c.node(ctx, r.Node)
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID})
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID})
 	if err != nil {
 		return err
 	}
-	affs, err := c.hub.OwnerAffiliations(ctx, n)
+	affs, err := svc.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -108,32 +108,32 @@ func (c *Component) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	return nil
 }
 
-func (c *Component) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	if r.Node == nsCommands {
-		c.commandItems(b, sender)
+		svc.commandItems(b, sender)
 		return nil
 	}
 	if !r.HasNode || r.Node == "" {
-		nodes, err := c.hub.Nodes(ctx)
+		nodes, err := svc.hub.Nodes(ctx)
 		if err != nil {
 			return err
 		}
-		return c.nodeItems(b, nodes, r.Page)
+		return svc.nodeItems(b, nodes, r.Page)
 	}
 	// A leaf node's items are listed by id (XEP-0060 §5.5), to those who
 	// may read them.
-	n, err := c.node(ctx, r.Node)
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
 	b.open("query", "xmlns", nsDiscoItems, "node", n.Name)
-	if c.requireReader(ctx, n, sender) == nil {
-		items, err := c.hub.Items(ctx, n, nil, n.MaxItems)
+	if svc.requireReader(ctx, n, sender) == nil {
+		items, err := svc.hub.Items(ctx, n, nil, n.MaxItems)
 		if err != nil {
 			return err
 		}
 		for _, it := range items {
-			b.empty("item", "jid", c.domainStr, "name", it.ItemID)
+			b.empty("item", "jid", svc.domainStr, "name", it.ItemID)
 		}
 	}
 	b.close("query")

@@ -10,19 +10,29 @@
 // Config.Store), and
 // it never imports httpapi.
 //
-// Two types share the work. The dispatcher (dispatcher.go; 42 methods)
-// sends the notifications: its work queue and loop, the rendering and
-// fan-out, digests, acknowledgement markers and multicast, in notify.go,
+// Three types share the work. The Component (component.go; 21 methods)
+// keeps the connection, the leadership and the stanza router: it reads
+// each stanza off the stream and hands it to the service, runs the
+// request pool whose jobs the service carries out, and calls the
+// dispatcher (Wake; on a new connection, the probe, the acknowledgements'
+// recorder and the multicast look-up; the multicast bounces its pool
+// hands back). The dispatcher (dispatcher.go; 42 methods) sends the
+// notifications: its work queue and loop, the rendering and fan-out,
+// digests, acknowledgement markers and multicast, in notify.go,
 // fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go. The Component (90 methods) keeps
-// the connection, the leadership and every request served over the
-// stream (IQ plumbing, disco, the XEP-0060 subscriber, publisher and
-// owner use cases, subscription options, chat and ad-hoc commands), and
-// calls the dispatcher (Wake; on a new connection, the probe, the
-// acknowledgements' recorder and the multicast look-up; markers and
-// multicast bounces taken off the stream; an item's payload for items
-// retrieval). The Component keeps that many because the request side is
-// still one type, its methods grouped by file, one role or use case a
+// acks.go, multicast.go and queries.go. The service (service.go; 69
+// methods) carries out and answers every request served over the stream:
+// IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
+// cases, subscription options, chat and ad-hoc commands, presence and
+// errors answering notifications; it hands the dispatcher the markers
+// that come back and tells multicast bounces apart, and asks it for an
+// item's checked payload (items retrieval) and the room left in the
+// budget (chat answers). The service stays one type above forty methods
+// because its three doors, XEP-0060 IQs, chat commands and XEP-0050
+// ad-hoc commands (themselves IQs, listed by disco), are the same use
+// cases: they share the node look-up, the access checks, the answering
+// and the subscription path (targets.go), and the IQ side lists and runs
+// the commands. Its methods are grouped by file, one role or use case a
 // file; the types with a state of their own (ackWindow, pendingQueries,
 // stanzaIDs, the request pool) have files of their own.
 //
@@ -48,9 +58,9 @@
 //     node that wait together become one append. Every IQ get and set is
 //     answered exactly once; what an answer announces (the newest item
 //     to a new subscription) follows it (afterAnswer).
-//   - service.go: the IQ plumbing: an IQ taken off the stream, handed to
-//     the pool, carried out (execute) and answered, and the access checks
-//     every use case shares. The XEP-0030 and XEP-0060 use cases are
+//   - service.go: the service type, and the IQ plumbing: an IQ taken off
+//     the stream, handed to the pool, carried out (execute) and answered,
+//     and the access checks every use case shares. The XEP-0030 and XEP-0060 use cases are
 //     carried out through the hub's methods so the hub's rules
 //     (whitelists, revocation, item limits) hold for XMPP too: disco.go
 //     (XEP-0030 disco#info and disco#items, the features pingd

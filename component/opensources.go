@@ -66,18 +66,18 @@ func localDomainSet(domains []string, component jid.JID) (map[string]bool, error
 }
 
 // isLocal reports whether bare is a JID of one of the local domains.
-func (c *Component) isLocal(bare string) bool {
+func (svc *service) isLocal(bare string) bool {
 	j, err := jid.Parse(bare)
 	if err != nil {
 		return false
 	}
-	return c.localDomains[strings.ToLower(strings.TrimSuffix(j.Domainpart(), "."))]
+	return svc.localDomains[strings.ToLower(strings.TrimSuffix(j.Domainpart(), "."))]
 }
 
 // localDomainList names the local domains for an answer.
-func (c *Component) localDomainList() string {
-	names := make([]string, 0, len(c.localDomains))
-	for d := range c.localDomains {
+func (svc *service) localDomainList() string {
+	names := make([]string, 0, len(svc.localDomains))
+	for d := range svc.localDomains {
 		names = append(names, d)
 	}
 	if len(names) == 0 {
@@ -90,25 +90,25 @@ func (c *Component) localDomainList() string {
 // mayCreateNode decides whether bare may have a node created for feedURL
 // now. It returns "" when it may (a token of bare's bucket is then
 // taken), or the answer saying why not.
-func (c *Component) mayCreateNode(ctx context.Context, bare, feedURL string) (string, error) {
-	if msg := c.creationRefused(bare, feedURL); msg != "" {
+func (svc *service) mayCreateNode(ctx context.Context, bare, feedURL string) (string, error) {
+	if msg := svc.creationRefused(bare, feedURL); msg != "" {
 		return msg, nil
 	}
-	admin := c.hub.IsAdmin(bare)
+	admin := svc.hub.IsAdmin(bare)
 	canonical, err := hub.CanonicalURL(feedURL)
 	if err != nil {
 		return invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
 	}
-	if msg := c.checkSourceHost(ctx, canonical); msg != "" {
+	if msg := svc.checkSourceHost(ctx, canonical); msg != "" {
 		return msg, nil
 	}
 	if admin {
 		return "", nil
 	}
-	if ok, wait := c.creations.Allow(bare, time.Now()); !ok {
-		c.log.InfoContext(ctx, "node creation refused: per-JID limit", "jid", bare, "source", canonical, "retry_in", wait)
+	if ok, wait := svc.creations.Allow(bare, time.Now()); !ok {
+		svc.log.InfoContext(ctx, "node creation refused: per-JID limit", "jid", bare, "source", canonical, "retry_in", wait)
 		return fmt.Sprintf("No node follows %s yet, and %s has had %d nodes created within the hour, the most one "+
-			"Jabber ID may. Try again %s.", feedURL, bare, c.nodesPerHour, retryIn(wait)), nil
+			"Jabber ID may. Try again %s.", feedURL, bare, svc.nodesPerHour, retryIn(wait)), nil
 	}
 	return "", nil
 }
@@ -118,16 +118,16 @@ func (c *Component) mayCreateNode(ctx context.Context, bare, feedURL string) (st
 // users may, one of them); "" when the policy allows it. It is asked
 // before a page is fetched to find its feed, so a user who may not add
 // feeds cannot have pingd fetch pages either.
-func (c *Component) creationRefused(bare, feedURL string) string {
+func (svc *service) creationRefused(bare, feedURL string) string {
 	switch {
-	case c.hub.IsAdmin(bare) || c.openSources:
+	case svc.hub.IsAdmin(bare) || svc.openSources:
 		return ""
-	case c.localSources && c.isLocal(bare):
+	case svc.localSources && svc.isLocal(bare):
 		return ""
-	case c.localSources:
+	case svc.localSources:
 		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only for users of its own "+
 			"XMPP server (%s); %s is not one of them. Send \"nodes\" to see the nodes there are.",
-			feedURL, c.localDomainList(), bare)
+			feedURL, svc.localDomainList(), bare)
 	default:
 		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
 			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL)
@@ -138,8 +138,8 @@ func (c *Component) creationRefused(bare, feedURL string) string {
 // not a public address (Config.CheckHost): the answer then says why at
 // once instead of a node whose fetches all fail. A name that does not
 // resolve passes; the dial-time guard stays the authority.
-func (c *Component) checkSourceHost(ctx context.Context, rawURL string) string {
-	if c.checkHost == nil {
+func (svc *service) checkSourceHost(ctx context.Context, rawURL string) string {
+	if svc.checkHost == nil {
 		return ""
 	}
 	u, err := url.Parse(rawURL)
@@ -148,7 +148,7 @@ func (c *Component) checkSourceHost(ctx context.Context, rawURL string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
-	if err := c.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
+	if err := svc.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
 		return fmt.Sprintf("pingd cannot follow %s: %v; it fetches public addresses only.", rawURL, err)
 	}
 	return ""

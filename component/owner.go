@@ -11,9 +11,9 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-func (c *Component) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	bare := sender.Bare().String()
-	if !c.hub.IsAdmin(bare) {
+	if !svc.hub.IsAdmin(bare) {
 		return forbidden("only pingd's administrators may create nodes")
 	}
 	cfg, serr := configFromRequest(r.Configure)
@@ -27,25 +27,25 @@ func (c *Component) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *re
 	if err := hub.ValidNodeName(name); err != nil {
 		return badRequest("", "%v", err)
 	}
-	n, _, err := c.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Config: cfg})
+	n, _, err := svc.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Config: cfg})
 	if err != nil {
 		return err
 	}
 	// The creator is the node's owner on record, whatever the admin list
 	// says later.
-	if err := c.hub.SetAffiliation(ctx, n, bare, hub.AffOwner); err != nil {
+	if err := svc.hub.SetAffiliation(ctx, n, bare, hub.AffOwner); err != nil {
 		return err
 	}
 	b.open("pubsub", "xmlns", nsPubsub).empty("create", "node", n.Name).close("pubsub")
 	return nil
 }
 
-func (c *Component) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	b.open("pubsub", "xmlns", nsPubsubOwner).open("configure", "node", n.Name)
@@ -54,12 +54,12 @@ func (c *Component) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID,
 	return nil
 }
 
-func (c *Component) configureSet(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) configureSet(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	f, serr := parseForm(r.Form)
@@ -79,49 +79,49 @@ func (c *Component) configureSet(ctx context.Context, sender jid.JID, r *request
 	}
 	// A node made whitelist-only loses its non-members' subscriptions in
 	// the hub, which tells them.
-	if err := c.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
+	if err := svc.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
 		return err
 	}
-	c.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
+	svc.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
 		"access_model", cfg.AccessModel, "max_items", cfg.MaxItems)
 	return nil
 }
 
-func (c *Component) deleteNode(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) deleteNode(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	return c.hub.DeleteNode(ctx, n.Name)
+	return svc.hub.DeleteNode(ctx, n.Name)
 }
 
-func (c *Component) purge(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) purge(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	if err := c.hub.Purge(ctx, n.Name, sender.Bare().String()); err != nil {
+	if err := svc.hub.Purge(ctx, n.Name, sender.Bare().String()); err != nil {
 		return err
 	}
-	c.log.InfoContext(ctx, "node purged over XMPP", "node", n.Name, "by", sender.Bare().String())
+	svc.log.InfoContext(ctx, "node purged over XMPP", "node", n.Name, "by", sender.Bare().String())
 	return nil
 }
 
-func (c *Component) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
 	if err != nil {
 		return err
 	}
@@ -133,15 +133,15 @@ func (c *Component) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender ji
 	return nil
 }
 
-func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	refused, err := c.refuseSubscriptionChanges(ctx, n, r.Subscriptions)
+	refused, err := svc.refuseSubscriptionChanges(ctx, n, r.Subscriptions)
 	if err != nil {
 		return err
 	}
@@ -153,18 +153,18 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	for _, ch := range r.Subscriptions {
 		switch ch.Subscription {
 		case "none":
-			if err := c.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
+			if err := svc.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
 				return err
 			}
 		case "subscribed":
-			if _, _, err := c.hub.GrantSubscription(ctx, hub.Subscription{
+			if _, _, err := svc.hub.GrantSubscription(ctx, hub.Subscription{
 				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
 			}); err != nil {
 				return err
 			}
 		}
 	}
-	c.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
+	svc.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
 	return nil
 }
 
@@ -177,11 +177,11 @@ func (c *Component) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 // entry with not-acceptable and returns the entries that were not changed,
 // each with its current state; pingd then changes none of them, so every
 // entry is returned. nil when every change can be made.
-func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
+func (svc *service) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
 	why := ""
 	for _, ch := range changes {
 		var err error
-		if why, err = c.subscriptionRefusal(ctx, n, ch); err != nil {
+		if why, err = svc.subscriptionRefusal(ctx, n, ch); err != nil {
 			return nil, err
 		}
 		if why != "" {
@@ -194,7 +194,7 @@ func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, 
 	var b xmlBuf
 	b.open("pubsub", "xmlns", nsPubsubOwner).open("subscriptions", "node", n.Name)
 	for _, ch := range changes {
-		subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
+		subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func (c *Component) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, 
 
 // subscriptionRefusal says why pingd cannot make one owner's change of a
 // subscription, or "" when it can.
-func (c *Component) subscriptionRefusal(ctx context.Context, n *hub.Node, ch subscriptionChange) (string, error) {
+func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch subscriptionChange) (string, error) {
 	switch ch.Subscription {
 	case "none":
 		return "", nil
@@ -221,7 +221,7 @@ func (c *Component) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 		return "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none", nil
 	}
 	bare := ch.JID.Bare()
-	switch err := c.hub.MaySubscribe(ctx, n, bare.String()); {
+	switch err := svc.hub.MaySubscribe(ctx, n, bare.String()); {
 	case errors.Is(err, hub.ErrNotMember): // before ErrForbidden, which it wraps
 		return fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, bare), nil
 	case errors.Is(err, hub.ErrForbidden):
@@ -231,16 +231,16 @@ func (c *Component) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 	}
 }
 
-func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	// The admins own every node (XEP-0060 §8.9.1.2 lists every owner).
-	affs, err := c.hub.OwnerAffiliations(ctx, n)
+	affs, err := svc.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -257,28 +257,28 @@ func (c *Component) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid
 	return nil
 }
 
-func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) ownerSetAffiliations(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireOwner(ctx, n, sender); err != nil {
+	if err := svc.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	bare := sender.Bare().String()
-	affs, err := c.hub.OwnerAffiliations(ctx, n)
+	affs, err := svc.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
 	// XEP-0060 §8.9.2.4: a change that cannot be made is refused with the
 	// entries as they stand, and pingd then makes none of them.
 	for _, ch := range r.Affiliations {
-		if c.hub.IsAdmin(ch.JID) && ch.Affiliation != hub.AffOwner {
+		if svc.hub.IsAdmin(ch.JID) && ch.Affiliation != hub.AffOwner {
 			return refusedAffiliations(n, r.Affiliations, affs,
 				ch.JID+" owns every node by the operator's configuration (PINGD_ADMINS); nothing was changed")
 		}
 	}
-	if !c.hub.IsAdmin(bare) {
+	if !svc.hub.IsAdmin(bare) {
 		// The last owner may not give up ownership.
 		owners := 0
 		for _, a := range affs {
@@ -298,10 +298,10 @@ func (c *Component) ownerSetAffiliations(ctx context.Context, sender jid.JID, r 
 		}
 	}
 	for _, ch := range r.Affiliations {
-		if err := c.hub.SetAffiliation(ctx, n, ch.JID, ch.Affiliation); err != nil {
+		if err := svc.hub.SetAffiliation(ctx, n, ch.JID, ch.Affiliation); err != nil {
 			return err
 		}
-		c.log.InfoContext(ctx, "affiliation set over XMPP", "node", n.Name, "jid", ch.JID,
+		svc.log.InfoContext(ctx, "affiliation set over XMPP", "node", n.Name, "jid", ch.JID,
 			"affiliation", string(ch.Affiliation), "by", bare)
 	}
 	return nil

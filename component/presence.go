@@ -16,14 +16,14 @@ import (
 
 // receivePresence takes one presence off the stream (on the reader) and
 // queues the answers, in order with the sender's chat and commands.
-func (c *Component) receivePresence(ctx context.Context, pool *requestPool, p *element) {
+func (svc *service) receivePresence(ctx context.Context, pool *requestPool, p *element) {
 	switch p.attr("type") {
 	case "subscribe", "unsubscribe", "probe":
 	default:
 		return // available, unavailable, subscribed, unsubscribed, error: nothing to say
 	}
 	from := p.attr("from")
-	if from == "" || !c.isServiceAddress(p.attr("to")) {
+	if from == "" || !svc.isServiceAddress(p.attr("to")) {
 		return
 	}
 	if _, err := jid.Parse(from); err != nil {
@@ -33,30 +33,30 @@ func (c *Component) receivePresence(ctx context.Context, pool *requestPool, p *e
 }
 
 // answerPresence sends the answers to one presence.
-func (c *Component) answerPresence(ctx context.Context, cn *connection, p *element) {
+func (svc *service) answerPresence(ctx context.Context, cn *connection, p *element) {
 	from, err := jid.Parse(p.attr("from"))
 	if err != nil {
 		return // checked by receivePresence already
 	}
 	to := from.Bare().String()
-	self := c.replyFrom(p)
+	self := svc.replyFrom(p)
 	var b xmlBuf
 	switch p.attr("type") {
 	case "subscribe":
 		b.empty("presence", "type", "subscribed", "from", self, "to", to)
-		c.availablePresence(&b, self, to)
-		c.log.InfoContext(ctx, "presence subscription approved", "jid", to)
+		svc.availablePresence(&b, self, to)
+		svc.log.InfoContext(ctx, "presence subscription approved", "jid", to)
 	case "unsubscribe":
 		b.empty("presence", "type", "unsubscribed", "from", self, "to", to)
 		b.empty("presence", "type", "unavailable", "from", self, "to", to)
 	case "probe":
-		c.availablePresence(&b, self, from.String())
+		svc.availablePresence(&b, self, from.String())
 	}
-	c.send(ctx, cn, b.Bytes())
+	svc.send(ctx, cn, b.Bytes())
 }
 
 // availablePresence writes pingd's presence to one contact.
-func (c *Component) availablePresence(b *xmlBuf, from, to string) {
+func (svc *service) availablePresence(b *xmlBuf, from, to string) {
 	b.open("presence", "from", from, "to", to)
 	b.element("status", `pingd: send "help" for commands`)
 	b.close("presence")

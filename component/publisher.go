@@ -20,28 +20,28 @@ const maxPayloadBytes = hub.MaxEntryPayloadBytes
 // several that waited together) as one append to the node's log, in their
 // order, and returns each one's result payload or error. A request refused
 // on its own (too big) leaves the others to be published.
-func (c *Component) publish(ctx context.Context, sender jid.JID, node string, reqs []*request) ([][]byte, []*stanzaError) {
+func (svc *service) publish(ctx context.Context, sender jid.JID, node string, reqs []*request) ([][]byte, []*stanzaError) {
 	payloads := make([][]byte, len(reqs))
 	errs := make([]*stanzaError, len(reqs))
 	failAll := func(err error) ([][]byte, []*stanzaError) {
 		for i, r := range reqs {
 			if errs[i] == nil {
-				errs[i] = c.stanzaErrorOf(ctx, err, r, sender)
+				errs[i] = svc.stanzaErrorOf(ctx, err, r, sender)
 			}
 		}
 		return payloads, errs
 	}
-	n, err := c.node(ctx, node)
+	n, err := svc.node(ctx, node)
 	if err != nil {
 		return failAll(err)
 	}
-	if err := c.requirePublisher(ctx, n, sender); err != nil {
+	if err := svc.requirePublisher(ctx, n, sender); err != nil {
 		return failAll(err)
 	}
 	entries := make([]hub.Entry, 0, len(reqs))
 	index := make([]int, 0, len(reqs)) // request of each entry
 	for i, r := range reqs {
-		entry, err := c.publishedEntry(n, r.Item)
+		entry, err := svc.publishedEntry(n, r.Item)
 		if err != nil {
 			return failAll(err)
 		}
@@ -52,13 +52,13 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		}
 		entries = append(entries, entry)
 		index = append(index, i)
-		c.dispatcher.published.add(entry.Payload)
+		svc.dispatcher.published.add(entry.Payload)
 	}
 	if len(entries) == 0 {
 		return payloads, errs
 	}
 	publisher := sender.Bare().String()
-	events, err := c.hub.PublishTo(ctx, n, publisher, entries)
+	events, err := svc.hub.PublishTo(ctx, n, publisher, entries)
 	if err != nil {
 		return failAll(err)
 	}
@@ -75,13 +75,13 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 		b.close("publish").close("pubsub")
 		payloads[i] = b.Bytes()
 		if len(entries) > 1 {
-			c.log.DebugContext(ctx, "item published over XMPP", "node", n.Name, "item", id, "publisher", publisher)
+			svc.log.DebugContext(ctx, "item published over XMPP", "node", n.Name, "item", id, "publisher", publisher)
 		}
 	}
 	if len(entries) == 1 {
-		c.log.InfoContext(ctx, "item published over XMPP", "node", n.Name, "item", lastID, "publisher", publisher)
+		svc.log.InfoContext(ctx, "item published over XMPP", "node", n.Name, "item", lastID, "publisher", publisher)
 	} else {
-		c.log.InfoContext(ctx, "items published over XMPP", "node", n.Name, "items", len(entries), "publisher", publisher)
+		svc.log.InfoContext(ctx, "items published over XMPP", "node", n.Name, "items", len(entries), "publisher", publisher)
 	}
 	return payloads, errs
 }
@@ -92,21 +92,21 @@ func (c *Component) publish(ctx context.Context, sender jid.JID, node string, re
 // item without an id takes the entry's Atom id, else a random one; an
 // entry without a link gets one to what the node follows, else to the
 // node's page; one without a time, the time of publishing.
-func (c *Component) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, error) {
+func (svc *service) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, error) {
 	entry := entryFromPayload(item.ID, item.Payload)
 	if entry.ID == "" {
 		entry.ID = hub.RandomID()
 	}
-	if c.completeEntry == nil || len(entry.Payload) > maxPayloadBytes {
+	if svc.completeEntry == nil || len(entry.Payload) > maxPayloadBytes {
 		return entry, nil
 	}
 	if entry.Link == "" {
-		entry.Link = cmp.Or(n.SourceURL, c.nodeLink(n.Name))
+		entry.Link = cmp.Or(n.SourceURL, svc.nodeLink(n.Name))
 	}
 	if entry.Updated.IsZero() {
-		entry.Updated = c.hub.Now()
+		entry.Updated = svc.hub.Now()
 	}
-	done := c.completeEntry(entry)
+	done := svc.completeEntry(entry)
 	// Read back, so what is stored is what standalone writes and the
 	// plain fields are the completed entry's.
 	el, err := parseDocument(done.Payload)
@@ -116,20 +116,20 @@ func (c *Component) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, e
 	return entryFromPayload(entry.ID, el), nil
 }
 
-func (c *Component) retract(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) retract(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requirePublisher(ctx, n, sender); err != nil {
+	if err := svc.requirePublisher(ctx, n, sender); err != nil {
 		return err
 	}
-	if _, err := c.hub.RetractFrom(ctx, n, sender.Bare().String(), r.ItemIDs); err != nil {
+	if _, err := svc.hub.RetractFrom(ctx, n, sender.Bare().String(), r.ItemIDs); err != nil {
 		if errors.Is(err, hub.ErrNotFound) {
 			return itemNotFound("no such item")
 		}
 		return err
 	}
-	c.log.InfoContext(ctx, "items retracted over XMPP", "node", n.Name, "items", len(r.ItemIDs), "publisher", sender.Bare().String())
+	svc.log.InfoContext(ctx, "items retracted over XMPP", "node", n.Name, "items", len(r.ItemIDs), "publisher", sender.Bare().String())
 	return nil
 }

@@ -142,7 +142,7 @@ func writePageResult(b *xmlBuf, page []hub.Event, first, count int) {
 // nodeItems writes the service's disco#items: its nodes, paged by pr
 // (XEP-0059: the UIDs are node names) and cut to fit the stanza budget;
 // a cut list carries a result set the client pages on from.
-func (c *Component) nodeItems(b *xmlBuf, nodes []hub.Node, pr *pageRequest) error {
+func (svc *service) nodeItems(b *xmlBuf, nodes []hub.Node, pr *pageRequest) error {
 	all := make([]hub.Event, len(nodes)) // pageOf pages by ItemID
 	for i, n := range nodes {
 		all[i] = hub.Event{ItemID: n.Name}
@@ -155,17 +155,17 @@ func (c *Component) nodeItems(b *xmlBuf, nodes []hub.Node, pr *pageRequest) erro
 		}
 	}
 	b.open("query", "xmlns", nsDiscoItems)
-	room := c.limit.bytes() - envelopeBytes - 1024
+	room := svc.limit.bytes() - envelopeBytes - 1024
 	cut := len(page)
 	for i := range page {
 		n := &nodes[first+i]
-		size := len(`<item jid="" node="" name=""/>`) + escapedLen(c.domainStr) + escapedLen(n.Name) + escapedLen(n.Title)
+		size := len(`<item jid="" node="" name=""/>`) + escapedLen(svc.domainStr) + escapedLen(n.Name) + escapedLen(n.Title)
 		if size > room {
 			cut = i
 			break
 		}
 		room -= size
-		b.empty("item", "jid", c.domainStr, "node", n.Name, "name", n.Title)
+		b.empty("item", "jid", svc.domainStr, "node", n.Name, "name", n.Title)
 	}
 	if pr != nil || cut < len(page) {
 		writePageResult(b, page[:cut], first, len(all))

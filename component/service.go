@@ -5,28 +5,76 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
+
+// service is the request side of the component: every stanza a client
+// sends to the component's JID is carried out and answered here. The IQ
+// plumbing of the XEP-0030 and XEP-0060 service (receiving, dispatching,
+// answering and the access checks every role shares) is in this file; the
+// roles are in disco.go, subscriber.go, publisher.go and owner.go, with
+// subopts.go and rsm.go; chat commands in chat.go and targets.go, who may
+// have nodes made in opensources.go, ad-hoc commands in adhoc*.go,
+// presence in presence.go and errors answering notifications in
+// bounces.go. The Component keeps the connection, the leadership and the
+// stanza router, and hands the service each stanza (on the reader) and
+// each job of its request pool (on a worker); the service writes its
+// answers on the connection it is given, and tells the dispatcher what a
+// request sets off (a wake, the newest item for a new subscription).
+type service struct {
+	hub       *hub.Hub
+	log       *slog.Logger
+	domain    jid.JID
+	domainStr string
+	publicURL string // pingd's HTTP base URL, without a trailing slash
+	// openSources and resolver: see Config.
+	openSources bool
+	resolver    hub.SourceResolver
+	// completeEntry: see Config.CompleteEntry.
+	completeEntry func(hub.Entry) hub.Entry
+
+	// Who may have nodes created (opensources.go): localSources and
+	// checkHost as in Config, localDomains lower-cased, creations the
+	// per-JID buckets of Config.NodesPerHour.
+	localSources bool
+	checkHost    func(ctx context.Context, host string) error
+	localDomains map[string]bool
+	creations    *ratelimit.Keyed
+	nodesPerHour int
+
+	// dispatcher sends the notifications; requests wake it and hand it
+	// what goes to one subscriber.
+	dispatcher *dispatcher
+
+	// Shared with the Component and the dispatcher: stanzaIDs numbers the
+	// messages the component sends on its own; limit is the stanza budget
+	// (budget.go); shrunk counts what was sent smaller to fit it.
+	stanzaIDs *stanzaIDs
+	limit     *stanzaLimit
+	shrunk    *atomic.Int64
+}
 
 // The IQ plumbing of the XEP-0030 and XEP-0060 service answered on the
 // component's JID: receiving, dispatching, answering and the access checks
-// every role shares; the roles are in disco.go, subscriber.go, publisher.go
-// and owner.go.
+// every role shares.
 
 // receiveIQ takes one IQ off the stream (on the reader): an answer to one
 // of pingd's own queries goes to whoever waits for it; a request is parsed
 // and handed to the request pool, or refused at once when it is malformed
 // or not for the service. Every get and set gets exactly one answer;
 // results and errors get none.
-func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
-	if c.dispatcher.isAckMarker(iq) {
+func (svc *service) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
+	if svc.dispatcher.isAckMarker(iq) {
 		// One of our markers, back from the server (acks.go): nobody
 		// waits for an answer to it.
-		c.dispatcher.acknowledge(cn, iq)
+		svc.dispatcher.acknowledge(cn, iq)
 		return
 	}
 	typ := iq.attr("type")
@@ -37,16 +85,16 @@ func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *request
 	from, err := jid.Parse(iq.attr("from"))
 	if err != nil {
 		// The server stamps every sender; without one there is no one to answer.
-		c.log.WarnContext(ctx, "IQ without a valid sender dropped", "from", iq.attr("from"), "id", iq.attr("id"))
+		svc.log.WarnContext(ctx, "IQ without a valid sender dropped", "from", iq.attr("from"), "id", iq.attr("id"))
 		return
 	}
 	req, serr := parseIQ(iq)
-	if serr == nil && !c.isServiceAddress(iq.attr("to")) {
+	if serr == nil && !svc.isServiceAddress(iq.attr("to")) {
 		serr = serviceUnavailable()
 	}
 	if serr != nil {
-		c.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
-		c.replyError(cn, iq, serr)
+		svc.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
+		svc.replyError(cn, iq, serr)
 		return
 	}
 	j := &job{iq: iq, req: req, from: from}
@@ -62,38 +110,38 @@ func (c *Component) receiveIQ(ctx context.Context, cn *connection, pool *request
 }
 
 // answerIQ carries out one parsed IQ request and answers it.
-func (c *Component) answerIQ(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID) {
+func (svc *service) answerIQ(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID) {
 	ctx, after := withFollowUps(ctx)
-	payload, serr := c.execute(ctx, from, req)
-	c.answer(ctx, cn, iq, req, from, payload, serr)
+	payload, serr := svc.execute(ctx, from, req)
+	svc.answer(ctx, cn, iq, req, from, payload, serr)
 	after.run(ctx)
 }
 
 // answer sends the result with payload, or the error serr.
-func (c *Component) answer(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) {
-	if a := c.answerBytes(ctx, iq, req, from, payload, serr); a != nil {
-		c.send(ctx, cn, a)
+func (svc *service) answer(ctx context.Context, cn *connection, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) {
+	if a := svc.answerBytes(ctx, iq, req, from, payload, serr); a != nil {
+		svc.send(ctx, cn, a)
 	}
 }
 
 // answerBytes renders the result with payload, or the error serr.
-func (c *Component) answerBytes(ctx context.Context, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) []byte {
+func (svc *service) answerBytes(ctx context.Context, iq *element, req *request, from jid.JID, payload []byte, serr *stanzaError) []byte {
 	if serr != nil {
-		c.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
-		return c.errorReply(iq, serr)
+		svc.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "error", serr.Error())
+		return svc.errorReply(iq, serr)
 	}
-	c.log.DebugContext(ctx, "IQ answered", "from", from.String(), "id", iq.attr("id"), "op", req.Op.String(), "node", req.Node)
+	svc.log.DebugContext(ctx, "IQ answered", "from", from.String(), "id", iq.attr("id"), "op", req.Op.String(), "node", req.Node)
 	var b xmlBuf
-	b.open("iq", "type", "result", "id", iq.attr("id"), "from", c.replyFrom(iq), "to", iq.attr("from"))
+	b.open("iq", "type", "result", "id", iq.attr("id"), "from", svc.replyFrom(iq), "to", iq.attr("from"))
 	b.Write(payload)
 	b.close("iq")
-	if limit := c.limit.bytes(); b.Len() > limit {
+	if limit := svc.limit.bytes(); b.Len() > limit {
 		// Answers that grow with what is stored page or cut themselves;
 		// anything else that would still be over the budget is refused
 		// rather than allowed to end the stream.
-		c.log.WarnContext(ctx, "IQ answer over the stanza budget refused", "from", from.String(), "op", req.Op.String(), "node", req.Node,
+		svc.log.WarnContext(ctx, "IQ answer over the stanza budget refused", "from", from.String(), "op", req.Op.String(), "node", req.Node,
 			"bytes", b.Len(), "budget_bytes", limit)
-		return c.errorReply(iq, newError(stanza.Wait, stanza.ResourceConstraint, "",
+		return svc.errorReply(iq, newError(stanza.Wait, stanza.ResourceConstraint, "",
 			fmt.Sprintf("the answer would be %d bytes, more than the %d a stanza may take here; ask for less (XEP-0059 <set/>)", b.Len(), limit)))
 	}
 	return b.Bytes()
@@ -101,136 +149,136 @@ func (c *Component) answerBytes(ctx context.Context, iq *element, req *request, 
 
 // isServiceAddress reports whether to addresses the service itself (the
 // domain, with or without a resource), not an entity at it.
-func (c *Component) isServiceAddress(to string) bool {
+func (svc *service) isServiceAddress(to string) bool {
 	if to == "" {
 		return true
 	}
 	j, err := jid.Parse(to)
-	return err == nil && j.Localpart() == "" && j.Domainpart() == c.domain.Domainpart()
+	return err == nil && j.Localpart() == "" && j.Domainpart() == svc.domain.Domainpart()
 }
 
 // replyFrom is the from of an answer: the address the request went to.
-func (c *Component) replyFrom(st *element) string {
-	if j, err := jid.Parse(st.attr("to")); err == nil && j.Domainpart() == c.domain.Domainpart() {
+func (svc *service) replyFrom(st *element) string {
+	if j, err := jid.Parse(st.attr("to")); err == nil && j.Domainpart() == svc.domain.Domainpart() {
 		return j.String() // normalised, so the server recognises its component
 	}
-	return c.domainStr
+	return svc.domainStr
 }
 
 // replyError answers a stanza with an error (RFC 6120 §8.3).
-func (c *Component) replyError(cn *connection, st *element, serr *stanzaError) {
-	if answer := c.errorReply(st, serr); answer != nil {
-		c.send(context.Background(), cn, answer)
+func (svc *service) replyError(cn *connection, st *element, serr *stanzaError) {
+	if answer := svc.errorReply(st, serr); answer != nil {
+		svc.send(context.Background(), cn, answer)
 	}
 }
 
 // errorReply renders the error answer to a stanza; nil when it gets none.
-func (c *Component) errorReply(st *element, serr *stanzaError) []byte {
+func (svc *service) errorReply(st *element, serr *stanzaError) []byte {
 	if st.attr("from") == "" || st.attr("type") == "error" {
 		return nil // never answer an error with an error
 	}
 	var b xmlBuf
-	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", c.replyFrom(st), "to", st.attr("from"))
+	b.open(st.Name.Local, "type", "error", "id", st.attr("id"), "from", svc.replyFrom(st), "to", st.attr("from"))
 	b.Write(serr.Payload)
-	serr.write(&b, c.domainStr)
+	serr.write(&b, svc.domainStr)
 	b.close(st.Name.Local)
 	return b.Bytes()
 }
 
 // send writes one stanza.
-func (c *Component) send(ctx context.Context, cn *connection, stanzaBytes []byte) {
+func (svc *service) send(ctx context.Context, cn *connection, stanzaBytes []byte) {
 	err := cn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(stanzaBytes)
 		return err
 	}, func() { cn.noteWrite(len(stanzaBytes)) })
 	if err != nil {
-		c.log.WarnContext(ctx, "answer not sent: the stream is gone", "err", err)
+		svc.log.WarnContext(ctx, "answer not sent: the stream is gone", "err", err)
 	}
 }
 
 // execute runs a parsed request for sender and returns the IQ result's
 // payload (possibly empty).
-func (c *Component) execute(ctx context.Context, sender jid.JID, r *request) ([]byte, *stanzaError) {
+func (svc *service) execute(ctx context.Context, sender jid.JID, r *request) ([]byte, *stanzaError) {
 	var b xmlBuf
 	var err error
 	switch r.Op {
 	case opDiscoInfo:
-		err = c.discoInfo(ctx, &b, sender, r)
+		err = svc.discoInfo(ctx, &b, sender, r)
 	case opDiscoItems:
-		err = c.discoItems(ctx, &b, sender, r)
+		err = svc.discoItems(ctx, &b, sender, r)
 	case opSubscribe:
-		err = c.subscribe(ctx, &b, sender, r)
+		err = svc.subscribe(ctx, &b, sender, r)
 	case opUnsubscribe:
-		err = c.unsubscribe(ctx, sender, r)
+		err = svc.unsubscribe(ctx, sender, r)
 	case opSubscriptions:
-		err = c.ownSubscriptions(ctx, &b, sender, r)
+		err = svc.ownSubscriptions(ctx, &b, sender, r)
 	case opAffiliations:
-		err = c.ownAffiliations(ctx, &b, sender, r)
+		err = svc.ownAffiliations(ctx, &b, sender, r)
 	case opItems:
-		err = c.items(ctx, &b, sender, r)
+		err = svc.items(ctx, &b, sender, r)
 	case opPublish:
-		payloads, errs := c.publish(ctx, sender, r.Node, []*request{r})
+		payloads, errs := svc.publish(ctx, sender, r.Node, []*request{r})
 		if errs[0] != nil {
 			return nil, errs[0]
 		}
 		return payloads[0], nil
 	case opRetract:
-		err = c.retract(ctx, sender, r)
+		err = svc.retract(ctx, sender, r)
 	case opCreate:
-		err = c.create(ctx, &b, sender, r)
+		err = svc.create(ctx, &b, sender, r)
 	case opConfigureGet:
-		err = c.configureGet(ctx, &b, sender, r)
+		err = svc.configureGet(ctx, &b, sender, r)
 	case opConfigureSet:
-		err = c.configureSet(ctx, sender, r)
+		err = svc.configureSet(ctx, sender, r)
 	case opDefault:
 		b.open("pubsub", "xmlns", nsPubsubOwner).open("default")
 		renderForm(&b, configForm(hub.DefaultNodeConfig()))
 		b.close("default").close("pubsub")
 	case opDelete:
-		err = c.deleteNode(ctx, sender, r)
+		err = svc.deleteNode(ctx, sender, r)
 	case opPurge:
-		err = c.purge(ctx, sender, r)
+		err = svc.purge(ctx, sender, r)
 	case opOwnerSubscriptionsGet:
-		err = c.ownerSubscriptions(ctx, &b, sender, r)
+		err = svc.ownerSubscriptions(ctx, &b, sender, r)
 	case opOwnerSubscriptionsSet:
-		err = c.ownerSetSubscriptions(ctx, sender, r)
+		err = svc.ownerSetSubscriptions(ctx, sender, r)
 	case opOwnerAffiliationsGet:
-		err = c.ownerAffiliations(ctx, &b, sender, r)
+		err = svc.ownerAffiliations(ctx, &b, sender, r)
 	case opOwnerAffiliationsSet:
-		err = c.ownerSetAffiliations(ctx, sender, r)
+		err = svc.ownerSetAffiliations(ctx, sender, r)
 	case opOptionsGet:
-		err = c.optionsGet(ctx, &b, sender, r)
+		err = svc.optionsGet(ctx, &b, sender, r)
 	case opOptionsSet:
-		err = c.optionsSet(ctx, sender, r)
+		err = svc.optionsSet(ctx, sender, r)
 	case opSubscriptionDefault:
-		err = c.subscriptionDefaults(ctx, &b, r)
+		err = svc.subscriptionDefaults(ctx, &b, r)
 	case opCommand:
-		err = c.runCommand(ctx, &b, sender, r)
+		err = svc.runCommand(ctx, &b, sender, r)
 	default:
 		return nil, serviceUnavailable()
 	}
 	if err != nil {
-		return nil, c.stanzaErrorOf(ctx, err, r, sender)
+		return nil, svc.stanzaErrorOf(ctx, err, r, sender)
 	}
 	return b.Bytes(), nil
 }
 
 // stanzaErrorOf maps a failed request's error to its stanza error, logging
 // what is not the requester's fault.
-func (c *Component) stanzaErrorOf(ctx context.Context, err error, r *request, sender jid.JID) *stanzaError {
+func (svc *service) stanzaErrorOf(ctx context.Context, err error, r *request, sender jid.JID) *stanzaError {
 	se, ok := asStanzaError(err, r.Node)
 	if !ok {
-		c.log.ErrorContext(ctx, "XMPP request failed", "op", r.Op.String(), "node", r.Node, "from", sender.String(), "err", err)
+		svc.log.ErrorContext(ctx, "XMPP request failed", "op", r.Op.String(), "node", r.Node, "from", sender.String(), "err", err)
 	}
 	return se
 }
 
 // node looks a node up; a name that cannot exist is simply not found.
-func (c *Component) node(ctx context.Context, name string) (*hub.Node, error) {
+func (svc *service) node(ctx context.Context, name string) (*hub.Node, error) {
 	if hub.ValidNodeName(name) != nil {
 		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
 	}
-	n, err := c.hub.Node(ctx, name)
+	n, err := svc.hub.Node(ctx, name)
 	if errors.Is(err, hub.ErrNotFound) {
 		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
 	}
@@ -238,8 +286,8 @@ func (c *Component) node(ctx context.Context, name string) (*hub.Node, error) {
 }
 
 // requireOwner returns forbidden unless sender owns the node.
-func (c *Component) requireOwner(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	ok, err := c.hub.IsOwner(ctx, n, sender.Bare().String())
+func (svc *service) requireOwner(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	ok, err := svc.hub.IsOwner(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}
@@ -250,8 +298,8 @@ func (c *Component) requireOwner(ctx context.Context, n *hub.Node, sender jid.JI
 }
 
 // requirePublisher returns forbidden unless sender may publish to the node.
-func (c *Component) requirePublisher(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	aff, err := c.hub.AffiliationOf(ctx, n, sender.Bare().String())
+func (svc *service) requirePublisher(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := svc.hub.AffiliationOf(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}
@@ -262,8 +310,8 @@ func (c *Component) requirePublisher(ctx context.Context, n *hub.Node, sender ji
 }
 
 // requireReader checks that sender may read the node (XEP-0060 §6.5.9).
-func (c *Component) requireReader(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	aff, err := c.hub.AffiliationOf(ctx, n, sender.Bare().String())
+func (svc *service) requireReader(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := svc.hub.AffiliationOf(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}

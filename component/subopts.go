@@ -219,15 +219,15 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 }
 
 // subscriptionFor finds the subscription an options request is about.
-func (c *Component) subscriptionFor(ctx context.Context, sender jid.JID, r *request) (*hub.Node, *hub.Subscription, error) {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) subscriptionFor(ctx context.Context, sender jid.JID, r *request) (*hub.Node, *hub.Subscription, error) {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return nil, nil, forbidden(fmt.Sprintf("you may see and change the options of %s only, not %s", sender.Bare(), r.JID))
 	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,8 +242,8 @@ func (c *Component) subscriptionFor(ctx context.Context, sender jid.JID, r *requ
 }
 
 // optionsGet answers a request for a subscription's options (§6.3.2).
-func (c *Component) optionsGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, sub, err := c.subscriptionFor(ctx, sender, r)
+func (svc *service) optionsGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, sub, err := svc.subscriptionFor(ctx, sender, r)
 	if err != nil {
 		return err
 	}
@@ -255,8 +255,8 @@ func (c *Component) optionsGet(ctx context.Context, b *xmlBuf, sender jid.JID, r
 }
 
 // optionsSet changes a subscription's options (§6.3.5).
-func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) error {
-	_, sub, err := c.subscriptionFor(ctx, sender, r)
+func (svc *service) optionsSet(ctx context.Context, sender jid.JID, r *request) error {
+	_, sub, err := svc.subscriptionFor(ctx, sender, r)
 	if err != nil {
 		return err
 	}
@@ -267,10 +267,10 @@ func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) 
 	if sameXMPPOptions(opts, sub.Options) {
 		return nil
 	}
-	if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+	if _, err := svc.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 		return err
 	}
-	c.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
+	svc.log.InfoContext(ctx, "XMPP subscription options changed", "node", sub.NodeName, "jid", sub.Address,
 		"format", opts.Format, "include_body", opts.IncludeBody, "message_type", opts.MessageType,
 		"digest", opts.Digest, "digest_frequency_ms", opts.DigestFrequencyMS, "diff", opts.Diff)
 	return nil
@@ -278,11 +278,11 @@ func (c *Component) optionsSet(ctx context.Context, sender jid.JID, r *request) 
 
 // subscriptionDefaults answers a request for the default subscription
 // options (§6.4).
-func (c *Component) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *request) error {
+func (svc *service) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *request) error {
 	var n *hub.Node
 	if r.HasNode && r.Node != "" {
 		var err error
-		if n, err = c.node(ctx, r.Node); err != nil {
+		if n, err = svc.node(ctx, r.Node); err != nil {
 			return err
 		}
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return badRequest("invalid-jid", "you may subscribe %s only, not %s", sender.Bare(), r.JID)
 	}
-	n, err := c.node(ctx, r.Node)
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 			return serr
 		}
 	}
-	sub, existed, err := c.hub.Subscribe(ctx, hub.Subscription{
+	sub, existed, err := svc.hub.Subscribe(ctx, hub.Subscription{
 		NodeName: r.Node,
 		Kind:     hub.KindXMPP,
 		Address:  r.JID.String(),
@@ -37,13 +37,13 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	}
 	if existed && r.Form != nil && !sameXMPPOptions(sub.Options, opts) {
 		// Subscribing again with options changes them (§6.3.7).
-		if sub, err = c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+		if sub, err = svc.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 			return err
 		}
 	}
 	if !existed {
-		c.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
-		if _, err := c.sendLastAfterAnswer(ctx, n, sub); err != nil {
+		svc.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
+		if _, err := svc.sendLastAfterAnswer(ctx, n, sub); err != nil {
 			return err
 		}
 	}
@@ -58,15 +58,15 @@ func (c *Component) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	return nil
 }
 
-func (c *Component) unsubscribe(ctx context.Context, sender jid.JID, r *request) error {
+func (svc *service) unsubscribe(ctx context.Context, sender jid.JID, r *request) error {
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return forbidden(fmt.Sprintf("you may unsubscribe %s only, not %s", sender.Bare(), r.JID))
 	}
-	n, err := c.node(ctx, r.Node)
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: r.JID.String()})
 	if err != nil {
 		return err
 	}
@@ -77,23 +77,23 @@ func (c *Component) unsubscribe(ctx context.Context, sender jid.JID, r *request)
 	if r.SubID != "" && r.SubID != subs[0].SubID {
 		return notAcceptable("invalid-subid", "no subscription %q", r.SubID)
 	}
-	if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, r.JID.String()); err != nil {
+	if _, err := svc.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, r.JID.String()); err != nil {
 		return err
 	}
-	c.log.InfoContext(ctx, "XMPP unsubscription", "node", n.Name, "jid", r.JID.String())
+	svc.log.InfoContext(ctx, "XMPP unsubscription", "node", n.Name, "jid", r.JID.String())
 	return nil
 }
 
-func (c *Component) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	f := hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: sender.Bare().String()}
 	if r.HasNode && r.Node != "" {
-		n, err := c.node(ctx, r.Node)
+		n, err := svc.node(ctx, r.Node)
 		if err != nil {
 			return err
 		}
 		f.NodeID = n.ID
 	}
-	subs, err := c.hub.Subscriptions(ctx, f)
+	subs, err := svc.hub.Subscriptions(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -105,16 +105,16 @@ func (c *Component) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.
 	return nil
 }
 
-func (c *Component) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (svc *service) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	var nodes []hub.Node
 	if r.HasNode && r.Node != "" {
-		n, err := c.node(ctx, r.Node)
+		n, err := svc.node(ctx, r.Node)
 		if err != nil {
 			return err
 		}
 		nodes = []hub.Node{*n}
 	} else {
-		all, err := c.hub.Nodes(ctx)
+		all, err := svc.hub.Nodes(ctx)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (c *Component) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.J
 	}
 	b.open("pubsub", "xmlns", nsPubsub).open("affiliations", "node", r.Node)
 	for i := range nodes {
-		aff, err := c.hub.AffiliationOf(ctx, &nodes[i], sender.Bare().String())
+		aff, err := svc.hub.AffiliationOf(ctx, &nodes[i], sender.Bare().String())
 		if err != nil {
 			return err
 		}
@@ -134,19 +134,19 @@ func (c *Component) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.J
 	return nil
 }
 
-func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := c.node(ctx, r.Node)
+func (svc *service) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := svc.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := c.requireReader(ctx, n, sender); err != nil {
+	if err := svc.requireReader(ctx, n, sender); err != nil {
 		return err
 	}
 	limit := n.MaxItems
 	if r.MaxItems > 0 {
 		limit = min(limit, r.MaxItems)
 	}
-	items, err := c.hub.Items(ctx, n, r.ItemIDs, limit)
+	items, err := svc.hub.Items(ctx, n, r.ItemIDs, limit)
 	if err != nil {
 		return err
 	}
@@ -162,17 +162,17 @@ func (c *Component) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *req
 	// The answer stays within the stanza budget: a page that would not
 	// is cut, and says so with a result set (XEP-0060 §6.5.4, XEP-0059)
 	// the client pages on from, whether it asked for one or not.
-	whole := c.limit.bytes() - envelopeBytes - b.Len() - 2*len(n.Name) - 1024
+	whole := svc.limit.bytes() - envelopeBytes - b.Len() - 2*len(n.Name) - 1024
 	room := whole
 	cut := len(page)
 	payloads := make([][]byte, 0, len(page))
 	for i, it := range page {
-		p := c.dispatcher.payload(it)
+		p := svc.dispatcher.payload(it)
 		size := len(p) + escapedLen(it.ItemID) + 32
 		if size > whole {
 			// One item stored before the entry limit: its id alone.
 			p, size = nil, escapedLen(it.ItemID)+32
-			c.shrunk.Add(1)
+			svc.shrunk.Add(1)
 		}
 		if size > room {
 			cut = i

@@ -24,19 +24,19 @@ func isWebURL(s string) bool {
 // node follows gets one when the operator allows it for that user
 // (opensources.go). It returns the node, or nil and a plain answer saying
 // why not.
-func (c *Component) findTarget(ctx context.Context, bare, target string, create bool) (*hub.Node, string, error) {
+func (svc *service) findTarget(ctx context.Context, bare, target string, create bool) (*hub.Node, string, error) {
 	target = strings.TrimSpace(target)
 	if target == "" {
 		return nil, `Which node or feed? Send "nodes" to see the nodes.`, nil
 	}
 	if !isWebURL(target) {
-		return c.chatNode(ctx, target)
+		return svc.chatNode(ctx, target)
 	}
 	// A node named by the URL, or one following it: no fetch needed.
-	if n, err := c.hub.Node(ctx, target); err == nil {
+	if n, err := svc.hub.Node(ctx, target); err == nil {
 		return n, "", nil
 	}
-	n, err := c.hub.NodeForURL(ctx, target, false)
+	n, err := svc.hub.NodeForURL(ctx, target, false)
 	if err == nil {
 		return n, "", nil
 	}
@@ -45,30 +45,30 @@ func (c *Component) findTarget(ctx context.Context, bare, target string, create 
 	}
 	// Finding a page's feed fetches it: only for those who may add feeds,
 	// so a stranger cannot have pingd fetch pages of its choosing.
-	if msg := c.creationRefused(bare, target); msg != "" {
+	if msg := svc.creationRefused(bare, target); msg != "" {
 		if !create {
 			msg = fmt.Sprintf("No node follows %s.", target)
 		}
 		return nil, msg, nil
 	}
 	feedURL := target
-	if c.resolver != nil {
+	if svc.resolver != nil {
 		// Fetching the page (and what it points to) takes as long as its
 		// server does: the pool lets another worker run meanwhile.
 		ended := hub.StartSlowWait(ctx)
-		res, rerr := c.resolver.ResolveSource(ctx, target)
+		res, rerr := svc.resolver.ResolveSource(ctx, target)
 		ended()
 		switch {
 		case rerr != nil && !create:
 			return nil, fmt.Sprintf("No node follows %s.", target), nil
 		case rerr != nil:
-			c.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
+			svc.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
 			return nil, fmt.Sprintf("pingd could not find a feed at %s: %v", target, rerr), nil
 		case res.FeedURL != "":
 			feedURL = res.FeedURL
 		}
 		if feedURL != target {
-			if n, err := c.hub.NodeForURL(ctx, feedURL, false); err == nil {
+			if n, err := svc.hub.NodeForURL(ctx, feedURL, false); err == nil {
 				return n, "", nil
 			}
 		}
@@ -76,14 +76,14 @@ func (c *Component) findTarget(ctx context.Context, bare, target string, create 
 	if !create {
 		return nil, fmt.Sprintf("No node follows %s.", target), nil
 	}
-	if msg, err := c.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
+	if msg, err := svc.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
 		return nil, msg, err
 	}
-	n, err = c.hub.NodeForURL(ctx, feedURL, true)
+	n, err = svc.hub.NodeForURL(ctx, feedURL, true)
 	if err != nil {
 		return nil, invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
 	}
-	c.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
+	svc.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
 	return n, "", nil
 }
 
@@ -104,12 +104,12 @@ func nilUnlessInternal(err error) error {
 // subscribeTarget subscribes bare to the node target names, with opts.
 // An existing subscription keeps its options unless change (nil: keep)
 // gives other ones.
-func (c *Component) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
-	n, msg, err := c.findTarget(ctx, bare, target, true)
+func (svc *service) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
+	n, msg, err := svc.findTarget(ctx, bare, target, true)
 	if n == nil {
 		return msg, err
 	}
-	sub, existed, err := c.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare, Options: opts})
+	sub, existed, err := svc.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare, Options: opts})
 	switch {
 	case errors.Is(err, hub.ErrNotMember):
 		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may subscribe. Ask its owner to add you.", n.Name), nil
@@ -120,7 +120,7 @@ func (c *Component) subscribeTarget(ctx context.Context, bare, target string, op
 	case existed:
 		if change != nil {
 			if opts := change(sub.Options); !sameXMPPOptions(opts, sub.Options) {
-				if _, err := c.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+				if _, err := svc.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 					return "", err
 				}
 				return fmt.Sprintf("You are already subscribed to %q; your notification settings are updated.", n.Name), nil
@@ -128,12 +128,12 @@ func (c *Component) subscribeTarget(ctx context.Context, bare, target string, op
 		}
 		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
 	}
-	c.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
+	svc.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
 	answer := fmt.Sprintf("Subscribed to %q: its new entries will come to %s.", n.Name, bare)
 	if n.Title != "" {
 		answer = fmt.Sprintf("Subscribed to %q (%s): its new entries will come to %s.", n.Name, n.Title, bare)
 	}
-	switch sent, err := c.sendLastAfterAnswer(ctx, n, sub); {
+	switch sent, err := svc.sendLastAfterAnswer(ctx, n, sub); {
 	case err != nil:
 		return "", err
 	case sent:
@@ -148,30 +148,30 @@ func (c *Component) subscribeTarget(ctx context.Context, bare, target string, op
 // subscription once the answer is written (XEP-0060 §12.5, on_sub), so
 // the subscriber sees at once that the subscription works; it reports
 // whether there is one to send.
-func (c *Component) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *hub.Subscription) (bool, error) {
+func (svc *service) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *hub.Subscription) (bool, error) {
 	if n.SendLastPublished == hub.SendLastNever {
 		return false, nil
 	}
-	items, err := c.hub.Items(ctx, n, nil, 1)
+	items, err := svc.hub.Items(ctx, n, nil, 1)
 	if err != nil || len(items) == 0 {
 		return false, err
 	}
 	s := *sub
 	afterAnswer(ctx, func(ctx context.Context) {
-		if _, err := c.hub.SendLastPublished(ctx, &s); err != nil {
-			c.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", s.Address, "err", err)
+		if _, err := svc.hub.SendLastPublished(ctx, &s); err != nil {
+			svc.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", s.Address, "err", err)
 		}
 	})
 	return true, nil
 }
 
 // unsubscribeTarget removes bare's subscriptions to the node target names.
-func (c *Component) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
-	n, msg, err := c.findTarget(ctx, bare, target, false)
+func (svc *service) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
+	n, msg, err := svc.findTarget(ctx, bare, target, false)
 	if n == nil {
 		return msg, err
 	}
-	subs, err := c.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
+	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
 	if err != nil {
 		return "", err
 	}
@@ -179,10 +179,10 @@ func (c *Component) unsubscribeTarget(ctx context.Context, bare, target, via str
 		return fmt.Sprintf("You are not subscribed to %q.", n.Name), nil
 	}
 	for _, s := range subs {
-		if _, err := c.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
+		if _, err := svc.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
 			return "", err
 		}
 	}
-	c.log.InfoContext(ctx, "XMPP unsubscription by "+via, "node", n.Name, "jid", bare)
+	svc.log.InfoContext(ctx, "XMPP unsubscription by "+via, "node", n.Name, "jid", bare)
 	return fmt.Sprintf("Unsubscribed from %q.", n.Name), nil
 }
