@@ -20,7 +20,7 @@
 // notifications: its work queue and loop, the rendering and fan-out,
 // digests, acknowledgement markers and multicast, in notify.go,
 // fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go. The service (service.go; 69
+// acks.go, multicast.go and queries.go. The service (service.go; 64
 // methods) carries out and answers every request served over the stream:
 // IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
 // cases, subscription options, chat and ad-hoc commands, presence and
@@ -34,7 +34,8 @@
 // and the subscription path (targets.go), and the IQ side lists and runs
 // the commands. Its methods are grouped by file, one role or use case a
 // file; the types with a state of their own (ackWindow, pendingQueries,
-// stanzaIDs, the request pool) have files of their own.
+// stanzaIDs, the request pool, nodeCreation with its per-JID buckets)
+// have files of their own.
 //
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
@@ -108,7 +109,7 @@
 //   - chat.go, targets.go: the chat commands (help, nodes, list,
 //     subscribe, unsubscribe, last); a subscription may name a node or a
 //     feed's or page's URL (Config.Resolver, Config.OpenSources).
-//   - opensources.go: who may have a node made for a feed no node follows
+//   - opensources.go: nodeCreation, who may have a node made for a feed no node follows
 //     by naming its URL (anyone, the users of Config.LocalDomains, or
 //     only admins), at most Config.NodesPerHour per JID, and only for
 //     public addresses (Config.CheckHost).

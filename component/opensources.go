@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
@@ -23,6 +24,21 @@ import (
 // (Config.OpenSources). The operator's admins may always. Each creation
 // takes a token of the JID's bucket (Config.NodesPerHour), and the URL's
 // host must be public when Config.CheckHost is set.
+
+// nodeCreation decides who may have nodes created that way: openSources,
+// localSources and checkHost as in Config, localDomains lower-cased,
+// creations the per-JID buckets of Config.NodesPerHour. The service asks
+// it before a chat or ad-hoc subscription fetches a page or makes a node.
+type nodeCreation struct {
+	hub          *hub.Hub
+	log          *slog.Logger
+	openSources  bool
+	localSources bool
+	checkHost    func(ctx context.Context, host string) error
+	localDomains map[string]bool
+	creations    *ratelimit.Keyed
+	nodesPerHour int
+}
 
 // DefaultNodesPerHour is how many nodes one JID may have created per
 // hour: enough for a reader bringing in the feeds they follow, few enough
@@ -66,18 +82,18 @@ func localDomainSet(domains []string, component jid.JID) (map[string]bool, error
 }
 
 // isLocal reports whether bare is a JID of one of the local domains.
-func (svc *service) isLocal(bare string) bool {
+func (nc *nodeCreation) isLocal(bare string) bool {
 	j, err := jid.Parse(bare)
 	if err != nil {
 		return false
 	}
-	return svc.localDomains[strings.ToLower(strings.TrimSuffix(j.Domainpart(), "."))]
+	return nc.localDomains[strings.ToLower(strings.TrimSuffix(j.Domainpart(), "."))]
 }
 
 // localDomainList names the local domains for an answer.
-func (svc *service) localDomainList() string {
-	names := make([]string, 0, len(svc.localDomains))
-	for d := range svc.localDomains {
+func (nc *nodeCreation) localDomainList() string {
+	names := make([]string, 0, len(nc.localDomains))
+	for d := range nc.localDomains {
 		names = append(names, d)
 	}
 	if len(names) == 0 {
@@ -90,25 +106,25 @@ func (svc *service) localDomainList() string {
 // mayCreateNode decides whether bare may have a node created for feedURL
 // now. It returns "" when it may (a token of bare's bucket is then
 // taken), or the answer saying why not.
-func (svc *service) mayCreateNode(ctx context.Context, bare, feedURL string) (string, error) {
-	if msg := svc.creationRefused(bare, feedURL); msg != "" {
+func (nc *nodeCreation) mayCreateNode(ctx context.Context, bare, feedURL string) (string, error) {
+	if msg := nc.creationRefused(bare, feedURL); msg != "" {
 		return msg, nil
 	}
-	admin := svc.hub.IsAdmin(bare)
+	admin := nc.hub.IsAdmin(bare)
 	canonical, err := hub.CanonicalURL(feedURL)
 	if err != nil {
 		return invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
 	}
-	if msg := svc.checkSourceHost(ctx, canonical); msg != "" {
+	if msg := nc.checkSourceHost(ctx, canonical); msg != "" {
 		return msg, nil
 	}
 	if admin {
 		return "", nil
 	}
-	if ok, wait := svc.creations.Allow(bare, time.Now()); !ok {
-		svc.log.InfoContext(ctx, "node creation refused: per-JID limit", "jid", bare, "source", canonical, "retry_in", wait)
+	if ok, wait := nc.creations.Allow(bare, time.Now()); !ok {
+		nc.log.InfoContext(ctx, "node creation refused: per-JID limit", "jid", bare, "source", canonical, "retry_in", wait)
 		return fmt.Sprintf("No node follows %s yet, and %s has had %d nodes created within the hour, the most one "+
-			"Jabber ID may. Try again %s.", feedURL, bare, svc.nodesPerHour, retryIn(wait)), nil
+			"Jabber ID may. Try again %s.", feedURL, bare, nc.nodesPerHour, retryIn(wait)), nil
 	}
 	return "", nil
 }
@@ -118,16 +134,16 @@ func (svc *service) mayCreateNode(ctx context.Context, bare, feedURL string) (st
 // users may, one of them); "" when the policy allows it. It is asked
 // before a page is fetched to find its feed, so a user who may not add
 // feeds cannot have pingd fetch pages either.
-func (svc *service) creationRefused(bare, feedURL string) string {
+func (nc *nodeCreation) creationRefused(bare, feedURL string) string {
 	switch {
-	case svc.hub.IsAdmin(bare) || svc.openSources:
+	case nc.hub.IsAdmin(bare) || nc.openSources:
 		return ""
-	case svc.localSources && svc.isLocal(bare):
+	case nc.localSources && nc.isLocal(bare):
 		return ""
-	case svc.localSources:
+	case nc.localSources:
 		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only for users of its own "+
 			"XMPP server (%s); %s is not one of them. Send \"nodes\" to see the nodes there are.",
-			feedURL, svc.localDomainList(), bare)
+			feedURL, nc.localDomainList(), bare)
 	default:
 		return fmt.Sprintf("No node follows %s, and this pingd creates nodes for new feeds only when its "+
 			"operator allows it (PINGD_OPEN_SOURCES). Send \"nodes\" to see the nodes there are.", feedURL)
@@ -138,8 +154,8 @@ func (svc *service) creationRefused(bare, feedURL string) string {
 // not a public address (Config.CheckHost): the answer then says why at
 // once instead of a node whose fetches all fail. A name that does not
 // resolve passes; the dial-time guard stays the authority.
-func (svc *service) checkSourceHost(ctx context.Context, rawURL string) string {
-	if svc.checkHost == nil {
+func (nc *nodeCreation) checkSourceHost(ctx context.Context, rawURL string) string {
+	if nc.checkHost == nil {
 		return ""
 	}
 	u, err := url.Parse(rawURL)
@@ -148,7 +164,7 @@ func (svc *service) checkSourceHost(ctx context.Context, rawURL string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
-	if err := svc.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
+	if err := nc.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
 		return fmt.Sprintf("pingd cannot follow %s: %v; it fetches public addresses only.", rawURL, err)
 	}
 	return ""

@@ -12,7 +12,6 @@ import (
 	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
-	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // service is the request side of the component: every stanza a client
@@ -20,8 +19,8 @@ import (
 // plumbing of the XEP-0030 and XEP-0060 service (receiving, dispatching,
 // answering and the access checks every role shares) is in this file; the
 // roles are in disco.go, subscriber.go, publisher.go and owner.go, with
-// subopts.go and rsm.go; chat commands in chat.go and targets.go, who may
-// have nodes made in opensources.go, ad-hoc commands in adhoc*.go,
+// subopts.go and rsm.go; chat commands in chat.go and targets.go (asking
+// nodeCreation, opensources.go, who may have nodes made), ad-hoc commands in adhoc*.go,
 // presence in presence.go and errors answering notifications in
 // bounces.go. The Component keeps the connection, the leadership and the
 // stanza router, and hands the service each stanza (on the reader) and
@@ -34,20 +33,13 @@ type service struct {
 	domain    jid.JID
 	domainStr string
 	publicURL string // pingd's HTTP base URL, without a trailing slash
-	// openSources and resolver: see Config.
-	openSources bool
-	resolver    hub.SourceResolver
+	// resolver: see Config.
+	resolver hub.SourceResolver
 	// completeEntry: see Config.CompleteEntry.
 	completeEntry func(hub.Entry) hub.Entry
-
-	// Who may have nodes created (opensources.go): localSources and
-	// checkHost as in Config, localDomains lower-cased, creations the
-	// per-JID buckets of Config.NodesPerHour.
-	localSources bool
-	checkHost    func(ctx context.Context, host string) error
-	localDomains map[string]bool
-	creations    *ratelimit.Keyed
-	nodesPerHour int
+	// creation says who may have nodes created for new feeds
+	// (opensources.go).
+	creation *nodeCreation
 
 	// dispatcher sends the notifications; requests wake it and hand it
 	// what goes to one subscriber.

@@ -45,7 +45,7 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	}
 	// Finding a page's feed fetches it: only for those who may add feeds,
 	// so a stranger cannot have pingd fetch pages of its choosing.
-	if msg := svc.creationRefused(bare, target); msg != "" {
+	if msg := svc.creation.creationRefused(bare, target); msg != "" {
 		if !create {
 			msg = fmt.Sprintf("No node follows %s.", target)
 		}
@@ -76,7 +76,7 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	if !create {
 		return nil, fmt.Sprintf("No node follows %s.", target), nil
 	}
-	if msg, err := svc.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
+	if msg, err := svc.creation.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
 		return nil, msg, err
 	}
 	n, err = svc.hub.NodeForURL(ctx, feedURL, true)
