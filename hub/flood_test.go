@@ -81,6 +81,13 @@ func TestAFloodOfNewEntriesStaysBounded(t *testing.T) {
 	doc := e.origin.serve("/flood", floodRound(0, floodEntries), false)
 	e.run()
 	many := e.createNode("many", "/flood")
+	// CreateNode waits for the baseline only up to BaselineWait: on a busy
+	// machine the baseline of this big document may still run, and would
+	// then fetch round 1's document as its baseline.
+	waitFor(t, "the flood's baseline", func() bool {
+		src := e.source(many.SourceID)
+		return src.Baselined && src.LeaseOwner == ""
+	})
 	e.createNode("few", "/flood") // the same source
 	if err := e.hub.ConfigureNode(t.Context(), "few", hub.NodeConfig{MaxItems: 5}); err != nil {
 		t.Fatal(err)
