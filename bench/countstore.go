@@ -71,7 +71,7 @@ var writeMethods = []string{
 	"Append", "SetXMPPSeq", "EnsureSource", "MarkSourceDue", "ClaimDueSources", "ApplyFetch",
 	"PutSubscription", "DeleteSubscriptions", "DeleteSubscription", "SetSubscriptionState",
 	"ClaimDeliveries", "SaveDeliveryState", "SaveDeliveryStates", "DeleteExpiredSubscriptions", "SetAffiliation",
-	"RecordPing", "Prune",
+	"RecordPing", "RecordPingMarkingDue", "Prune",
 }
 
 // diffCounts returns after−before for the methods that changed.
@@ -222,6 +222,11 @@ func (s *countingStore) SetAffiliation(ctx context.Context, nodeID int64, jid st
 func (s *countingStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 	s.inc(ctx, "RecordPing")
 	return s.Store.RecordPing(ctx, p)
+}
+
+func (s *countingStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {
+	s.inc(ctx, "RecordPingMarkingDue")
+	return s.Store.RecordPingMarkingDue(ctx, p, urls, at, note)
 }
 
 func (s *countingStore) Prune(ctx context.Context, pingsBefore time.Time) error {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -11,12 +12,6 @@ import (
 // trusted announcement (CNWS) that notifies even if the fetch shows no
 // change. It returns how many sources were scheduled.
 func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int, error) {
-	return h.changed(ctx, rawURL, note, map[int64]bool{})
-}
-
-// changed is Changed skipping the sources in scheduled, which it adds to:
-// URLs of one ping often name one source twice (a feed and its site).
-func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, scheduled map[int64]bool) (int, error) {
 	if canon, err := CanonicalURL(rawURL); err == nil {
 		rawURL = canon // sources are stored in canonical form
 	}
@@ -26,13 +21,12 @@ func (h *Hub) changed(ctx context.Context, rawURL string, note *ChangeNote, sche
 	}
 	n := 0
 	for _, s := range srcs {
-		if s.Gone || scheduled[s.ID] {
+		if s.Gone {
 			continue
 		}
 		if err := h.store.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
 			return n, fmt.Errorf("schedule fetch of %s: %w", s.URL, err)
 		}
-		scheduled[s.ID] = true
 		n++
 	}
 	if n > 0 {
@@ -81,25 +75,20 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = h.now()
 	}
-	if err := h.store.RecordPing(ctx, &p); err != nil {
+	// The ping and the due times of its sources are one transaction: the
+	// publisher waits for its commit, and a ping naming nothing pingd
+	// follows (most of them) costs no look-up of its own.
+	slices.Sort(canonical)
+	canonical = slices.Compact(canonical)
+	marked, err := h.store.RecordPingMarkingDue(ctx, &p, canonical, h.now(), note)
+	if err != nil {
 		return 0, fmt.Errorf("record ping: %w", err)
 	}
-	total := 0
-	seen := map[string]bool{}
-	scheduled := map[int64]bool{}
-	for _, u := range canonical {
-		if seen[u] {
-			continue
-		}
-		seen[u] = true
-		n, err := h.changed(ctx, u, note, scheduled)
-		if err != nil {
-			return total, err
-		}
-		total += n
+	if len(marked) > 0 {
+		h.WakeFetcher()
 	}
-	h.pingRecorded(ctx, PingRecord{Ping: p, URLs: urls, Matched: total})
-	return total, nil
+	h.pingRecorded(ctx, PingRecord{Ping: p, URLs: urls, Matched: len(marked)})
+	return len(marked), nil
 }
 
 // Pings returns recent pings and the total count (changes.xml).

@@ -252,6 +252,12 @@ type Store interface {
 
 	// RecordPing stores a received ping and sets its ID.
 	RecordPing(ctx context.Context, p *Ping) error
+	// RecordPingMarkingDue is RecordPing and, in the same transaction,
+	// MarkSourceDue(at, note) of every source that is not gone and whose
+	// original, current or site URL is one of urls. It returns the ids of
+	// the sources it marked, each once, in the order first matched. Either
+	// all of it is stored or none.
+	RecordPingMarkingDue(ctx context.Context, p *Ping, urls []string, at time.Time, note *ChangeNote) ([]int64, error)
 	// Pings returns pings received since the given time, newest first, and
 	// the number of pings ever received.
 	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)

@@ -138,8 +138,12 @@ func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...an
 // it is not watched for the per-query timeout. Watching costs the driver
 // a goroutine per statement, about a fifth of such a statement's time; a
 // loop of them checks ctx between rows instead, so the loop as a whole
-// still ends with ctx.
+// still ends with ctx. On PostgreSQL, where a statement may wait for
+// another transaction's row lock, it is exec.
 func (s *sqlStore) execShort(ctx context.Context, tx *txn, query string, args ...any) (sql.Result, error) {
+	if s.backend != backendSQLite {
+		return s.exec(ctx, tx, query, args...)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -148,6 +152,47 @@ func (s *sqlStore) execShort(ctx context.Context, tx *txn, query string, args ..
 		return st.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryShort is query for a statement of execShort's kind (a few rows
+// found by key, inside a transaction): on SQLite it is not watched for
+// the per-query timeout.
+func (s *sqlStore) queryShort(ctx context.Context, tx *txn, query string, args []any, each func(*sql.Rows) error) error {
+	if s.backend != backendSQLite {
+		return s.query(ctx, tx, query, args, each)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	var rows *sql.Rows
+	var err error
+	if st := s.prepared(ctx, tx, query); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// queryRowShort is queryRow for a statement of execShort's kind.
+func (s *sqlStore) queryRowShort(ctx context.Context, tx *txn, query string, args []any, dest ...any) error {
+	if s.backend != backendSQLite {
+		return s.queryRow(ctx, tx, query, args, dest...)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.rowContext(context.WithoutCancel(ctx), tx, query, args).Scan(dest...)
 }
 
 // execCount runs one statement and returns the number of rows it changed.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,23 +71,73 @@ func (s *sqlStore) Affiliations(ctx context.Context, nodeID int64) (map[string]h
 
 // RecordPing stores a received ping, sets its ID and counts it.
 func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
+	_, err := s.RecordPingMarkingDue(ctx, p, nil, time.Time{}, nil)
+	return err
+}
+
+// Statements of RecordPingMarkingDue. The sources' UPDATE is
+// MarkSourceDue's, by URL instead of by id; it runs once per URL, a
+// source matched by two of them being marked twice with the same values.
+const (
+	insertPingSQL = `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`
+	countPingSQL    = `UPDATE counters SET value = value + 1 WHERE name = 'pings'`
+	markDueByURLSQL = `UPDATE sources SET
+		next_fetch_at = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $1 ELSE next_fetch_at END,
+		last_ping_at = $1`
+	markDueByURLWhere = ` WHERE (original_url = $2 OR url = $2 OR (site_url = $2 AND site_url <> '')) AND NOT gone
+		RETURNING id`
+	markDueByURLNote = `, has_note = TRUE, note_title = $3, note_description = $4, note_extensions = $5`
+)
+
+// RecordPingMarkingDue stores a received ping, sets its ID, counts it and
+// marks the sources matching urls due, in one transaction: a ping costs
+// one commit (on SQLite shared with the pings arriving meanwhile) and no
+// read of its own, also when nothing matches.
+func (s *sqlStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = time.Now()
 	}
 	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
+	markSQL := markDueByURLSQL + markDueByURLWhere
+	if note != nil {
+		markSQL = markDueByURLSQL + markDueByURLNote + markDueByURLWhere
+	}
+	var marked []int64
 	err := s.inTx(ctx, func(tx *txn) error {
-		if err := s.queryRow(ctx, tx, `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		marked = marked[:0] // PostgreSQL retries a deadlocked transaction
+		if err := s.queryRowShort(ctx, tx, insertPingSQL,
 			[]any{p.Dialect, p.Name, p.URL, p.FeedURL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
 			return err
 		}
-		_, err := s.exec(ctx, tx, `UPDATE counters SET value = value + 1 WHERE name = 'pings'`)
+		for _, u := range urls {
+			args := []any{s.timeArg(at), u}
+			if note != nil {
+				args = append(args, note.Title, note.Description, note.Extensions)
+			}
+			err := s.queryShort(ctx, tx, markSQL, args, func(r *sql.Rows) error {
+				var id int64
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				if !slices.Contains(marked, id) {
+					marked = append(marked, id)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("mark sources of %s due: %w", u, err)
+			}
+		}
+		// Last: on PostgreSQL the counter's row is locked until the
+		// commit, and every ping takes it.
+		_, err := s.execShort(ctx, tx, countPingSQL)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("record ping of %s: %w", p.URL, err)
+		return nil, fmt.Errorf("record ping of %s: %w", p.URL, err)
 	}
-	return nil
+	return marked, nil
 }
 
 // Pings returns pings received since the given time, newest first (all of

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,5 +53,63 @@ func testPings(t *testing.T, s store.Store) {
 	pings, _ = must2(s.PingsBetween(ctx, t0.Add(time.Hour), t0.Add(2*time.Hour), 0))(t)
 	if len(pings) != 1 || pings[0].URL != "https://example.org/" || pings[0].FeedURL != "https://example.org/feed.xml" {
 		t.Fatalf("extendedPing read back as %+v", pings)
+	}
+}
+
+// testRecordPingMarkingDue: a ping and the due times of the sources it
+// names are stored together; gone sources and unknown URLs are left out,
+// and a source named twice (its feed and its site) is counted once.
+func testRecordPingMarkingDue(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	moved, _ := newSource(t, s, "https://a.example/feed", "a")
+	st := moved.SourceState
+	st.URL = "https://a.example/new-feed"
+	st.MovedFrom = "https://a.example/feed"
+	st.MovedAt = t0
+	st.SiteURL = "https://a.example/"
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: moved.ID, State: st}))(t)
+	other, _ := newSource(t, s, "https://b.example/feed", "b")
+	noErr(t, s.MarkSourceDue(ctx, other.ID, t0.Add(-time.Hour), nil)) // due sooner already
+	gone, _ := newSource(t, s, "https://c.example/feed", "c")
+	st = gone.SourceState
+	st.Gone = true
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: gone.ID, State: st}))(t)
+	_, before := must2(s.Pings(ctx, time.Time{}, 1))(t)
+
+	p := &hub.Ping{Dialect: "xmlrpc-extended", Name: "A", URL: "https://a.example/", FeedURL: "https://a.example/feed", ReceivedAt: t0}
+	urls := []string{"https://a.example/", "https://a.example/feed", "https://a.example/new-feed",
+		"https://b.example/feed", "https://c.example/feed", "https://unknown.example/"}
+	note := &hub.ChangeNote{Title: "T", Description: "D"}
+	marked := must(s.RecordPingMarkingDue(ctx, p, urls, t0, note))(t)
+	if p.ID == 0 {
+		t.Fatal("RecordPingMarkingDue did not set the ID")
+	}
+	if !slices.Equal(marked, []int64{moved.ID, other.ID}) {
+		t.Fatalf("marked %v, want [%d %d]", marked, moved.ID, other.ID)
+	}
+	got := must(s.Source(ctx, moved.ID))(t)
+	if !got.NextFetchAt.Equal(t0) || !got.LastPingAt.Equal(t0) || got.PendingNote == nil || *got.PendingNote != *note {
+		t.Fatalf("matched source: next %v ping %v note %v", got.NextFetchAt, got.LastPingAt, got.PendingNote)
+	}
+	got = must(s.Source(ctx, other.ID))(t)
+	if !got.NextFetchAt.Equal(t0.Add(-time.Hour)) || !got.LastPingAt.Equal(t0) {
+		t.Fatalf("source due sooner: next %v ping %v, want the sooner due time kept", got.NextFetchAt, got.LastPingAt)
+	}
+	got = must(s.Source(ctx, gone.ID))(t)
+	if !got.NextFetchAt.IsZero() || !got.LastPingAt.IsZero() {
+		t.Fatalf("gone source was marked: next %v ping %v", got.NextFetchAt, got.LastPingAt)
+	}
+	pings, total := must2(s.Pings(ctx, time.Time{}, 0))(t)
+	if total != before+1 || len(pings) != 1 || pings[0].ID != p.ID || pings[0].FeedURL != "https://a.example/feed" {
+		t.Fatalf("pings after: total %d (before %d), %+v", total, before, pings)
+	}
+
+	// Nothing followed: the ping is stored all the same.
+	p = &hub.Ping{Dialect: "rest", URL: "https://nobody.example/"}
+	if marked := must(s.RecordPingMarkingDue(ctx, p, []string{p.URL}, t0, nil))(t); len(marked) != 0 || p.ID == 0 {
+		t.Fatalf("ping of nothing followed: marked %v, id %d", marked, p.ID)
+	}
+	if _, total = must2(s.Pings(ctx, time.Time{}, 0))(t); total != before+2 {
+		t.Fatalf("total %d after two pings, want %d", total, before+2)
 	}
 }

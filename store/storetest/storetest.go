@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeIDsNotReused", testNodeIDsNotReused},
 		{"Affiliations", testAffiliations},
 		{"Pings", testPings},
+		{"RecordPingMarkingDue", testRecordPingMarkingDue},
 		{"Prune", testPrune},
 		{"LogWindow", testLogWindow},
 		{"Times", testTimes},
