@@ -86,7 +86,9 @@
 //     in a savepoint of its own, so one failing caller changes nothing
 //     and the others' writes commit once; to each caller it is its own
 //     transaction. Hot single-statement writes (the XMPP cursor, delivery
-//     state, pings' due times) go through it too.
+//     state, pings' due times) go through it too. A transaction that
+//     finds the connection idle and nothing queued runs alone on its
+//     caller's goroutine.
 //
 // Every statement runs under Options.QueryTimeout, with one exception: the
 // one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs

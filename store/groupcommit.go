@@ -22,7 +22,10 @@ import (
 // all of its writes or none, durable when it returns, and the transactions
 // of one group see each other's writes in queue order, as if run one
 // after the other. Nothing waits for company: a transaction that finds
-// the connection idle runs at once, alone.
+// the connection idle and nothing queued runs at once, alone, on its
+// caller's goroutine (handing it to the committer's goroutine and back
+// costs two goroutine wake-ups, a sizeable part of a lone ping's or a
+// claim's time).
 //
 // PostgreSQL runs transactions concurrently on a pool and keeps row locks
 // across them; grouping transactions of unrelated callers there would
@@ -45,6 +48,13 @@ type groupCommitter struct {
 	// mu orders submissions with close, so nothing is queued unseen.
 	mu     sync.RWMutex
 	closed bool
+	// conn is the write connection's token: whoever holds it runs
+	// transactions on the connection, the committer's goroutine a group,
+	// or a caller that found it idle its own transaction.
+	conn chan struct{}
+	// waiting counts the transactions queued for the committer and not
+	// yet run; a caller runs its own only when there are none.
+	waiting atomic.Int64
 	// grouped counts the transactions that were committed in a group of
 	// more than one (tests).
 	grouped atomic.Int64
@@ -62,6 +72,7 @@ func newGroupCommitter(s *sqlStore) *groupCommitter {
 	g := &groupCommitter{
 		s:       s,
 		queue:   make(chan *groupTx, maxGroup),
+		conn:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -80,10 +91,24 @@ func (g *groupCommitter) do(ctx context.Context, fn func(tx *txn) error) error {
 		g.mu.RUnlock()
 		return errStoreClosed
 	}
+	if g.waiting.Load() == 0 {
+		select {
+		case g.conn <- struct{}{}:
+			// Idle: run it here. Holding the read lock meanwhile keeps
+			// close waiting for it.
+			g.run([]*groupTx{r})
+			<-g.conn
+			g.mu.RUnlock()
+			return r.err
+		default:
+		}
+	}
+	g.waiting.Add(1)
 	select {
 	case g.queue <- r:
 		g.mu.RUnlock()
 	case <-ctx.Done():
+		g.waiting.Add(-1)
 		g.mu.RUnlock()
 		return ctx.Err()
 	}
@@ -114,15 +139,18 @@ func (g *groupCommitter) loop() {
 			batch = append(batch[:0], r)
 		case <-g.stop:
 			// Submissions are closed; run what is left, then stop.
+			// (close waited for any caller running its own.)
 			for {
 				select {
 				case r := <-g.queue:
+					g.waiting.Add(-1)
 					g.run([]*groupTx{r})
 				default:
 					return
 				}
 			}
 		}
+		g.conn <- struct{}{} // wait for a caller running its own, if any
 	collect:
 		for len(batch) < maxGroup {
 			select {
@@ -132,7 +160,9 @@ func (g *groupCommitter) loop() {
 				break collect
 			}
 		}
+		g.waiting.Add(-int64(len(batch)))
 		g.run(batch)
+		<-g.conn
 	}
 }
 

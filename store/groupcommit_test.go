@@ -38,9 +38,9 @@ func holdWriter(t *testing.T, s *sqlStore) (release func()) {
 func waitQueued(t *testing.T, s *sqlStore, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(s.group.queue) < n {
+	for s.group.waiting.Load() < int64(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions queued, want %d", len(s.group.queue), n)
+			t.Fatalf("%d transactions queued, want %d", s.group.waiting.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
