@@ -199,6 +199,12 @@ func (s *countingStore) ClaimDeliveries(ctx context.Context, now time.Time, node
 	return s.Store.ClaimDeliveries(ctx, now, nodeID, limit, owner, until)
 }
 
+// ClaimNodeDeliveries is counted as the claim it is.
+func (s *countingStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error) {
+	s.inc(ctx, "ClaimDeliveries")
+	return s.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, owner, until, eventsLimit)
+}
+
 func (s *countingStore) SaveDeliveryStates(ctx context.Context, states []hub.SavedDeliveryState) error {
 	s.inc(ctx, "SaveDeliveryStates")
 	return s.Store.SaveDeliveryStates(ctx, states)

@@ -66,6 +66,20 @@ func get[K comparable](b *batch, m map[K]*once, key K, f func() (any, error)) (a
 	return o.val, o.err
 }
 
+// prime gives the batch the node and its events after `after`, read
+// with the claim.
+func (b *batch) prime(node *hub.Node, after int64, events []hub.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	done := func(v any) *once {
+		o := &once{val: v}
+		o.do.Do(func() {})
+		return o
+	}
+	b.nodes[node.ID] = done(node)
+	b.events[eventsKey{node.ID, after}] = done(events)
+}
+
 func (b *batch) node(ctx context.Context, id int64) (*hub.Node, error) {
 	v, err := get(b, b.nodes, id, func() (any, error) { return b.store.NodeByID(ctx, id) })
 	if err != nil {

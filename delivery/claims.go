@@ -81,7 +81,9 @@ func (e *Engine) Run(ctx context.Context) error {
 				// (docs/benchmarks.md, measurement 3).
 				limit := min(room, maxClaim)
 				claimSeq := e.wakeSeqNow() // before the claim: a publish after it counts as later
-				subs, err := e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, now.Add(e.cfg.Lease))
+				b := newBatch(e.cfg.Store, e.cfg.Batch)
+				b.claimSeq = claimSeq
+				subs, err := e.claim(ctx, b, now, nodeID, limit)
 				if err != nil {
 					if ctx.Err() == nil {
 						e.log.ErrorContext(ctx, "claim deliveries", "node_id", nodeID, "err", err)
@@ -94,8 +96,6 @@ func (e *Engine) Run(ctx context.Context) error {
 				// slot, so it holds no worker itself; when the queue is full
 				// it is put off, not waited for, or enough subscriptions of
 				// one slow host would hold every worker.
-				b := newBatch(e.cfg.Store, e.cfg.Batch)
-				b.claimSeq = claimSeq
 				postponed := map[string]time.Time{}
 				for _, sub := range subs {
 					host := hostOf(sub.Address)
@@ -128,6 +128,26 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// claim leases up to limit subscriptions with work at now (of one node
+// when nodeID > 0). A claim of one node also brings the node and its
+// events after the subscribers' usual cursor, read in the claim's
+// transaction, into b: the first deliveries start without reads of their
+// own.
+func (e *Engine) claim(ctx context.Context, b *batch, now time.Time, nodeID int64, limit int) ([]hub.Subscription, error) {
+	until := now.Add(e.cfg.Lease)
+	if nodeID <= 0 {
+		return e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, until)
+	}
+	c, err := e.cfg.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, until, b.limit)
+	if err != nil {
+		return nil, err
+	}
+	if c.Node != nil {
+		b.prime(c.Node, c.After, c.Events)
+	}
+	return c.Subscriptions, nil
 }
 
 // serveHost serves a claimed subscription, then the ones queued for the

@@ -40,8 +40,10 @@
 // on a shared store they run out.
 //
 // What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
-// subscriptions in one query, at most 32 per worker held in memory), the
-// body for a batch of subscribers is rendered once, workers are a fixed
+// subscriptions in one query, at most 32 per worker held in memory), a
+// claim of a woken node brings the node and its new events with it (read
+// in the claim's transaction, hub.Store.ClaimNodeDeliveries), the body
+// for a batch of subscribers is rendered once, workers are a fixed
 // pool, and the states of deliveries that finish one shortly after
 // another while others still run are saved together in one transaction
 // (states.go, hub.Store.SaveDeliveryStates) rather than one commit each; a

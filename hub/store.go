@@ -211,6 +211,12 @@ type Store interface {
 	// subscription may come once more for its deliveries. nodeID > 0
 	// restricts the claim to one node.
 	ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]Subscription, error)
+	// ClaimNodeDeliveries is ClaimDeliveries of one node's subscriptions
+	// (nodeID > 0) that, when it claims any, also reads in the same
+	// transaction the node and up to eventsLimit of its events after the
+	// cursor most of the active subscriptions claimed stand at: what their
+	// deliveries read next.
+	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*NodeClaim, error)
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and
 	// releases its lease; ErrNotFound if it was removed meanwhile.
 	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
@@ -273,4 +279,15 @@ type Store interface {
 	// any (so an unchanging feed forgets nothing); it returns how many.
 	// An id forgotten and shown again is a new entry.
 	ForgetSeenEntries(ctx context.Context, after time.Duration) (int64, error)
+}
+
+// NodeClaim is what ClaimNodeDeliveries claimed and read.
+type NodeClaim struct {
+	Subscriptions []Subscription
+	// Node is nil when nothing was claimed or the node is gone; then
+	// Events is empty too.
+	Node *Node
+	// Events are the node's events after the cursor After, oldest first.
+	After  int64
+	Events []Event
 }

@@ -252,3 +252,49 @@ func testSaveDeliveryStates(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testClaimNodeDeliveries: a claim of one node's subscriptions brings
+// the node and its events after the cursor most of them stand at; a claim
+// of nothing brings nothing.
+func testClaimNodeDeliveries(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	a := newNode(t, s, "a")
+	other := newNode(t, s, "other")
+	put := func(node int64, addr string, cursor int64) *hub.Subscription {
+		sub := &hub.Subscription{NodeID: node, Kind: hub.KindWebhook, Address: addr, State: hub.SubActive}
+		sub.Cursor = cursor
+		must(s.PutSubscription(ctx, sub))(t)
+		return sub
+	}
+	appendEvents(t, s, a.ID, item("1", ""), item("2", ""), item("3", ""))
+	appendEvents(t, s, other.ID, item("x", ""))
+	put(a.ID, "http://127.0.0.1/one", 1)
+	put(a.ID, "http://127.0.0.1/two", 2)
+	put(a.ID, "http://127.0.0.1/three", 2)
+	put(other.ID, "http://127.0.0.1/other", 0)
+
+	_, err := s.ClaimNodeDeliveries(ctx, t0, 0, 10, "me", t0.Add(time.Minute), 10)
+	wantErr(t, err, hub.ErrInvalid)
+	c := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "me", t0.Add(time.Minute), 10))(t)
+	if len(c.Subscriptions) != 3 || c.Node == nil || c.Node.ID != a.ID || c.Node.Name != "a" || c.Node.LastSeq != 3 {
+		t.Fatalf("claim of node a: %d subscriptions, node %+v", len(c.Subscriptions), c.Node)
+	}
+	for _, sub := range c.Subscriptions {
+		if sub.NodeID != a.ID || sub.LeaseOwner != "me" {
+			t.Fatalf("claimed %+v", sub)
+		}
+	}
+	if c.After != 2 || len(c.Events) != 1 || c.Events[0].Seq != 3 || c.Events[0].ItemID != "3" {
+		t.Fatalf("events after %d: %+v, want item 3 after cursor 2", c.After, c.Events)
+	}
+	// The events are bounded like EventsAfter's.
+	d := must(s.ClaimNodeDeliveries(ctx, t0.Add(2*time.Minute), a.ID, 1, "you", t0.Add(3*time.Minute), 1))(t)
+	if len(d.Subscriptions) != 1 || d.Node == nil || len(d.Events) != 1 || d.Events[0].Seq != d.After+1 {
+		t.Fatalf("bounded claim: %d subscriptions, after %d, events %+v", len(d.Subscriptions), d.After, d.Events)
+	}
+	// Everything of node a is leased: nothing claimed, nothing read.
+	e := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "you", t0.Add(time.Minute), 10))(t)
+	if len(e.Subscriptions) != 0 || e.Node != nil || len(e.Events) != 0 {
+		t.Fatalf("empty claim brought %+v", e)
+	}
+}

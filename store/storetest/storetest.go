@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteExpiredSubscriptions", testDeleteExpired},
 		{"ClaimDeliveries", testClaimDeliveries},
 		{"ClaimDeliveriesLeases", testClaimDeliveriesLeases},
+		{"ClaimNodeDeliveries", testClaimNodeDeliveries},
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
 		{"SaveDeliveryState", testSaveDeliveryState},
 		{"SaveDeliveryStates", testSaveDeliveryStates},
