@@ -285,12 +285,19 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 		if !ok {
 			return nil
 		}
-		n, err := s.oneNode(ctx, tx, fmt.Sprintf("node %d", nodeID), `WHERE n.id = $1`, nodeID)
-		if errors.Is(err, hub.ErrNotFound) {
-			return nil
-		}
+		// Both reads are by key and bounded: not watched one by one on
+		// SQLite (queryShort).
+		var n hub.Node
+		err := s.queryShort(ctx, tx, `SELECT `+nodeColumns+nodesFrom+` WHERE n.id = $1`, []any{nodeID}, func(r *sql.Rows) error {
+			var err error
+			n, err = scanNode(r)
+			return err
+		})
 		if err != nil {
 			return err
+		}
+		if n.ID == 0 {
+			return nil // deleted meanwhile
 		}
 		query := `SELECT ` + eventColumns + ` FROM events e WHERE e.node_id = $1 AND e.seq > $2 ORDER BY e.seq`
 		args := []any{nodeID, after}
@@ -298,7 +305,7 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 			query += ` LIMIT $3`
 			args = append(args, eventsLimit)
 		}
-		err = s.query(ctx, tx, query, args, func(r *sql.Rows) error {
+		err = s.queryShort(ctx, tx, query, args, func(r *sql.Rows) error {
 			e, err := scanEvent(r)
 			if err != nil {
 				return err
@@ -309,7 +316,7 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 		if err != nil {
 			return fmt.Errorf("events of node %d: %w", nodeID, err)
 		}
-		claim.Node, claim.After = n, after
+		claim.Node, claim.After = &n, after
 		return nil
 	})
 	if err != nil {
