@@ -91,6 +91,9 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		h.load.paused.Store(0)
 	}()
 	drained := false
+	// lapsed: sources whose leases had run out were given back; their
+	// release must be stored before the next claim (unchangedWriter.sync).
+	lapsed := false
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -102,6 +105,7 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			// Their lease would end before their fetch could: due again
 			// at once, to be claimed afresh.
 			giveBack(expired, now, ReasonHostBusy)
+			lapsed = lapsed || len(expired) > 0
 			if !ok {
 				break
 			}
@@ -115,6 +119,10 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		}
 		room := min(2*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
 		if !drained && room >= max(1, workers/2) && ctx.Err() == nil {
+			if lapsed {
+				w.sync()
+				lapsed = false
+			}
 			lease := now.Add(2 * h.cfg.FetchTimeout)
 			srcs, err := h.store.ClaimDueSources(ctx, now, room, h.instance, lease)
 			if err != nil && ctx.Err() == nil {

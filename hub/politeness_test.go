@@ -105,6 +105,16 @@ func TestHostSpacing(t *testing.T) {
 	}
 	e.run()
 	waitFor(t, "the first fetch of the spaced host", func() bool { return spaced.hitCount("/a")+spaced.hitCount("/b") >= 1 })
+	// Its outcome is stored before the clock moves: LastFetchAt is the
+	// hub's time when the answer is in, not when the request went.
+	waitFor(t, "the first fetch stored", func() bool {
+		for _, n := range nodes {
+			if src := e.source(n.SourceID); !src.LastFetchAt.IsZero() && src.LeaseOwner == "" {
+				return true
+			}
+		}
+		return false
+	})
 
 	// 29s later another host's new source is fetched at once (creating
 	// its node waits for that), the spaced host's second source is not.

@@ -28,6 +28,9 @@ const (
 type queuedOutcome struct {
 	out FetchOutcome
 	url string
+	// written, when set, marks a sync: it is closed once everything
+	// queued before it is stored, and carries no outcome.
+	written chan struct{}
 }
 
 type unchangedWriter struct {
@@ -46,6 +49,17 @@ func newUnchangedWriter(h *Hub) *unchangedWriter {
 // add queues an unchanged outcome; it waits while the queue is full.
 func (w *unchangedWriter) add(out FetchOutcome, url string) {
 	w.in <- queuedOutcome{out: out, url: url}
+}
+
+// sync returns once every outcome queued before it is stored (or its
+// batch failed). The fetch loop calls it before claiming again after
+// giving back sources whose leases had run out: until their release is
+// written they are claimable, and a claim then would be overwritten by
+// that release.
+func (w *unchangedWriter) sync() {
+	written := make(chan struct{})
+	w.in <- queuedOutcome{written: written}
+	<-written
 }
 
 // close stores what is queued and stops the writer; nothing may be added
@@ -68,15 +82,24 @@ func (w *unchangedWriter) run(ctx context.Context) {
 		if !ok {
 			return
 		}
+		if first.written != nil {
+			close(first.written) // nothing was waiting
+			continue
+		}
 		batch = append(batch[:0], first)
 		timer.Reset(unchangedBatchDelay)
 		open := true
+		var synced chan struct{}
 	collect:
 		for len(batch) < maxUnchangedBatch {
 			select {
 			case q, more := <-w.in:
 				if !more {
 					open = false
+					break collect
+				}
+				if q.written != nil {
+					synced = q.written
 					break collect
 				}
 				batch = append(batch, q)
@@ -86,6 +109,9 @@ func (w *unchangedWriter) run(ctx context.Context) {
 		}
 		timer.Stop()
 		w.flush(ctx, batch)
+		if synced != nil {
+			close(synced)
+		}
 		if !open {
 			return
 		}
