@@ -27,7 +27,10 @@ type SourceState struct {
 	ContentType  string
 	// Body is the last representation (capped), kept for protocols that
 	// distribute whole documents (WebSub for non-feed topics) and for
-	// merging RFC 3229 deltas.
+	// merging RFC 3229 deltas. It is stored apart from the rest of the
+	// state and read only by Store.Source and Store.ClaimDueSources;
+	// sources listed by other reads have none. Only a changed outcome
+	// writes it (Store.ApplyFetch).
 	Body        []byte
 	IsFeed      bool
 	Title       string

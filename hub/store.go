@@ -77,12 +77,13 @@ type Store interface {
 	// EnsureSource returns the source with this URL (matching the original
 	// or the current URL), creating it if needed.
 	EnsureSource(ctx context.Context, url string) (src *Source, created bool, err error)
-	// Source returns a source by id; ErrNotFound.
+	// Source returns a source by id, with its Body; ErrNotFound.
 	Source(ctx context.Context, id int64) (*Source, error)
 	// SourcesMatching returns the sources whose original, current or site
-	// URL is url.
+	// URL is url, without their Body.
 	SourcesMatching(ctx context.Context, url string) ([]Source, error)
-	// Sources lists every source followed by at least one node.
+	// Sources lists every source followed by at least one node, without
+	// their Body.
 	Sources(ctx context.Context) ([]Source, error)
 	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
 	// a due time already sooner is kept), records the ping time, and, when
@@ -99,7 +100,7 @@ type Store interface {
 	// ClaimDueSources leases up to limit sources due at now that are not
 	// gone, not leased by anyone else and followed by a node, the earliest
 	// due first, each with its Subscribers counted (one query for the
-	// claim, not one per fetch).
+	// claim, not one per fetch) and its Body (FetchRequest.Previous).
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
 	// ApplyFetch stores a fetch's outcome in one transaction: the source
 	// state (releasing the lease and clearing a pending note it consumed),
@@ -111,7 +112,9 @@ type Store interface {
 	// them: on the baseline every entry id is recorded as seen and no item
 	// is written; a node takes at most its MaxItems of the newest new
 	// entries. It sets the stored LastNewItems to the number of new
-	// entries.
+	// entries. The body (State.Body) is written only when o.Changed: an
+	// outcome that did not change the representation keeps the stored
+	// one, whatever State.Body holds (sources read without it).
 	//
 	// Every new id is recorded as seen,
 	// published or not, and those left out are never announced. A source

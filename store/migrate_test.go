@@ -153,6 +153,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededCallbackHosts(t, s)
 				checkSeededRevokes(t, s, k)
 				checkSeededUnused(t, s, k)
+				checkSeededBodies(t, s)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -334,6 +335,25 @@ func checkSeededCallbackHosts(t *testing.T, s Store) {
 		if got, err := s.CountCallbackHostSubscriptions(ctx, host); err != nil || got != n {
 			t.Errorf("CountCallbackHostSubscriptions(%s) = %d, %v; want %d", host, got, err, n)
 		}
+	}
+}
+
+// checkSeededBodies: the seeded feed's body (in the sources row before
+// version 18) is the one row of source_bodies, sources without a body
+// have none, and the sources table has no body column left.
+func checkSeededBodies(t *testing.T, s *sqlStore) {
+	t.Helper()
+	ctx := context.Background()
+	var url string
+	var body []byte
+	var rows int
+	err := s.read.QueryRowContext(ctx, `SELECT s.original_url, b.body, (SELECT COUNT(*) FROM source_bodies)
+		FROM source_bodies b JOIN sources s ON s.id = b.source_id`).Scan(&url, &body, &rows)
+	if err != nil || url != "https://example.org/feed" || string(body) != "<rss/>" || rows != 1 {
+		t.Fatalf("source_bodies: %s %q, %d rows, %v; want the seeded feed's <rss/> alone", url, body, rows, err)
+	}
+	if _, err := s.read.ExecContext(ctx, `SELECT body FROM sources`); err == nil {
+		t.Fatal("sources still has a body column")
 	}
 }
 

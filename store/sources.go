@@ -13,43 +13,73 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
+// sourceColumns are a source's columns but its body, which lives in
+// source_bodies (migration 0018) and is read only where it is needed:
+// sourceWithBodyColumns and sourceWithBodyFrom add it.
 const sourceColumns = `s.id, s.original_url, s.url, s.etag, s.last_modified, s.body_hash, s.content_type,
-	s.body, s.is_feed, s.title, s.description, s.site_url, s.hints, s.baselined, s.gone,
+	s.is_feed, s.title, s.description, s.site_url, s.hints, s.baselined, s.gone,
 	s.moved_from, s.moved_at, s.last_fetch_at, s.last_status, s.last_bytes, s.last_new_items,
 	s.last_error, s.consecutive_errors, s.unchanged, s.last_change_at, s.last_ping_at,
 	s.next_fetch_at, s.next_fetch_reason, s.has_note, s.note_title, s.note_description, s.note_extensions,
 	s.lease_owner, s.lease_until, s.created_at`
 
+// sourceWithBodyColumns and sourceWithBodyFrom read a source with its
+// body (scanSourceWithBody); a source without one has no source_bodies row.
+const (
+	sourceWithBodyColumns = sourceColumns + `, b.body`
+	sourceWithBodyFrom    = `sources s LEFT JOIN source_bodies b ON b.source_id = s.id`
+)
+
 func scanSource(r rowScanner) (hub.Source, error) {
 	var src hub.Source
+	return src, scanSourceInto(r, &src)
+}
+
+func scanSourceWithBody(r rowScanner) (hub.Source, error) {
+	var src hub.Source
+	return src, scanSourceInto(r, &src, &src.Body)
+}
+
+// scanSourceInto scans sourceColumns, then extra.
+func scanSourceInto(r rowScanner, src *hub.Source, extra ...any) error {
 	var hints []byte
 	var hasNote bool
 	var note hub.ChangeNote
 	st := &src.SourceState
-	err := r.Scan(&src.ID, &src.OriginalURL, &st.URL, &st.ETag, &st.LastModified, &st.BodyHash, &st.ContentType,
-		&st.Body, &st.IsFeed, &st.Title, &st.Description, &st.SiteURL, &hints, &st.Baselined, &st.Gone,
+	dest := []any{&src.ID, &src.OriginalURL, &st.URL, &st.ETag, &st.LastModified, &st.BodyHash, &st.ContentType,
+		&st.IsFeed, &st.Title, &st.Description, &st.SiteURL, &hints, &st.Baselined, &st.Gone,
 		&st.MovedFrom, tc(&st.MovedAt), tc(&st.LastFetchAt), &st.LastStatus, &st.LastBytes, &st.LastNewItems,
 		&st.LastError, &st.ConsecutiveErrors, &st.Unchanged, tc(&st.LastChangeAt), tc(&st.LastPingAt),
 		tc(&st.NextFetchAt), &st.NextFetchReason, &hasNote, &note.Title, &note.Description, &note.Extensions,
-		&src.LeaseOwner, tc(&src.LeaseUntil), tc(&src.CreatedAt))
-	if err != nil {
-		return src, err
+		&src.LeaseOwner, tc(&src.LeaseUntil), tc(&src.CreatedAt)}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return err
 	}
 	if len(hints) > 0 {
 		if err := json.Unmarshal(hints, &st.Hints); err != nil {
-			return src, fmt.Errorf("source %d: poll hints: %w", src.ID, err)
+			return fmt.Errorf("source %d: poll hints: %w", src.ID, err)
 		}
 	}
 	if hasNote {
 		src.PendingNote = &note
 	}
-	return src, nil
+	return nil
 }
 
+// sourcesWhere reads sources without their bodies.
 func (s *sqlStore) sourcesWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Source, error) {
+	return s.sourcesSelect(ctx, q, `SELECT `+sourceColumns+` FROM sources s `+where, scanSource, args)
+}
+
+// sourcesWithBodiesWhere reads sources with their bodies.
+func (s *sqlStore) sourcesWithBodiesWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Source, error) {
+	return s.sourcesSelect(ctx, q, `SELECT `+sourceWithBodyColumns+` FROM `+sourceWithBodyFrom+` `+where, scanSourceWithBody, args)
+}
+
+func (s *sqlStore) sourcesSelect(ctx context.Context, q querier, query string, scan func(rowScanner) (hub.Source, error), args []any) ([]hub.Source, error) {
 	var out []hub.Source
-	err := s.query(ctx, q, `SELECT `+sourceColumns+` FROM sources s `+where, args, func(r *sql.Rows) error {
-		src, err := scanSource(r)
+	err := s.query(ctx, q, query, args, func(r *sql.Rows) error {
+		src, err := scan(r)
 		if err != nil {
 			return err
 		}
@@ -99,9 +129,11 @@ func (s *sqlStore) EnsureSource(ctx context.Context, url string) (*hub.Source, b
 	return src, created, nil
 }
 
-// Source returns a source by id.
+// Source returns a source by id, with its body (WebSub serves the body
+// of a topic that is not a feed); one row read by its key.
 func (s *sqlStore) Source(ctx context.Context, id int64) (*hub.Source, error) {
-	src, err := scanSource(rowOf(s, ctx, s.read, `SELECT `+sourceColumns+` FROM sources s WHERE s.id = $1`, []any{id}))
+	src, err := scanSourceWithBody(rowOf(s, ctx, s.read,
+		`SELECT `+sourceWithBodyColumns+` FROM `+sourceWithBodyFrom+` WHERE s.id = $1`, []any{id}))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("source %d", id))
 	}
@@ -240,8 +272,10 @@ func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int
 			append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
 			return err
 		}
+		// The claim brings the bodies: a fetch sends it as
+		// FetchRequest.Previous, to merge an RFC 3229 delta.
 		in, inArgs = inList(1, ids)
-		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
+		out, err = s.sourcesWithBodiesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
 			ORDER BY s.next_fetch_at, s.id`, inArgs...)
 		if err != nil {
 			return err
@@ -292,7 +326,10 @@ func (s *sqlStore) SubscriberCount(ctx context.Context, sourceID int64) (int, er
 	return n, nil
 }
 
-// ApplyFetch stores a fetch's outcome in one transaction.
+// ApplyFetch stores a fetch's outcome in one transaction. The body is
+// written only when the representation changed (o.Changed): an outcome
+// that did not change it (a 304, a note, a release) leaves the stored one,
+// whatever o.State.Body holds, as reads without the body leave it empty.
 func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.FetchApplied, error) {
 	hints, err := json.Marshal(o.State.Hints)
 	if err != nil {
@@ -402,19 +439,24 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		st = hub.NextFetchAfter(st, lastPing)
 		nextFetch := st.NextFetchAt
 		if _, err := s.exec(ctx, tx, `UPDATE sources SET url = $2, etag = $3, last_modified = $4,
-			body_hash = $5, content_type = $6, body = $7, is_feed = $8, title = $9, description = $10,
-			site_url = $11, hints = $12, baselined = $13, gone = $14, moved_from = $15, moved_at = $16,
-			last_fetch_at = $17, last_status = $18, last_bytes = $19, last_new_items = $20,
-			last_error = $21, consecutive_errors = $22, unchanged = $23, last_change_at = $24,
-			last_ping_at = $25, next_fetch_at = $26, next_fetch_reason = $27,
+			body_hash = $5, content_type = $6, is_feed = $7, title = $8, description = $9,
+			site_url = $10, hints = $11, baselined = $12, gone = $13, moved_from = $14, moved_at = $15,
+			last_fetch_at = $16, last_status = $17, last_bytes = $18, last_new_items = $19,
+			last_error = $20, consecutive_errors = $21, unchanged = $22, last_change_at = $23,
+			last_ping_at = $24, next_fetch_at = $25, next_fetch_reason = $26,
 			lease_owner = '', lease_until = NULL
 			WHERE id = $1`,
-			o.SourceID, st.URL, st.ETag, st.LastModified, st.BodyHash, st.ContentType, st.Body, st.IsFeed,
+			o.SourceID, st.URL, st.ETag, st.LastModified, st.BodyHash, st.ContentType, st.IsFeed,
 			st.Title, st.Description, st.SiteURL, string(hints), st.Baselined || baselined || applied.Baseline, st.Gone,
 			st.MovedFrom, s.timeArg(st.MovedAt), s.timeArg(st.LastFetchAt), st.LastStatus, st.LastBytes,
 			len(news.New), st.LastError, st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastChangeAt),
 			s.timeArg(st.LastPingAt), s.timeArg(nextFetch), st.NextFetchReason); err != nil {
 			return fmt.Errorf("store state of source %d: %w", o.SourceID, err)
+		}
+		if o.Changed {
+			if err := s.replaceBody(ctx, tx, o.SourceID, st.Body); err != nil {
+				return fmt.Errorf("store body of source %d: %w", o.SourceID, err)
+			}
 		}
 		if o.Note != nil {
 			// Clear the note this fetch consumed, unless another one
@@ -432,6 +474,18 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		return hub.FetchApplied{}, fmt.Errorf("apply fetch of source %d: %w", o.SourceID, err)
 	}
 	return applied, nil
+}
+
+// replaceBody makes body the source's stored body; an empty one is
+// stored as none (no source_bodies row).
+func (s *sqlStore) replaceBody(ctx context.Context, tx *txn, sourceID int64, body []byte) error {
+	if len(body) == 0 {
+		_, err := s.exec(ctx, tx, `DELETE FROM source_bodies WHERE source_id = $1`, sourceID)
+		return err
+	}
+	_, err := s.exec(ctx, tx, `INSERT INTO source_bodies (source_id, body) VALUES ($1, $2)
+		ON CONFLICT (source_id) DO UPDATE SET body = excluded.body`, sourceID, body)
+	return err
 }
 
 // seenValues is the VALUES list of an INSERT INTO seen whose source and

@@ -254,7 +254,7 @@ func testFetchStateRoundTrip(t *testing.T, s store.Store) {
 		ConsecutiveErrors: 0, Unchanged: 4, LastChangeAt: t0.Add(-time.Minute), LastPingAt: t0,
 		NextFetchAt: t0.Add(time.Hour), NextFetchReason: "ttl",
 	}
-	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: claimed[0].ID, State: st}))(t)
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: claimed[0].ID, State: st, Changed: true}))(t)
 	got := must(s.Source(ctx, src.ID))(t)
 	want := st
 	want.LastNewItems = 0
@@ -276,12 +276,14 @@ func testFetchStateRoundTrip(t *testing.T, s store.Store) {
 		t.Fatalf("moved = %q %v", got.MovedFrom, got.MovedAt)
 	}
 
-	// An error state and Gone.
+	// An error state and Gone. The outcome did not change the
+	// representation: the stored body stays, whatever the state carries.
 	st2 := got.SourceState
 	st2.LastError, st2.LastStatus, st2.ConsecutiveErrors, st2.Gone, st2.Body = "HTTP 410", 410, 3, true, nil
 	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st2}))(t)
 	got = must(s.Source(ctx, src.ID))(t)
-	if !got.Gone || got.LastError != "HTTP 410" || got.ConsecutiveErrors != 3 || got.Body != nil || !got.NextFetchAt.IsZero() {
+	if !got.Gone || got.LastError != "HTTP 410" || got.ConsecutiveErrors != 3 || !bytes.Equal(got.Body, st.Body) ||
+		!got.NextFetchAt.IsZero() {
 		t.Fatalf("gone state = %+v", got.SourceState)
 	}
 }

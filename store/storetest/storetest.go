@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApplyUnchangedFetches", testApplyUnchangedFetches},
 		{"ApplyUnchangedFetchesPingDuringFetch", testApplyUnchangedFetchesPingDuringFetch},
 		{"ApplyUnchangedFetchesMany", testApplyUnchangedFetchesMany},
+		{"SourceBody", testSourceBody},
 		{"ClaimCountsSubscribers", testClaimCountsSubscribers},
 		{"SubscriberCount", testSubscriberCount},
 		{"PutSubscription", testPutSubscription},

@@ -183,3 +183,61 @@ func testClaimCountsSubscribers(t *testing.T, s store.Store) {
 		t.Fatalf("claimed counts %v, want %d for %d and 0 for %d", counts, len(hub.Kinds)+1, followed.ID, lonely.ID)
 	}
 }
+
+// testSourceBody: a source's last body is brought by the claim (for
+// FetchRequest.Previous) and by Source, read by nothing that lists
+// sources, left alone by every outcome that did not change the
+// representation whatever its state carries, and replaced by one that did.
+func testSourceBody(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	src, _ := newSource(t, s, "https://a.example/feed", "a")
+	v1, v2 := []byte("<rss>one</rss>"), []byte("<rss>two</rss>")
+	first := fetchOutcome(src, entry("1"))
+	first.State.Body = v1
+	must(s.ApplyFetch(ctx, first))(t)
+
+	body := func(when string, want []byte) {
+		t.Helper()
+		if got := must(s.Source(ctx, src.ID))(t); !bytes.Equal(got.Body, want) {
+			t.Fatalf("%s: body %q, want %q", when, got.Body, want)
+		}
+	}
+	body("after the first fetch", v1)
+	for _, listed := range [][]hub.Source{must(s.Sources(ctx))(t), must(s.SourcesMatching(ctx, src.URL))(t)} {
+		if len(listed) != 1 || listed[0].Body != nil {
+			t.Fatalf("a list of sources read the body: %d sources, body %q", len(listed), listed[0].Body)
+		}
+	}
+
+	claimed := claimOne(t, s, src.ID, t0)
+	if !bytes.Equal(claimed.Body, v1) {
+		t.Fatalf("the claim brought body %q, want %q", claimed.Body, v1)
+	}
+	// A batch of unchanged outcomes, one of them carrying no body (as a
+	// source read without it does).
+	st := claimed.SourceState
+	st.LastFetchAt, st.LastStatus, st.Body = t0, 304, nil
+	st.NextFetchAt, st.NextFetchReason = t0.Add(time.Hour), "ttl"
+	noErr(t, s.ApplyUnchangedFetches(ctx, []hub.FetchOutcome{{SourceID: src.ID, State: st}}))
+	body("after an unchanged batch", v1)
+	// ApplyFetch without a change (a note, a release) leaves it too.
+	st.Body = []byte("not the representation")
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st, Note: &hub.ChangeNote{Title: "pinged"}}))(t)
+	body("after an unchanged fetch with a note", v1)
+	st.Body = nil
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st}))(t)
+	body("after a release", v1)
+
+	// A changed fetch replaces it, and the next claim brings the new one.
+	changed := fetchOutcome(must(s.Source(ctx, src.ID))(t), entry("2"))
+	changed.State.Body = v2
+	must(s.ApplyFetch(ctx, changed))(t)
+	body("after a changed fetch", v2)
+	if claimed := claimOne(t, s, src.ID, t0.Add(2*time.Hour)); !bytes.Equal(claimed.Body, v2) {
+		t.Fatalf("the claim after a change brought body %q, want %q", claimed.Body, v2)
+	}
+	// A changed representation without a body keeps none.
+	changed.State.Body = nil
+	must(s.ApplyFetch(ctx, changed))(t)
+	body("after a change to an empty body", nil)
+}

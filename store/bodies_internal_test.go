@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+)
+
+// TestDeletingASourceDeletesItsBody: a source deleted (DeleteUnused, once
+// no node follows it) takes its body with it, on both backends.
+func TestDeletingASourceDeletesItsBody(t *testing.T) {
+	for _, bc := range backendCases() {
+		t.Run(bc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := bc.connect(t)
+			if err := s.migrate(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			src, _, err := s.EnsureSource(ctx, "https://example.org/feed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := &hub.Node{Name: "n", SourceID: src.ID, NodeConfig: hub.DefaultNodeConfig()}
+			if err := s.CreateNode(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			st := src.SourceState
+			st.Body, st.Baselined = []byte("<rss/>"), true
+			if _, err := s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true}); err != nil {
+				t.Fatal(err)
+			}
+			bodies := func() int {
+				t.Helper()
+				var n int
+				if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM source_bodies`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if got := bodies(); got != 1 {
+				t.Fatalf("%d bodies stored, want 1", got)
+			}
+			if err := s.DeleteNode(ctx, n.Name); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			for _, at := range []time.Time{now, now.Add(2 * time.Hour)} { // mark, then delete after the grace
+				if _, _, err := s.DeleteUnused(ctx, at, at.Add(-24*time.Hour), at.Add(-time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Source(ctx, src.ID); err == nil {
+				t.Fatal("the source was not deleted")
+			}
+			if got := bodies(); got != 0 {
+				t.Fatalf("%d bodies left after their source was deleted", got)
+			}
+		})
+	}
+}
+
+// TestUnchangedPollsLeaveBodiesUnwritten measures what claiming sources
+// with large bodies and storing their unchanged outcomes writes to
+// SQLite's write-ahead log. Kept in the sources row, each body was written
+// again by both (SQLite rewrites a whole record on any UPDATE); apart, a
+// source's fetch state is a small record, many to a page.
+func TestUnchangedPollsLeaveBodiesUnwritten(t *testing.T) {
+	const (
+		sources  = 32
+		bodySize = 100 << 10 // a typical feed is 20–200 KB
+		// Generous: a claim or an unchanged outcome writes a few hundred
+		// bytes of row and index pages a source; a body is 100 KiB.
+		maxPerSource = 8 << 10
+	)
+	ctx := context.Background()
+	s, path := openTestSQLite(t, Options{})
+	t0 := time.Date(2031, 5, 6, 7, 0, 0, 0, time.UTC)
+	for i := range sources {
+		src, _, err := s.EnsureSource(ctx, fmt.Sprintf("https://example.org/%d.xml", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateNode(ctx, &hub.Node{Name: fmt.Sprint(i), SourceID: src.ID, NodeConfig: hub.DefaultNodeConfig()}); err != nil {
+			t.Fatal(err)
+		}
+		st := src.SourceState
+		st.Body, st.Baselined, st.IsFeed, st.NextFetchAt = make([]byte, bodySize), true, true, t0
+		rand.Read(st.Body)
+		if _, err := s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walGrowth := func(write func()) int64 {
+		t.Helper()
+		var busy, frames, done int
+		if err := s.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil || busy != 0 {
+			t.Fatalf("checkpoint: busy %d, %v", busy, err)
+		}
+		write()
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+
+	var claimed []hub.Source
+	claim := walGrowth(func() {
+		var err error
+		if claimed, err = s.ClaimDueSources(ctx, t0, sources, "me", t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(claimed) != sources || len(claimed[0].Body) != bodySize {
+		t.Fatalf("claimed %d sources, the first with a body of %d bytes", len(claimed), len(claimed[0].Body))
+	}
+	outs := make([]hub.FetchOutcome, len(claimed))
+	for i, src := range claimed {
+		st := src.SourceState
+		st.LastFetchAt, st.LastStatus, st.Unchanged = t0, 304, 1
+		st.NextFetchAt, st.NextFetchReason = t0.Add(time.Hour), "ttl"
+		outs[i] = hub.FetchOutcome{SourceID: src.ID, State: st}
+	}
+	unchanged := walGrowth(func() {
+		if err := s.ApplyUnchangedFetches(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("write-ahead log per source: claim %d bytes, unchanged outcome %d bytes (body %d bytes)",
+		claim/sources, unchanged/sources, bodySize)
+	if claim > sources*maxPerSource || unchanged > sources*maxPerSource {
+		t.Fatalf("write-ahead log per source: claim %d bytes, unchanged outcome %d bytes; want under %d",
+			claim/sources, unchanged/sources, maxPerSource)
+	}
+}
