@@ -40,6 +40,12 @@
 //     a verification answered after a newer request came in decides
 //     nothing. Its verification is leased apart from the deliveries
 //     (change_lease_*), found through subscriptions_changing.
+//   - A source's last body is in source_bodies (one row per source that
+//     has one, deleted with it), not in the sources row: SQLite rewrites a
+//     whole record, overflow pages and all, on any UPDATE, and the row is
+//     updated by every claim, unchanged poll and release. Only ApplyFetch
+//     of a changed representation writes it; ClaimDueSources and Source
+//     read it (a LEFT JOIN), the lists of sources and the status never.
 //   - Unchanged fetches (unchangedfetches.go): the outcomes of fetches
 //     that changed nothing are written many at once, one UPDATE … FROM
 //     (VALUES …) per 128 on PostgreSQL and a prepared statement per row
