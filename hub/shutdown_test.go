@@ -116,3 +116,35 @@ func TestExclusiveHubTakesBackDeadLeases(t *testing.T) {
 		t.Errorf("not baselined after the lease was taken back: %+v", src.SourceState)
 	}
 }
+
+// TestTakenBackLeaseKeepsTheBody: a lease taken back from a dead process
+// gives the source back as it was read, without its body (lists of
+// sources leave it out); that release and the unchanged fetch after it
+// keep the stored body.
+func TestTakenBackLeaseKeepsTheBody(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	doc := rss{title: "Feed", items: items("a")}.String()
+	e.origin.handle("/feed", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write([]byte(doc))
+	})
+	n := e.createNode("n", "/feed")
+	stop := e.startHub("first", true)
+	if src := e.waitFetched(n.SourceID); string(src.Body) != doc {
+		t.Fatalf("baseline body %q", src.Body)
+	}
+	stop()
+
+	e.clock.Advance(time.Second)
+	now := e.clock.Now()
+	if err := e.store.MarkSourceDue(t.Context(), n.SourceID, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := e.store.ClaimDueSources(t.Context(), now, 10, "killed-process", now.Add(time.Minute)); err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	e.startHub("sole", true)
+	if src := e.waitFetched(n.SourceID); string(src.Body) != doc || src.Unchanged != 1 {
+		t.Fatalf("after the lease was taken back: unchanged %d, body %q", src.Unchanged, src.Body)
+	}
+}

@@ -13,9 +13,9 @@ import (
 // Unchanged fetches. Most polls find nothing new (a 304, the same body, an
 // error): their outcome is the source's fetch state alone. They are written
 // in batches, one transaction for many sources, and only the columns a fetch
-// state changes: the representation (body and what describes it) stays
-// where it is, so on PostgreSQL its TOASTed value is not copied and the
-// write is a few hundred bytes a source.
+// state changes: what describes the representation stays, and its body,
+// in source_bodies, is not touched, so the write is a few hundred bytes a
+// source on both backends.
 
 // unchangedFetchSQL writes one unchanged outcome ($1 the source, $15 the
 // last ping the fetch knew of, $16 its next fetch). A ping stored after
