@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -19,6 +20,9 @@ type countingStore struct {
 	mu     sync.Mutex
 	counts map[string]int64
 	tagged map[string]map[string]int64
+	// fetchesStored counts ApplyFetch calls that returned without error:
+	// fetch outcomes in the database, the end of a poll.
+	fetchesStored atomic.Int64
 }
 
 func newCountingStore(s hub.Store) *countingStore {
@@ -166,7 +170,11 @@ func (s *countingStore) ClaimDueSources(ctx context.Context, now time.Time, limi
 
 func (s *countingStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.FetchApplied, error) {
 	s.inc(ctx, "ApplyFetch")
-	return s.Store.ApplyFetch(ctx, o)
+	applied, err := s.Store.ApplyFetch(ctx, o)
+	if err == nil {
+		s.fetchesStored.Add(1)
+	}
+	return applied, err
 }
 
 func (s *countingStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (bool, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
 )
 
@@ -36,8 +37,13 @@ type pingdOptions struct {
 	Admins                   []string
 	// HTTP starts the HTTP API on a loopback port.
 	HTTP bool
-	// Fetch gives the hub the feed fetcher and scheduler (pings fetch).
-	Fetch bool
+	// Fetch gives the hub the feed fetcher and scheduler (pings fetch),
+	// with the connection pool cmd/pingd gives them; FetchWorkers and
+	// FetchesPerHost are the hub's limits (0: its defaults, as the
+	// options' defaults are).
+	Fetch          bool
+	FetchWorkers   int
+	FetchesPerHost int
 	// Delivery starts the webhook delivery engine.
 	Delivery       bool
 	DeliveryConfig delivery.Config
@@ -52,6 +58,10 @@ type pingdOptions struct {
 	Multicast      string
 	MulticastShare int
 }
+
+// pingdIdleConns is cmd/pingd's outbound pool size (outboundIdleConns):
+// fetches return to the same origin hosts poll after poll.
+const pingdIdleConns = 1024
 
 // pingdSide is a pingd assembled in this process. Its goroutines carry
 // the pprof label side=pingd, so a CPU profile of a run can be narrowed
@@ -115,9 +125,13 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 		return err
 	}
 	p.Store = newCountingStore(st)
-	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins}
+	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins,
+		FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost,
+		// One process on an SQLite file, as cmd/pingd says for SQLite.
+		Exclusive: true}
 	if opts.Fetch {
-		cfg.Fetcher = feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost", AllowPrivate: true})
+		cfg.Fetcher = feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
+			Client: netguard.NewClient(netguard.Options{AllowPrivate: true, MaxIdleConns: pingdIdleConns})})
 		cfg.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
 	}
 	h, err := hub.New(cfg)
