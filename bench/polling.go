@@ -35,8 +35,15 @@ type pollPlan struct {
 	// LatenessWindow is how long due times are spread for the lateness
 	// runs (the first part of a longer polling interval).
 	LatenessWindow time.Duration
-	// Hourly adds a lateness run at the rate of N sources polled hourly.
+	// Hourly adds a lateness run at the rate of N sources polled hourly
+	// where that is at least one a second.
 	Hourly bool
+	// WokenSources is how many sources the diagnostic rounds make due, in
+	// which pingd's fetch loop is woken every few milliseconds (0: none).
+	WokenSources int
+	// BaselineBudget skips a size whose baselines, at the rate pingd took
+	// the previous size's, would take longer (0: no bound).
+	BaselineBudget time.Duration
 	// ProfileDir, when set, gets CPU profiles of pingd's rounds.
 	ProfileDir string
 }
@@ -50,7 +57,11 @@ const (
 
 // pollRound is one side's saturation round: every source due at once.
 type pollRound struct {
-	Side     int
+	Side int
+	// Woken marks pingd's diagnostic rounds: WokenSources due, the fetch
+	// loop woken every few milliseconds as a stream of pings would.
+	Woken    bool
+	Due      int   // sources due at the start
 	Polls    int64 // polls finished (pingd: fetch outcomes stored)
 	Elapsed  time.Duration
 	CPU      time.Duration // this process's CPU (the side and the origins)
@@ -75,7 +86,9 @@ type latenessRun struct {
 }
 
 type pollResult struct {
-	Size                 pollSize
+	Size pollSize
+	// Skipped says why the size was not measured ("" when it was).
+	Skipped              string
 	Populate, Baseline   time.Duration
 	Rounds               []pollRound
 	DBBytes, WALBytes    int64
@@ -95,8 +108,18 @@ type pollResult struct {
 func measurePolling(ctx context.Context, t testing.TB, plan pollPlan) []pollResult {
 	t.Helper()
 	var out []pollResult
+	baselineRate := 0.0
 	for _, size := range plan.Sizes {
-		out = append(out, measurePollingSize(ctx, t, plan, size))
+		if plan.BaselineBudget > 0 && baselineRate > 0 {
+			if d := time.Duration(float64(size.N) / baselineRate * float64(time.Second)); d > plan.BaselineBudget {
+				out = append(out, pollResult{Size: size, Skipped: fmt.Sprintf("not run: its baselines at %s (the rate of the size before) would take %v, over the %v allowed",
+					perSec(baselineRate), d.Round(time.Second), plan.BaselineBudget)})
+				continue
+			}
+		}
+		res := measurePollingSize(ctx, t, plan, size)
+		baselineRate = float64(size.N) / res.Baseline.Seconds()
+		out = append(out, res)
 	}
 	return out
 }
@@ -142,20 +165,32 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 	plain := newPlainFetcher(farm, pollWorkers, pollPerHost)
 	plain.pollAll(ctx, allFeeds(size.N))
 
+	woken := sourceIDs
+	if plan.WokenSources > 0 && plan.WokenSources < size.N {
+		woken = nil
+		for j := range plan.WokenSources {
+			woken = append(woken, sourceIDs[j*size.N/plan.WokenSources])
+		}
+	}
 	for r := range plan.Rounds {
-		doPingd := func() {
-			name := fmt.Sprintf("polling-N%d-round%d", size.N, r)
-			res.Rounds = append(res.Rounds, pingdPollRound(ctx, t, p, farm, sourceIDs, plan, mem, name))
+		sides := []func(){
+			func() {
+				name := fmt.Sprintf("polling-N%d-round%d", size.N, r)
+				res.Rounds = append(res.Rounds, pingdPollRound(ctx, t, p, farm, sourceIDs, false, plan, mem, name))
+			},
+			func() {
+				res.Rounds = append(res.Rounds, plainPollRound(ctx, plain, farm, size.N, mem))
+			},
 		}
-		doPlain := func() {
-			res.Rounds = append(res.Rounds, plainPollRound(ctx, plain, farm, size.N, mem))
+		if plan.WokenSources > 0 {
+			sides = append(sides, func() {
+				name := fmt.Sprintf("polling-woken-N%d-round%d", size.N, r)
+				res.Rounds = append(res.Rounds, pingdPollRound(ctx, t, p, farm, woken, true, plan, mem, name))
+			})
 		}
-		if r%2 == 0 {
-			doPingd()
-			doPlain()
-		} else {
-			doPlain()
-			doPingd()
+		// The order rotates, so no side always runs first.
+		for k := range sides {
+			sides[(k+r)%len(sides)]()
 		}
 	}
 
@@ -165,7 +200,7 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 
 	var pingdRates []float64
 	for _, x := range res.Rounds {
-		if x.Side == sidePingd && x.Elapsed > 0 {
+		if x.Side == sidePingd && !x.Woken && x.Elapsed > 0 {
 			pingdRates = append(pingdRates, float64(x.Polls)/x.Elapsed.Seconds())
 		}
 	}
@@ -175,8 +210,7 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 			pingdLateness(ctx, t, p, farm, sourceIDs, rate, plan.LatenessWindow, label, mem),
 			plainLateness(ctx, plain, farm, size.N, rate, plan.LatenessWindow, label, mem))
 	}
-	if plan.Hourly && plan.LatenessWindow > 0 {
-		rate := float64(size.N) / time.Hour.Seconds()
+	if rate := float64(size.N) / time.Hour.Seconds(); plan.Hourly && plan.LatenessWindow > 0 && rate >= 1 {
 		label := "N polled hourly"
 		res.Lateness = append(res.Lateness,
 			pingdLateness(ctx, t, p, farm, sourceIDs, rate, plan.LatenessWindow, label, mem),
@@ -214,11 +248,11 @@ func scheduleSources(ctx context.Context, t testing.TB, p *pingdSide, ids []int6
 
 // pingdPollRound makes every source due now, wakes the fetch loop once
 // (as a ping does) and waits until every poll's outcome is stored.
-func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *originFarm, ids []int64, plan pollPlan, mem *memorySampler, profile string) pollRound {
+func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *originFarm, ids []int64, woken bool, plan pollPlan, mem *memorySampler, profile string) pollRound {
 	t.Helper()
 	now := time.Now()
 	scheduleSources(ctx, t, p, ids, func(int) time.Time { return now })
-	round := pollRound{Side: sidePingd}
+	round := pollRound{Side: sidePingd, Woken: woken, Due: len(ids)}
 	before, stored := p.Store.Snapshot(), p.Store.fetchesStored.Load()
 	reqs, changed := farm.requests[sidePingd].Load(), farm.changed[sidePingd].Load()
 	disk := diskWriteBytes()
@@ -226,7 +260,12 @@ func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *origi
 	stop := startProfile(t, plan.ProfileDir, profile)
 	cpu, start := selfCPU(), time.Now()
 	p.Hub.WakeFetcher()
-	done := waitCount(ctx, &p.Store.fetchesStored, stored+int64(len(ids)), 30*time.Second, plan.RoundCap)
+	var done bool
+	if woken {
+		done = drainDueWithin(ctx, p, stored+int64(len(ids)), plan.RoundCap)
+	} else {
+		done = waitCount(ctx, &p.Store.fetchesStored, stored+int64(len(ids)), 30*time.Second, plan.RoundCap)
+	}
 	round.Elapsed = time.Since(start)
 	round.CPU = selfCPU() - cpu
 	stop()
@@ -239,14 +278,14 @@ func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *origi
 	if !done {
 		// Cut off at the cap: the sources not polled stay due; the next
 		// round makes them due again with the others.
-		t.Logf("pingd polling N=%d: %d of %d polls in %v", len(ids), round.Polls, len(ids), round.Elapsed.Round(time.Millisecond))
+		t.Logf("pingd polling (woken %v) %d due: %d polled in %v", woken, len(ids), round.Polls, round.Elapsed.Round(time.Millisecond))
 	}
 	return round
 }
 
 // plainPollRound polls every feed once with the plain fetcher.
 func plainPollRound(ctx context.Context, plain *plainFetcher, farm *originFarm, n int, mem *memorySampler) pollRound {
-	round := pollRound{Side: sidePlain}
+	round := pollRound{Side: sidePlain, Due: n}
 	reqs, changed := farm.requests[sidePlain].Load(), farm.changed[sidePlain].Load()
 	mem.set(sidePlain)
 	cpu, start := selfCPU(), time.Now()
@@ -331,6 +370,11 @@ func latenessOf(farm *originFarm, side int, label string, n int, rate float64, w
 // setup that is not measured (the baselines, the polls a cut-off round
 // left due), done at the pace of the fetch path, not of the loop's timer.
 func drainDue(ctx context.Context, p *pingdSide, target int64) bool {
+	return drainDueWithin(ctx, p, target, 0)
+}
+
+// drainDueWithin is drainDue for at most limit (0: no bound).
+func drainDueWithin(ctx context.Context, p *pingdSide, target int64, limit time.Duration) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -349,7 +393,7 @@ func drainDue(ctx context.Context, p *pingdSide, target int64) bool {
 		waitCount(ctx, &p.Store.fetchesStored, math.MaxInt64, 500*time.Millisecond, 0)
 		return true
 	}
-	return waitCount(ctx, &p.Store.fetchesStored, target, time.Minute, 0)
+	return waitCount(ctx, &p.Store.fetchesStored, target, time.Minute, limit)
 }
 
 // waitCount waits until counter reaches target. It gives up when the
@@ -357,7 +401,7 @@ func drainDue(ctx context.Context, p *pingdSide, target int64) bool {
 func waitCount(ctx context.Context, counter *atomic.Int64, target int64, stall, limit time.Duration) bool {
 	start := time.Now()
 	last, since := counter.Load(), start
-	tick := time.NewTicker(2 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		c := counter.Load()
@@ -598,16 +642,30 @@ func pollSideName(side int) string {
 // pollTables are the saturation and lateness tables of the results.
 func pollTables(results []pollResult) []*table {
 	sat := &table{header: []string{"N", "origin hosts", "pingd polls/s (median)", "plain fetcher (median)", "pingd ÷ plain",
+		"pingd, loop woken every 5 ms (sources due)",
 		"share changed: pingd / plain", "store writes per poll (pingd)", "bytes to disk per poll (pingd)",
 		"process CPU per poll: pingd / plain", "peak resident memory: pingd / plain", "database per source", "pingd baseline of N"}}
 	late := &table{header: []string{"N", "sources due", "polling interval served", "window measured", "side", "polled / scheduled",
 		"lateness p50", "p99", "p99 ÷ interval"}}
 	for _, res := range results {
+		if res.Skipped != "" {
+			sat.add(fmt.Sprint(res.Size.N), fmt.Sprint(res.Size.Hosts), res.Skipped)
+			continue
+		}
 		var rate, cpu [2][]float64
+		var wokenRate []float64
+		wokenDue := 0
 		var reqs, changed [2]int64
 		var polls, disk int64
 		writesSum := map[string]int64{}
 		for _, r := range res.Rounds {
+			if r.Woken {
+				if r.Elapsed > 0 {
+					wokenRate = append(wokenRate, float64(r.Polls)/r.Elapsed.Seconds())
+				}
+				wokenDue = r.Due
+				continue
+			}
 			if r.Elapsed > 0 {
 				rate[r.Side] = append(rate[r.Side], float64(r.Polls)/r.Elapsed.Seconds())
 			}
@@ -635,7 +693,8 @@ func pollTables(results []pollResult) []*table {
 			perPoll = fmt.Sprintf("%d B", disk/polls)
 		}
 		sat.add(fmt.Sprint(res.Size.N), fmt.Sprint(res.Size.Hosts), perSec(median(rate[sidePingd])), perSec(median(rate[sidePlain])),
-			ratio(median(rate[sidePingd]), median(rate[sidePlain])), share(sidePingd)+" / "+share(sidePlain),
+			ratio(median(rate[sidePingd]), median(rate[sidePlain])), wokenCell(wokenRate, wokenDue, median(rate[sidePlain])),
+			share(sidePingd)+" / "+share(sidePlain),
 			writesPerPoll(writesSum, polls), perPoll,
 			fmt.Sprintf("%s / %s", us(time.Duration(median(cpu[sidePingd]))), us(time.Duration(median(cpu[sidePlain])))),
 			fmt.Sprintf("%s / %s", mib(res.PeakRSS[sidePingd]), mib(res.PeakRSS[sidePlain])),
@@ -649,6 +708,15 @@ func pollTables(results []pollResult) []*table {
 		}
 	}
 	return []*table{sat, late}
+}
+
+// wokenCell is the diagnostic rounds' median rate and its ratio to the
+// plain fetcher's.
+func wokenCell(rates []float64, due int, plain float64) string {
+	if len(rates) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s, %s (%d)", perSec(median(rates)), ratio(median(rates), plain), due)
 }
 
 // writesPerPoll lists the store writes of pingd's rounds per poll.
