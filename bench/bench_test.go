@@ -439,6 +439,7 @@ func pollPlanFor() pollPlan {
 			Sizes:  []pollSize{{1000, 100}, {10000, 1000}, {100000, 1000}},
 			Rounds: 3, ChangeShare: 0.05, RoundCap: 30 * time.Second, LatenessWindow: 30 * time.Second, Hourly: true,
 			WokenSources: 5000, BaselineBudget: 5 * time.Minute,
+			LatenessAt: []latenessRate{{Rate: 100000 / time.Hour.Seconds(), Label: "100,000 polled hourly", Interval: time.Hour}},
 		}
 	}
 	return pollPlan{Sizes: []pollSize{{1000, 100}}, Rounds: 2, ChangeShare: 0.05, RoundCap: 10 * time.Second, LatenessWindow: 8 * time.Second,

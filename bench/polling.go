@@ -38,6 +38,10 @@ type pollPlan struct {
 	// Hourly adds a lateness run at the rate of N sources polled hourly
 	// where that is at least one a second.
 	Hourly bool
+	// LatenessAt adds lateness runs at fixed rates (at sizes with enough
+	// sources to fill the window): a larger N's hourly rate, measured on a
+	// smaller database when the larger one is not run.
+	LatenessAt []latenessRate
 	// WokenSources is how many sources the diagnostic rounds make due, in
 	// which pingd's fetch loop is woken every few milliseconds (0: none).
 	WokenSources int
@@ -54,6 +58,15 @@ const (
 	pollWorkers = hub.DefaultFetchWorkers
 	pollPerHost = hub.DefaultFetchesPerHost
 )
+
+// latenessRate is a rate of due sources a second and what it stands for.
+type latenessRate struct {
+	Rate  float64
+	Label string
+	// Interval is the polling interval the rate serves for the N it
+	// stands for.
+	Interval time.Duration
+}
 
 // pollRound is one side's saturation round: every source due at once.
 type pollRound struct {
@@ -215,6 +228,18 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 		res.Lateness = append(res.Lateness,
 			pingdLateness(ctx, t, p, farm, sourceIDs, rate, plan.LatenessWindow, label, mem),
 			plainLateness(ctx, plain, farm, size.N, rate, plan.LatenessWindow, label, mem))
+	}
+	for _, at := range plan.LatenessAt {
+		if at.Rate*plan.LatenessWindow.Seconds() > float64(size.N) || plan.LatenessWindow <= 0 {
+			continue
+		}
+		for _, run := range []latenessRun{
+			pingdLateness(ctx, t, p, farm, sourceIDs, at.Rate, plan.LatenessWindow, at.Label, mem),
+			plainLateness(ctx, plain, farm, size.N, at.Rate, plan.LatenessWindow, at.Label, mem),
+		} {
+			run.Interval = at.Interval
+			res.Lateness = append(res.Lateness, run)
+		}
 	}
 	mem.stop()
 	res.PeakRSS = mem.peaks()
