@@ -9,8 +9,10 @@
 // component that read stanzas with a splitter instead of a full XML
 // decoder (the same clients for every target), an in-process pingd wired
 // as cmd/pingd wires it (its goroutines labelled side=pingd for profiles),
-// loopback feed servers and webhook sinks, and the Markdown tables that go
-// into docs/benchmarks.md. It may not touch pingd's packages; it only calls
+// loopback feed servers and webhook sinks, a farm of loopback origin hosts
+// with a plain fetcher to poll them side by side with pingd's fetch loop
+// (origins.go, polling.go), and the Markdown tables that go into
+// docs/benchmarks.md. It may not touch pingd's packages; it only calls
 // their exported APIs, and nothing in pingd imports it.
 //
 // Why a package of benchmarks rather than cmd/pingd-bench: the harness is

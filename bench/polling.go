@@ -667,9 +667,9 @@ func pollSideName(side int) string {
 // pollTables are the saturation and lateness tables of the results.
 func pollTables(results []pollResult) []*table {
 	sat := &table{header: []string{"N", "origin hosts", "pingd polls/s (median)", "plain fetcher (median)", "pingd ÷ plain",
-		"pingd, loop woken every 5 ms (sources due)",
-		"share changed: pingd / plain", "store writes per poll (pingd)", "bytes to disk per poll (pingd)",
-		"process CPU per poll: pingd / plain", "peak resident memory: pingd / plain", "database per source", "pingd baseline of N"}}
+		"pingd, loop woken every 5 ms: polls/s, ÷ plain (sources due)", "share changed: pingd / plain",
+		"store writes per poll: pingd / woken", "bytes to disk per poll: pingd / woken",
+		"process CPU per poll: pingd / woken / plain", "peak resident memory: pingd / plain", "database per source", "pingd baseline of N"}}
 	late := &table{header: []string{"N", "sources due", "polling interval served", "window measured", "side", "polled / scheduled",
 		"lateness p50", "p99", "p99 ÷ interval"}}
 	for _, res := range results {
@@ -677,51 +677,63 @@ func pollTables(results []pollResult) []*table {
 			sat.add(fmt.Sprint(res.Size.N), fmt.Sprint(res.Size.Hosts), res.Skipped)
 			continue
 		}
-		var rate, cpu [2][]float64
-		var wokenRate []float64
-		wokenDue := 0
-		var reqs, changed [2]int64
-		var polls, disk int64
-		writesSum := map[string]int64{}
+		// The rounds by kind: pingd woken once, the plain fetcher, pingd
+		// woken every 5 ms.
+		const woken = 2
+		var rate, cpu [3][]float64
+		var reqs, changed, polls, disk [3]int64
+		var writes [3]map[string]int64
+		due := 0
 		for _, r := range res.Rounds {
+			k := r.Side
 			if r.Woken {
-				if r.Elapsed > 0 {
-					wokenRate = append(wokenRate, float64(r.Polls)/r.Elapsed.Seconds())
-				}
-				wokenDue = r.Due
-				continue
+				k, due = woken, r.Due
 			}
 			if r.Elapsed > 0 {
-				rate[r.Side] = append(rate[r.Side], float64(r.Polls)/r.Elapsed.Seconds())
+				rate[k] = append(rate[k], float64(r.Polls)/r.Elapsed.Seconds())
 			}
 			if r.Polls > 0 {
-				cpu[r.Side] = append(cpu[r.Side], float64(r.CPU)/float64(r.Polls))
+				cpu[k] = append(cpu[k], float64(r.CPU)/float64(r.Polls))
 			}
-			reqs[r.Side] += r.Requests
-			changed[r.Side] += r.Changed
-			if r.Side == sidePingd {
-				polls += r.Polls
-				disk += r.DiskBytes
-				for m, c := range r.Writes {
-					writesSum[m] += c
-				}
+			reqs[k] += r.Requests
+			changed[k] += r.Changed
+			polls[k] += r.Polls
+			disk[k] += r.DiskBytes
+			if writes[k] == nil {
+				writes[k] = map[string]int64{}
+			}
+			for m, c := range r.Writes {
+				writes[k][m] += c
 			}
 		}
-		share := func(s int) string {
-			if reqs[s] == 0 {
+		share := func(k int) string {
+			if reqs[k] == 0 {
 				return "–"
 			}
-			return fmt.Sprintf("%.1f %%", 100*float64(changed[s])/float64(reqs[s]))
+			return fmt.Sprintf("%.1f %%", 100*float64(changed[k])/float64(reqs[k]))
 		}
-		perPoll := "–"
-		if polls > 0 {
-			perPoll = fmt.Sprintf("%d B", disk/polls)
+		diskPerPoll := func(k int) string {
+			if polls[k] == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f KiB", float64(disk[k])/float64(polls[k])/1024)
+		}
+		wokenRate := "–"
+		if len(rate[woken]) > 0 {
+			wokenRate = fmt.Sprintf("%s, %s (%d)", perSec(median(rate[woken])), ratio(median(rate[woken]), median(rate[sidePlain])), due)
+		}
+		cpuCell := func(k int) string {
+			if len(cpu[k]) == 0 {
+				return "–"
+			}
+			return us(time.Duration(median(cpu[k])))
 		}
 		sat.add(fmt.Sprint(res.Size.N), fmt.Sprint(res.Size.Hosts), perSec(median(rate[sidePingd])), perSec(median(rate[sidePlain])),
-			ratio(median(rate[sidePingd]), median(rate[sidePlain])), wokenCell(wokenRate, wokenDue, median(rate[sidePlain])),
+			ratio(median(rate[sidePingd]), median(rate[sidePlain])), wokenRate,
 			share(sidePingd)+" / "+share(sidePlain),
-			writesPerPoll(writesSum, polls), perPoll,
-			fmt.Sprintf("%s / %s", us(time.Duration(median(cpu[sidePingd]))), us(time.Duration(median(cpu[sidePlain])))),
+			writesPerPoll(writes[sidePingd], polls[sidePingd])+" / "+writesPerPoll(writes[woken], polls[woken]),
+			diskPerPoll(sidePingd)+" / "+diskPerPoll(woken),
+			cpuCell(sidePingd)+" / "+cpuCell(woken)+" / "+cpuCell(sidePlain),
 			fmt.Sprintf("%s / %s", mib(res.PeakRSS[sidePingd]), mib(res.PeakRSS[sidePlain])),
 			fmt.Sprintf("%.1f KiB (%s + %s WAL)", float64(res.DBBytes+res.WALBytes)/float64(res.Size.N)/1024, mib(res.DBBytes), mib(res.WALBytes)),
 			fmt.Sprintf("%v (%s)", res.Baseline.Round(100*time.Millisecond), perSec(float64(res.Size.N)/res.Baseline.Seconds())))
@@ -733,15 +745,6 @@ func pollTables(results []pollResult) []*table {
 		}
 	}
 	return []*table{sat, late}
-}
-
-// wokenCell is the diagnostic rounds' median rate and its ratio to the
-// plain fetcher's.
-func wokenCell(rates []float64, due int, plain float64) string {
-	if len(rates) == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%s, %s (%d)", perSec(median(rates)), ratio(median(rates), plain), due)
 }
 
 // writesPerPoll lists the store writes of pingd's rounds per poll.
