@@ -106,6 +106,7 @@ type pollResult struct {
 	Rounds               []pollRound
 	DBBytes, WALBytes    int64
 	PeakRSS              [2]int64
+	FarmRSS              int64 // resident memory with the origin farm up, before pingd starts
 	PeakHWM              int64
 	Lateness             []latenessRun
 	BodyBytes            int64 // size of one feed document
@@ -166,6 +167,9 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 
 	// pingd with its fetch loop takes the baselines (every source is due
 	// as new), the plain fetcher its first full GETs.
+	if m, err := readMemory(os.Getpid()); err == nil {
+		res.FarmRSS = m.RSS
+	}
 	mem := startMemorySampler(ctx)
 	defer mem.stop()
 	start = time.Now()
@@ -177,6 +181,7 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 	res.Baseline = time.Since(start)
 	plain := newPlainFetcher(farm, pollWorkers, pollPerHost)
 	plain.pollAll(ctx, allFeeds(size.N))
+	plain.client.CloseIdleConnections()
 
 	woken := sourceIDs
 	if plan.WokenSources > 0 && plan.WokenSources < size.N {
@@ -320,6 +325,9 @@ func plainPollRound(ctx context.Context, plain *plainFetcher, farm *originFarm, 
 	mem.set(-1)
 	round.Requests = farm.requests[sidePlain].Load() - reqs
 	round.Changed = farm.changed[sidePlain].Load() - changed
+	// Its idle connections (and their goroutines on both ends) would
+	// count in pingd's memory otherwise: each side keeps a pool.
+	plain.client.CloseIdleConnections()
 	return round
 }
 
@@ -669,7 +677,7 @@ func pollTables(results []pollResult) []*table {
 	sat := &table{header: []string{"N", "origin hosts", "pingd polls/s (median)", "plain fetcher (median)", "pingd ÷ plain",
 		"pingd, loop woken every 5 ms: polls/s, ÷ plain (sources due)", "share changed: pingd / plain",
 		"store writes per poll: pingd / woken", "bytes to disk per poll: pingd / woken",
-		"process CPU per poll: pingd / woken / plain", "peak resident memory: pingd / plain", "database per source", "pingd baseline of N"}}
+		"process CPU per poll: pingd / woken / plain", "peak resident memory: pingd / plain (origins and nodes alone)", "database per source", "pingd baseline of N"}}
 	late := &table{header: []string{"N", "sources due", "polling interval served", "window measured", "side", "polled / scheduled",
 		"lateness p50", "p99", "p99 ÷ interval"}}
 	for _, res := range results {
@@ -734,7 +742,7 @@ func pollTables(results []pollResult) []*table {
 			writesPerPoll(writes[sidePingd], polls[sidePingd])+" / "+writesPerPoll(writes[woken], polls[woken]),
 			diskPerPoll(sidePingd)+" / "+diskPerPoll(woken),
 			cpuCell(sidePingd)+" / "+cpuCell(woken)+" / "+cpuCell(sidePlain),
-			fmt.Sprintf("%s / %s", mib(res.PeakRSS[sidePingd]), mib(res.PeakRSS[sidePlain])),
+			fmt.Sprintf("%s / %s (%s)", mib(res.PeakRSS[sidePingd]), mib(res.PeakRSS[sidePlain]), mib(res.FarmRSS)),
 			fmt.Sprintf("%.1f KiB (%s + %s WAL)", float64(res.DBBytes+res.WALBytes)/float64(res.Size.N)/1024, mib(res.DBBytes), mib(res.WALBytes)),
 			fmt.Sprintf("%v (%s)", res.Baseline.Round(100*time.Millisecond), perSec(float64(res.Size.N)/res.Baseline.Seconds())))
 		for _, l := range res.Lateness {
