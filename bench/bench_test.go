@@ -442,7 +442,7 @@ func pollPlanFor() pollPlan {
 			LatenessAt: []latenessRate{{Rate: 100000 / time.Hour.Seconds(), Label: "100,000 polled hourly", Interval: time.Hour}},
 		}
 	}
-	return pollPlan{Sizes: []pollSize{{1000, 100}}, Rounds: 2, ChangeShare: 0.05, RoundCap: 10 * time.Second, LatenessWindow: 8 * time.Second,
+	return pollPlan{Sizes: []pollSize{{1000, 100}}, Rounds: 2, ChangeShare: 0.05, RoundCap: 8 * time.Second, LatenessWindow: 5 * time.Second,
 		WokenSources: 1000}
 }
 
