@@ -436,14 +436,13 @@ func TestStateSmoke(t *testing.T) {
 func pollPlanFor() pollPlan {
 	if *flagFull {
 		return pollPlan{
-			Sizes:  []pollSize{{1000, 100}, {10000, 1000}, {100000, 1000}},
+			Sizes:  []pollSize{{1000, 1000}, {10000, 1000}, {100000, 1000}},
 			Rounds: 3, ChangeShare: 0.05, RoundCap: 30 * time.Second, LatenessWindow: 30 * time.Second, Hourly: true,
-			WokenSources: 5000, BaselineBudget: 5 * time.Minute,
-			LatenessAt: []latenessRate{{Rate: 100000 / time.Hour.Seconds(), Label: "100,000 polled hourly", Interval: time.Hour}},
+			BaselineBudget: 5 * time.Minute,
+			LatenessAt:     []latenessRate{{Rate: 100000 / time.Hour.Seconds(), Label: "100,000 polled hourly", Interval: time.Hour}},
 		}
 	}
-	return pollPlan{Sizes: []pollSize{{1000, 100}}, Rounds: 2, ChangeShare: 0.05, RoundCap: 8 * time.Second, LatenessWindow: 5 * time.Second,
-		WokenSources: 1000}
+	return pollPlan{Sizes: []pollSize{{1000, 1000}}, Rounds: 2, ChangeShare: 0.05, RoundCap: 8 * time.Second, LatenessWindow: 5 * time.Second}
 }
 
 // BenchmarkPolling is measurement 6: how many followed sources one pingd
@@ -504,7 +503,7 @@ func TestPollingSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const n = 16
-	plan := pollPlan{Sizes: []pollSize{{n, 4}}, Rounds: 2, ChangeShare: 0.25, RoundCap: 30 * time.Second, LatenessWindow: time.Second,
+	plan := pollPlan{Sizes: []pollSize{{n, n}}, Rounds: 2, ChangeShare: 0.25, RoundCap: 30 * time.Second, LatenessWindow: time.Second,
 		WokenSources: n / 2}
 	results := measurePolling(ctx, t, plan)
 	res := results[0]
@@ -518,8 +517,10 @@ func TestPollingSmoke(t *testing.T) {
 		if r.Due != want || r.Polls != int64(want) || r.Requests != int64(want) {
 			t.Errorf("%s: %d due, %d polls and %d requests, want %d each", side, r.Due, r.Polls, r.Requests, want)
 		}
-		if r.Side == sidePingd && r.Writes["ApplyFetch"] != int64(want) {
-			t.Errorf("%s: store writes %v, want %d ApplyFetch", side, r.Writes, want)
+		// A changed feed's outcome is stored by ApplyFetch; unchanged
+		// ones may share batches.
+		if r.Side == sidePingd && (r.Writes["ApplyFetch"] < r.Changed || r.Writes["ApplyFetch"] > int64(want)) {
+			t.Errorf("%s: store writes %v for %d changed of %d polls", side, r.Writes, r.Changed, want)
 		}
 		changed[side] += r.Changed
 	}
@@ -545,7 +546,7 @@ func TestPollingSmoke(t *testing.T) {
 	for _, tb := range pollTables(results) {
 		tb.write(&sb)
 	}
-	if !strings.Contains(sb.String(), "| 16 | 4 |") || !strings.Contains(sb.String(), "| plain fetcher |") {
+	if !strings.Contains(sb.String(), "| 16 | 16 |") || !strings.Contains(sb.String(), "| plain fetcher |") {
 		t.Errorf("tables lack their rows:\n%s", sb.String())
 	}
 }

@@ -20,8 +20,9 @@ type countingStore struct {
 	mu     sync.Mutex
 	counts map[string]int64
 	tagged map[string]map[string]int64
-	// fetchesStored counts ApplyFetch calls that returned without error:
-	// fetch outcomes in the database, the end of a poll.
+	// fetchesStored counts the fetch outcomes stored (ApplyFetch and
+	// ApplyUnchangedFetches without error, releases of unfetched sources
+	// left out): the end of a poll.
 	fetchesStored atomic.Int64
 }
 
@@ -72,7 +73,7 @@ func (s *countingStore) Snapshot() map[string]int64 {
 // writeMethods are the store methods that change the database.
 var writeMethods = []string{
 	"CreateNode", "UpdateNodeConfig", "SetNodeToken", "SetNodeSource", "DeleteNode",
-	"Append", "SetXMPPSeq", "EnsureSource", "MarkSourceDue", "ClaimDueSources", "ApplyFetch",
+	"Append", "SetXMPPSeq", "EnsureSource", "MarkSourceDue", "ClaimDueSources", "ApplyFetch", "ApplyUnchangedFetches",
 	"PutSubscription", "DeleteSubscriptions", "DeleteSubscription", "SetSubscriptionState",
 	"ClaimDeliveries", "SaveDeliveryState", "SaveDeliveryStates", "DeleteExpiredSubscriptions", "SetAffiliation",
 	"RecordPing", "RecordPingMarkingDue", "Prune",
@@ -171,11 +172,35 @@ func (s *countingStore) ClaimDueSources(ctx context.Context, now time.Time, limi
 func (s *countingStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.FetchApplied, error) {
 	s.inc(ctx, "ApplyFetch")
 	applied, err := s.Store.ApplyFetch(ctx, o)
-	if err == nil {
+	if err == nil && isPoll(o) {
 		s.fetchesStored.Add(1)
 	}
 	return applied, err
 }
+
+func (s *countingStore) ApplyUnchangedFetches(ctx context.Context, outs []hub.FetchOutcome) error {
+	s.inc(ctx, "ApplyUnchangedFetches")
+	err := s.Store.ApplyUnchangedFetches(ctx, outs)
+	if err == nil {
+		for _, o := range outs {
+			if isPoll(o) {
+				s.fetchesStored.Add(1)
+			}
+		}
+	}
+	return err
+}
+
+// releaseReasons are the next-fetch reasons of the outcomes that give a
+// claimed source back unfetched (shutdown, a busy or paused host, an
+// origin's Retry-After): they end no poll. The benchmarks' origins never
+// answer Retry-After, so no fetch ends with that reason there.
+var releaseReasons = map[string]bool{
+	hub.ReasonInterrupted: true, hub.ReasonHostBusy: true, hub.ReasonHostPaused: true, hub.ReasonRetryAfter: true,
+}
+
+// isPoll says whether a stored outcome ends a fetch.
+func isPoll(o hub.FetchOutcome) bool { return !releaseReasons[o.State.NextFetchReason] }
 
 func (s *countingStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (bool, error) {
 	s.inc(ctx, "PutSubscription")

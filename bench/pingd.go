@@ -40,10 +40,13 @@ type pingdOptions struct {
 	// Fetch gives the hub the feed fetcher and scheduler (pings fetch),
 	// with the connection pool cmd/pingd gives them; FetchWorkers and
 	// FetchesPerHost are the hub's limits (0: its defaults, as the
-	// options' defaults are).
-	Fetch          bool
-	FetchWorkers   int
-	FetchesPerHost int
+	// options' defaults are), FetchHostSpacing its spacing between two
+	// fetches of one host (0: none; pingd serve's default is
+	// hub.DefaultFetchHostSpacing).
+	Fetch            bool
+	FetchWorkers     int
+	FetchesPerHost   int
+	FetchHostSpacing time.Duration
 	// Delivery starts the webhook delivery engine.
 	Delivery       bool
 	DeliveryConfig delivery.Config
@@ -126,7 +129,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	}
 	p.Store = newCountingStore(st)
 	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins,
-		FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost,
+		FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost, FetchHostSpacing: opts.FetchHostSpacing,
 		// One process on an SQLite file, as cmd/pingd says for SQLite.
 		Exclusive: true}
 	if opts.Fetch {

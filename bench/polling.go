@@ -53,10 +53,11 @@ type pollPlan struct {
 }
 
 // The fetch limits both sides work with: cmd/pingd's defaults
-// (--fetch-workers, --fetches-per-host).
+// (--fetch-workers, --fetches-per-host, --fetch-host-spacing).
 const (
 	pollWorkers = hub.DefaultFetchWorkers
 	pollPerHost = hub.DefaultFetchesPerHost
+	pollSpacing = hub.DefaultFetchHostSpacing
 )
 
 // latenessRate is a rate of due sources a second and what it stands for.
@@ -173,13 +174,13 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 	mem := startMemorySampler(ctx)
 	defer mem.stop()
 	start = time.Now()
-	p := startPingd(t, pingdOptions{DB: db, Fetch: true, FetchWorkers: pollWorkers, FetchesPerHost: pollPerHost})
+	p := startPingd(t, pingdOptions{DB: db, Fetch: true, FetchWorkers: pollWorkers, FetchesPerHost: pollPerHost, FetchHostSpacing: pollSpacing})
 	defer p.Stop()
 	if !drainDue(ctx, p, int64(size.N)) {
 		t.Fatalf("pingd baselined %d of %d sources", p.Store.fetchesStored.Load(), size.N)
 	}
 	res.Baseline = time.Since(start)
-	plain := newPlainFetcher(farm, pollWorkers, pollPerHost)
+	plain := newPlainFetcher(farm, pollWorkers, pollPerHost, pollSpacing)
 	plain.pollAll(ctx, allFeeds(size.N))
 	plain.client.CloseIdleConnections()
 
@@ -465,7 +466,8 @@ type plainFetcher struct {
 	farm    *originFarm
 	client  *http.Client
 	workers int
-	hosts   []chan struct{} // per origin host, perHost slots
+	hosts   []*plainHost
+	spacing time.Duration
 
 	mu         sync.Mutex
 	etag, last []string
@@ -473,7 +475,15 @@ type plainFetcher struct {
 	errors     atomic.Int64
 }
 
-func newPlainFetcher(farm *originFarm, workers, perHost int) *plainFetcher {
+// plainHost is one origin host's limits: perHost slots, and the earliest
+// time the next request to it may start (spacing).
+type plainHost struct {
+	slots chan struct{}
+	mu    sync.Mutex
+	next  time.Time
+}
+
+func newPlainFetcher(farm *originFarm, workers, perHost int, spacing time.Duration) *plainFetcher {
 	f := &plainFetcher{
 		farm: farm,
 		// The pool of pingd's client: as many idle connections in all,
@@ -482,11 +492,12 @@ func newPlainFetcher(farm *originFarm, workers, perHost int) *plainFetcher {
 			MaxIdleConns: pingdIdleConns, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second,
 		}},
 		workers: workers,
+		spacing: spacing,
 		etag:    make([]string, len(farm.feeds)),
 		last:    make([]string, len(farm.feeds)),
 	}
 	for range farm.hosts {
-		f.hosts = append(f.hosts, make(chan struct{}, perHost))
+		f.hosts = append(f.hosts, &plainHost{slots: make(chan struct{}, perHost)})
 	}
 	return f
 }
@@ -537,11 +548,21 @@ func (f *plainFetcher) run(ctx context.Context, next <-chan int) int64 {
 	for range f.workers {
 		wg.Go(func() {
 			for i := range next {
-				// As pingd's workers do: a worker waits for its host's slot.
-				slot := f.hosts[i%len(f.hosts)]
-				slot <- struct{}{}
+				// A worker waits for a slot of its host and for the host's
+				// spacing. Feeds are spread over the hosts round-robin, so
+				// the next feeds in line are on other hosts, which wait as
+				// long: pingd's loop, which takes a worker only for a host
+				// that may be fetched now, has no better choice there.
+				h := f.hosts[i%len(f.hosts)]
+				h.slots <- struct{}{}
+				h.mu.Lock()
+				now := time.Now()
+				start := maxTime(now, h.next)
+				h.next = start.Add(f.spacing)
+				h.mu.Unlock()
+				time.Sleep(start.Sub(now))
 				err := f.poll(ctx, i)
-				<-slot
+				<-h.slots
 				if err != nil {
 					f.errors.Add(1)
 					continue
@@ -595,6 +616,13 @@ func (f *plainFetcher) poll(ctx context.Context, i int) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %s", u, resp.Status)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // diskWriteBytes is what this process has sent to the storage layer so
