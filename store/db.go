@@ -164,24 +164,7 @@ func (s *sqlStore) queryShort(ctx context.Context, tx *txn, query string, args [
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx = context.WithoutCancel(ctx)
-	var rows *sql.Rows
-	var err error
-	if st := s.prepared(ctx, tx, query); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = tx.QueryContext(ctx, query, args...)
-	}
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return s.queryEach(context.WithoutCancel(ctx), tx, query, args, each)
 }
 
 // queryRowShort is queryRow for a statement of execShort's kind.
@@ -238,6 +221,12 @@ func (s *sqlStore) rowContext(ctx context.Context, q querier, query string, args
 func (s *sqlStore) query(ctx context.Context, q querier, query string, args []any, each func(*sql.Rows) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	return s.queryEach(ctx, q, query, args, each)
+}
+
+// queryEach runs a query, prepared when it can be, and calls each for
+// every row, under ctx alone.
+func (s *sqlStore) queryEach(ctx context.Context, q querier, query string, args []any, each func(*sql.Rows) error) error {
 	var rows *sql.Rows
 	var err error
 	if st := s.prepared(ctx, q, query); st != nil {

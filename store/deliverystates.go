@@ -137,36 +137,17 @@ var saveDeliveryStateTypes = []string{"bigint", "bigint", "integer", "integer", 
 // of the last, which write the same values again, so that few distinct
 // statements are prepared.
 func (s *sqlStore) saveDeliveryStatesSQL(states []hub.SavedDeliveryState) (string, []any) {
-	rows := 1
-	for rows < len(states) {
-		rows *= 2
+	rows := make([][]any, len(states))
+	for i, st := range states {
+		rows[i] = s.saveDeliveryStateArgs(st.ID, st.State)
 	}
-	cols := len(saveDeliveryStateTypes)
-	args := make([]any, 0, rows*cols)
 	var b strings.Builder
 	b.WriteString(`UPDATE subscriptions SET cursor_seq = v.column2, attempts = v.column3,
 		consecutive_errors = v.column4, first_failure_at = v.column5, next_attempt_at = v.column6,
 		last_error = v.column7, last_delivered_at = v.column8, last_status = v.column9,
 		lease_owner = '', lease_until = NULL
 		FROM (VALUES `)
-	for r := range rows {
-		st := states[min(r, len(states)-1)]
-		args = append(args, s.saveDeliveryStateArgs(st.ID, st.State)...)
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for c := range cols {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", r*cols+c+1)
-			if s.backend == backendPostgres {
-				b.WriteString("::" + saveDeliveryStateTypes[c])
-			}
-		}
-		b.WriteByte(')')
-	}
+	args := writeValuesRows(&b, rows, saveDeliveryStateTypes, s.backend == backendPostgres)
 	b.WriteString(`) AS v WHERE subscriptions.id = v.column1`)
 	return b.String(), args
 }

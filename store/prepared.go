@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -196,13 +198,49 @@ func (s *sqlStore) prepared(ctx context.Context, q querier, query string) *sql.S
 // two so that the query text takes few forms. Repeating a value does not
 // change what an IN list matches. vals must not be empty.
 func inList[T any](from int, vals []T) (string, []any) {
-	n := 1
-	for n < len(vals) {
-		n *= 2
-	}
+	n := paddedLen(len(vals))
 	args := make([]any, n)
 	for i := range n {
 		args[i] = vals[min(i, len(vals)-1)]
 	}
 	return placeholders(from, n), args
+}
+
+// paddedLen is n rounded up to a power of two: the length lists of
+// placeholders are padded to, so that query texts take few forms.
+func paddedLen(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
+
+// writeValuesRows writes the rows of a VALUES list of placeholders ($1 on)
+// for rows, each of len(types) arguments, padded as inList pads with
+// copies of the last row (an UPDATE … FROM writes the same values again),
+// and returns the arguments. With cast each placeholder carries its
+// column's type ($1::bigint): a VALUES list of parameters has no types of
+// its own on PostgreSQL. rows must not be empty.
+func writeValuesRows(b *strings.Builder, rows [][]any, types []string, cast bool) []any {
+	n, cols := paddedLen(len(rows)), len(types)
+	args := make([]any, 0, n*cols)
+	for r := range n {
+		args = append(args, rows[min(r, len(rows)-1)]...)
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(r*cols+c+1))
+			if cast {
+				b.WriteString("::" + types[c])
+			}
+		}
+		b.WriteByte(')')
+	}
+	return args
 }

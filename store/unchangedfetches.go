@@ -112,12 +112,6 @@ func (s *sqlStore) ApplyUnchangedFetches(ctx context.Context, outs []hub.FetchOu
 // with copies of the last so that few distinct statements are prepared;
 // a copy writes the same values again.
 func unchangedFetchesSQL(rows [][]any) (string, []any) {
-	n := 1
-	for n < len(rows) {
-		n *= 2
-	}
-	cols := len(unchangedFetchTypes)
-	args := make([]any, 0, n*cols)
 	var b strings.Builder
 	b.WriteString(`UPDATE sources SET url = v.column2, etag = v.column3, last_modified = v.column4,
 		hints = v.column5, gone = v.column6, moved_from = v.column7, moved_at = v.column8,
@@ -132,20 +126,7 @@ func unchangedFetchesSQL(rows [][]any) (string, []any) {
 			THEN sources.last_ping_at ELSE v.column16 END,
 		next_fetch_reason = v.column17, lease_owner = '', lease_until = NULL
 		FROM (VALUES `)
-	for r := range n {
-		args = append(args, rows[min(r, len(rows)-1)]...)
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for c := range cols {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d::%s", r*cols+c+1, unchangedFetchTypes[c])
-		}
-		b.WriteByte(')')
-	}
+	args := writeValuesRows(&b, rows, unchangedFetchTypes, true)
 	b.WriteString(`) AS v WHERE sources.id = v.column1`)
 	return b.String(), args
 }
