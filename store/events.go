@@ -185,15 +185,22 @@ func uniqueStrings(ss []string) []string {
 // EventsAfter returns up to limit events with Seq > after, oldest first
 // (all of them when limit <= 0).
 func (s *sqlStore) EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]hub.Event, error) {
+	query, args := eventsAfterSQL(nodeID, after, limit)
+	out, err := s.events(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events of node %d: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// eventsAfterSQL selects the node's events after seq `after`, oldest
+// first, at most limit of them (0: all).
+func eventsAfterSQL(nodeID, after int64, limit int) (string, []any) {
 	query := `SELECT ` + eventColumns + ` FROM events e WHERE e.node_id = $1 AND e.seq > $2 ORDER BY e.seq`
 	args := []any{nodeID, after}
 	if limit > 0 {
 		query += ` LIMIT $3`
 		args = append(args, limit)
 	}
-	out, err := s.events(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("events of node %d: %w", nodeID, err)
-	}
-	return out, nil
+	return query, args
 }

@@ -281,18 +281,7 @@ func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int
 			return err
 		}
 		// The User-Agent's subscriber counts, for the whole claim at once.
-		counts := make(map[int64]int, len(ids))
-		err = s.query(ctx, tx, `SELECT n.source_id, COUNT(*) FROM subscriptions sub
-			JOIN nodes n ON n.id = sub.node_id WHERE n.source_id IN (`+in+`) GROUP BY n.source_id`, inArgs,
-			func(r *sql.Rows) error {
-				var id int64
-				var n int
-				if err := r.Scan(&id, &n); err != nil {
-					return err
-				}
-				counts[id] = n
-				return nil
-			})
+		counts, err := s.subscriberCounts(ctx, tx, ids)
 		for i := range out {
 			out[i].Subscribers = counts[out[i].ID]
 		}
@@ -317,13 +306,30 @@ func (s *sqlStore) claimSourcesSQL() string {
 // SubscriberCount counts the subscriptions of every kind of the nodes
 // following the source.
 func (s *sqlStore) SubscriberCount(ctx context.Context, sourceID int64) (int, error) {
-	var n int
-	err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions sub
-		JOIN nodes n ON n.id = sub.node_id WHERE n.source_id = $1`, []any{sourceID}, &n)
+	counts, err := s.subscriberCounts(ctx, s.read, []int64{sourceID})
 	if err != nil {
 		return 0, fmt.Errorf("count subscribers of source %d: %w", sourceID, err)
 	}
-	return n, nil
+	return counts[sourceID], nil
+}
+
+// subscriberCounts counts, for each of the sources, the subscriptions of
+// every kind of the nodes following it; a source without any is left out.
+func (s *sqlStore) subscriberCounts(ctx context.Context, q querier, sourceIDs []int64) (map[int64]int, error) {
+	counts := make(map[int64]int, len(sourceIDs))
+	in, inArgs := inList(1, sourceIDs)
+	err := s.query(ctx, q, `SELECT n.source_id, COUNT(*) FROM subscriptions sub
+		JOIN nodes n ON n.id = sub.node_id WHERE n.source_id IN (`+in+`) GROUP BY n.source_id`, inArgs,
+		func(r *sql.Rows) error {
+			var id int64
+			var n int
+			if err := r.Scan(&id, &n); err != nil {
+				return err
+			}
+			counts[id] = n
+			return nil
+		})
+	return counts, err
 }
 
 // ApplyFetch stores a fetch's outcome in one transaction. The body is

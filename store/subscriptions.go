@@ -299,12 +299,7 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 		if n.ID == 0 {
 			return nil // deleted meanwhile
 		}
-		query := `SELECT ` + eventColumns + ` FROM events e WHERE e.node_id = $1 AND e.seq > $2 ORDER BY e.seq`
-		args := []any{nodeID, after}
-		if eventsLimit > 0 {
-			query += ` LIMIT $3`
-			args = append(args, eventsLimit)
-		}
+		query, args := eventsAfterSQL(nodeID, after, eventsLimit)
 		err = s.queryShort(ctx, tx, query, args, func(r *sql.Rows) error {
 			e, err := scanEvent(r)
 			if err != nil {
