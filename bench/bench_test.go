@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ var (
 	flagFull     = flag.Bool("bench.full", false, "run the full sizes (make bench) instead of the quick ones (make bench-quick)")
 	flagProfiles = flag.String("bench.profiles", "", "directory for CPU profiles of pingd's side (read them with go tool pprof -tagfocus side=pingd)")
 	flagReport   = flag.String("bench.report", "", "also append the result tables to this file")
+	flagPollN    = flag.String("bench.poll-n", "", "polling: only these numbers of sources (comma-separated, e.g. 10000), over 1000 hosts")
 )
 
 // benchReporter opens the report for one benchmark.
@@ -434,6 +436,19 @@ func TestStateSmoke(t *testing.T) {
 }
 
 func pollPlanFor() pollPlan {
+	plan := pollPlanOfSize()
+	if *flagPollN != "" {
+		plan.Sizes = nil
+		for _, f := range strings.Split(*flagPollN, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+				plan.Sizes = append(plan.Sizes, pollSize{n, min(n, 1000)})
+			}
+		}
+	}
+	return plan
+}
+
+func pollPlanOfSize() pollPlan {
 	if *flagFull {
 		return pollPlan{
 			Sizes:  []pollSize{{1000, 1000}, {10000, 1000}, {100000, 1000}},
@@ -541,6 +556,11 @@ func TestPollingSmoke(t *testing.T) {
 	}
 	if res.DBBytes <= 0 {
 		t.Errorf("database size %d", res.DBBytes)
+	}
+	// pingd serve in its own process polls every source once more, and
+	// its memory is read.
+	if b := res.Binary; b.Err != "" || b.Polls != n || b.StartRSS <= 0 || b.PeakRSS < b.StartRSS {
+		t.Errorf("pingd serve's round: %+v, want %d polls and its memory", b, n)
 	}
 	var sb strings.Builder
 	for _, tb := range pollTables(results) {

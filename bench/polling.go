@@ -50,6 +50,8 @@ type pollPlan struct {
 	BaselineBudget time.Duration
 	// ProfileDir, when set, gets CPU profiles of pingd's rounds.
 	ProfileDir string
+	// NoBinary leaves out the round of pingd serve in its own process.
+	NoBinary bool
 }
 
 // The fetch limits both sides work with: cmd/pingd's defaults
@@ -113,6 +115,8 @@ type pollResult struct {
 	BodyBytes            int64 // size of one feed document
 	ProfileNames         []string
 	PingdWritesMethodSum map[string]int64
+	// Binary is pingd serve's own round, after the others.
+	Binary binaryPoll
 }
 
 // measurePolling runs the polling measurement at each size: a fresh
@@ -124,6 +128,10 @@ func measurePolling(ctx context.Context, t testing.TB, plan pollPlan) []pollResu
 	t.Helper()
 	var out []pollResult
 	baselineRate := 0.0
+	bin := ""
+	if !plan.NoBinary {
+		bin = buildPingd(t)
+	}
 	for _, size := range plan.Sizes {
 		if plan.BaselineBudget > 0 && baselineRate > 0 {
 			if d := time.Duration(float64(size.N) / baselineRate * float64(time.Second)); d > plan.BaselineBudget {
@@ -132,14 +140,14 @@ func measurePolling(ctx context.Context, t testing.TB, plan pollPlan) []pollResu
 				continue
 			}
 		}
-		res := measurePollingSize(ctx, t, plan, size)
+		res := measurePollingSize(ctx, t, plan, size, bin)
 		baselineRate = float64(size.N) / res.Baseline.Seconds()
 		out = append(out, res)
 	}
 	return out
 }
 
-func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size pollSize) pollResult {
+func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size pollSize, bin string) pollResult {
 	t.Helper()
 	res := pollResult{Size: size, BodyBytes: int64(len(originDocument(0, originEntries-1)))}
 	farm := startOriginFarm(t, size.Hosts, size.N, plan.ChangeShare)
@@ -207,8 +215,12 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 				res.Rounds = append(res.Rounds, pingdPollRound(ctx, t, p, farm, woken, true, plan, mem, name))
 			})
 		}
-		// The order rotates, so no side always runs first.
+		// The order rotates, so no side always runs first. Each round
+		// starts with the spacing of every host behind it: a side whose
+		// previous round had just ended would otherwise wait for the
+		// spacing of each host before its first request.
 		for k := range sides {
+			time.Sleep(pollSpacing)
 			sides[(k+r)%len(sides)]()
 		}
 	}
@@ -254,6 +266,9 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 	}
 	p.Stop()
 	res.DBBytes, res.WALBytes = fileSize(db), fileSize(db+"-wal")
+	if bin != "" {
+		res.Binary = measureBinaryPoll(ctx, t, bin, db, farm, sourceIDs, plan.RoundCap+time.Duration(size.N)*2*time.Millisecond)
+	}
 	return res
 }
 
@@ -281,10 +296,21 @@ func scheduleSources(ctx context.Context, t testing.TB, p *pingdSide, ids []int6
 // (as a ping does) and waits until every poll's outcome is stored.
 func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *originFarm, ids []int64, woken bool, plan pollPlan, mem *memorySampler, profile string) pollRound {
 	t.Helper()
-	now := time.Now()
-	scheduleSources(ctx, t, p, ids, func(int) time.Time { return now })
 	round := pollRound{Side: sidePingd, Woken: woken, Due: len(ids)}
-	before, stored := p.Store.Snapshot(), p.Store.fetchesStored.Load()
+	// The sources are made due a little ahead, all at one time, and the
+	// round starts then: making them due one by one takes a while (10,000
+	// UPDATEs), and outcomes the loop stored for the first of them before
+	// the round read its counter would leave the round short of its count
+	// until its cap. The counter is read first for the same reason.
+	stored := p.Store.fetchesStored.Load()
+	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
+	dueAt := time.Now().Add(lead)
+	scheduleSources(ctx, t, p, ids, func(int) time.Time { return dueAt })
+	if late := time.Since(dueAt); late > 0 {
+		t.Logf("pingd polling: making %d sources due took %v longer than the %v allowed; the round starts late", len(ids), late.Round(time.Millisecond), lead)
+	}
+	time.Sleep(time.Until(dueAt))
+	before := p.Store.Snapshot()
 	reqs, changed := farm.requests[sidePingd].Load(), farm.changed[sidePingd].Load()
 	disk := diskWriteBytes()
 	mem.set(sidePingd)
@@ -708,6 +734,8 @@ func pollTables(results []pollResult) []*table {
 		"process CPU per poll: pingd / woken / plain", "peak resident memory: pingd / plain (origins and nodes alone)", "database per source", "pingd baseline of N"}}
 	late := &table{header: []string{"N", "sources due", "polling interval served", "window measured", "side", "polled / scheduled",
 		"lateness p50", "p99", "p99 ÷ interval"}}
+	bin := &table{header: []string{"N", "pingd serve: polls / due", "first request after the due time", "polls/s (first request to last)", "÷ plain fetcher (median)",
+		"its CPU per poll", "resident memory: idle after start / peak (VmHWM) / after the round"}}
 	for _, res := range results {
 		if res.Skipped != "" {
 			sat.add(fmt.Sprint(res.Size.N), fmt.Sprint(res.Size.Hosts), res.Skipped)
@@ -773,6 +801,20 @@ func pollTables(results []pollResult) []*table {
 			fmt.Sprintf("%s / %s (%s)", mib(res.PeakRSS[sidePingd]), mib(res.PeakRSS[sidePlain]), mib(res.FarmRSS)),
 			fmt.Sprintf("%.1f KiB (%s + %s WAL)", float64(res.DBBytes+res.WALBytes)/float64(res.Size.N)/1024, mib(res.DBBytes), mib(res.WALBytes)),
 			fmt.Sprintf("%v (%s)", res.Baseline.Round(100*time.Millisecond), perSec(float64(res.Size.N)/res.Baseline.Seconds())))
+		if b := res.Binary; b.Err != "" {
+			bin.add(fmt.Sprint(res.Size.N), "not measured: "+b.Err)
+		} else if b.Due > 0 {
+			binRate := 0.0
+			if b.Elapsed > 0 {
+				binRate = float64(b.Polls-1) / b.Elapsed.Seconds()
+			}
+			cpuPer := "–"
+			if b.Polls > 0 {
+				cpuPer = us(b.CPU / time.Duration(b.Polls))
+			}
+			bin.add(fmt.Sprint(res.Size.N), fmt.Sprintf("%d / %d", b.Polls, b.Due), ms(b.FirstAfter), perSec(binRate), ratio(binRate, median(rate[sidePlain])),
+				cpuPer, fmt.Sprintf("%s / %s / %s", mib(b.StartRSS), mib(b.PeakRSS), mib(b.EndRSS)))
+		}
 		for _, l := range res.Lateness {
 			p50, p99 := percentile(l.Late, 50), percentile(l.Late, 99)
 			late.add(fmt.Sprint(res.Size.N), fmt.Sprintf("%s (%s)", perSec(l.Rate), l.Label), l.Interval.Round(time.Second).String(),
@@ -780,7 +822,7 @@ func pollTables(results []pollResult) []*table {
 				ms(p50), ms(p99), fmt.Sprintf("%.4f", float64(p99)/float64(l.Interval)))
 		}
 	}
-	return []*table{sat, late}
+	return []*table{sat, late, bin}
 }
 
 // writesPerPoll lists the store writes of pingd's rounds per poll.

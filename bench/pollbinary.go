@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
+)
+
+// binaryPoll is one round of pingd serve, the real binary in a process of
+// its own, polling every source of the database the in-process rounds
+// used: the memory figure the goal asks for, which the in-process rounds
+// cannot tell apart from the origin farm sharing their process.
+type binaryPoll struct {
+	Due   int
+	Polls int64 // requests the origins saw from it
+	// FirstAfter is how long after the sources' due time its first
+	// request came, Elapsed from then to its last.
+	FirstAfter, Elapsed time.Duration
+	CPU                 time.Duration // the binary's own CPU over the round
+	// StartRSS is its resident memory once started and idle, PeakRSS the
+	// most it held (VmHWM, since its start), EndRSS what it held after
+	// the round.
+	StartRSS, PeakRSS, EndRSS int64
+	// Err says why the round did not run ("" when it did).
+	Err string
+}
+
+// measureBinaryPoll starts pingd serve on db (no pingd may have it open
+// but through store.Open in this process), makes every source due at once
+// and waits until the origins have seen a request for each. The binary's
+// XMPP component has no server to connect to: polling does not need one.
+func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *originFarm, ids []int64, limit time.Duration) binaryPoll {
+	t.Helper()
+	res := binaryPoll{Due: len(ids)}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(),
+		"PINGD_DB="+db, "PINGD_HTTP_ADDR="+httpAddr, "PINGD_PUBLIC_URL=http://"+httpAddr,
+		"PINGD_XMPP_ADDR="+fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), "PINGD_XMPP_SECRET=bench",
+		"PINGD_ALLOW_PRIVATE=1", // the origin farm is on loopback
+		"PINGD_FETCH_WORKERS="+strconv.Itoa(pollWorkers), "PINGD_FETCHES_PER_HOST="+strconv.Itoa(pollPerHost),
+		"PINGD_FETCH_HOST_SPACING="+pollSpacing.String(),
+		// Its log at info level, as deployed, to the null device: the
+		// component's reconnect attempts would fill the bench's output.
+		"PINGD_LOG_LEVEL=info")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}()
+	pid := cmd.Process.Pid
+	hc := &http.Client{Timeout: 5 * time.Second}
+	up := false
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !up; {
+		if resp, err := hc.Get("http://" + httpAddr + "/healthz"); err == nil {
+			resp.Body.Close()
+			up = resp.StatusCode == http.StatusOK
+		}
+		select {
+		case <-exited:
+			res.Err = "pingd serve exited at start"
+			return res
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !up {
+		res.Err = "pingd serve did not answer /healthz within a minute"
+		return res
+	}
+	time.Sleep(time.Second) // started and idle
+	if m, err := readMemory(pid); err == nil {
+		res.StartRSS = m.RSS
+	}
+
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer st.Close()
+	// Due a little ahead, all at one time, as the in-process rounds do.
+	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
+	dueAt := time.Now().Add(lead)
+	err = parallel(len(ids), 4, func(i int) error { return st.ScheduleSource(ctx, ids[i], dueAt, "bench") })
+	if err != nil {
+		res.Err = fmt.Sprintf("schedule %d sources: %v", len(ids), err)
+		return res
+	}
+	time.Sleep(time.Until(dueAt))
+	requests := farm.requests[sidePingd].Load()
+	cpu := processCPU([]int{pid})
+	// Its loop finds them due on its next tick (a second at most, nothing
+	// wakes it, as nothing wakes it for a due poll in production): the
+	// rate is taken from the first request to the last, the wait for the
+	// tick reported apart.
+	target := requests + int64(len(ids))
+	var first time.Time
+	last, lastAt := requests, time.Now()
+	for deadline := dueAt.Add(limit); ctx.Err() == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c := farm.requests[sidePingd].Load()
+		if c != last {
+			last, lastAt = c, time.Now()
+			if first.IsZero() {
+				first = lastAt
+			}
+		}
+		if c >= target || time.Since(lastAt) > 30*time.Second {
+			break
+		}
+	}
+	res.Polls = last - requests
+	if !first.IsZero() {
+		res.FirstAfter, res.Elapsed = first.Sub(dueAt), lastAt.Sub(first)
+	}
+	res.CPU = processCPU([]int{pid}) - cpu
+	if m, err := readMemory(pid); err == nil {
+		res.EndRSS, res.PeakRSS = m.RSS, m.Peak
+	}
+	return res
+}
