@@ -76,7 +76,7 @@ var writeMethods = []string{
 	"Append", "SetXMPPSeq", "EnsureSource", "MarkSourceDue", "ClaimDueSources", "ApplyFetch", "ApplyUnchangedFetches",
 	"PutSubscription", "DeleteSubscriptions", "DeleteSubscription", "SetSubscriptionState",
 	"ClaimDeliveries", "SaveDeliveryState", "SaveDeliveryStates", "DeleteExpiredSubscriptions", "SetAffiliation",
-	"RecordPing", "RecordPingMarkingDue", "Prune",
+	"RecordPingMarkingDue", "Prune",
 }
 
 // diffCounts returns after−before for the methods that changed.
@@ -256,11 +256,6 @@ func (s *countingStore) DeleteExpiredSubscriptions(ctx context.Context, now time
 func (s *countingStore) SetAffiliation(ctx context.Context, nodeID int64, jid string, a hub.Affiliation) error {
 	s.inc(ctx, "SetAffiliation")
 	return s.Store.SetAffiliation(ctx, nodeID, jid, a)
-}
-
-func (s *countingStore) RecordPing(ctx context.Context, p *hub.Ping) error {
-	s.inc(ctx, "RecordPing")
-	return s.Store.RecordPing(ctx, p)
 }
 
 func (s *countingStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {

@@ -133,9 +133,6 @@ type Store interface {
 	// meanwhile are skipped. An outcome that is not Unchanged is refused
 	// with ErrInvalid and nothing is written.
 	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
-	// SubscriberCount counts subscriptions of every kind of the nodes
-	// following the source (the User-Agent's "N subscribers").
-	SubscriberCount(ctx context.Context, sourceID int64) (int, error)
 
 	// PutSubscription inserts s or, when a subscription with the same node,
 	// kind and address exists, updates its state, options, SubID and expiry
@@ -259,11 +256,10 @@ type Store interface {
 	// Affiliations lists the node's affiliations by JID.
 	Affiliations(ctx context.Context, nodeID int64) (map[string]Affiliation, error)
 
-	// RecordPing stores a received ping and sets its ID.
-	RecordPing(ctx context.Context, p *Ping) error
-	// RecordPingMarkingDue is RecordPing and, in the same transaction,
-	// MarkSourceDue(at, note) of every source that is not gone and whose
-	// original, current or site URL is one of urls. It returns the ids of
+	// RecordPingMarkingDue stores a received ping and sets its ID and, in
+	// the same transaction, does MarkSourceDue(at, note) of every source
+	// that is not gone and whose original, current or site URL is one of
+	// urls. It returns the ids of
 	// the sources it marked, each once, in the order first matched. Either
 	// all of it is stored or none.
 	RecordPingMarkingDue(ctx context.Context, p *Ping, urls []string, at time.Time, note *ChangeNote) ([]int64, error)

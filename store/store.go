@@ -17,6 +17,14 @@ type Store interface {
 	hub.UpstreamStore // upstream.go
 	hub.PingArchive   // misc.go
 	hub.RelayStore    // relay.go
+	// RecordPing stores a received ping and sets its ID, nothing else
+	// (the hub records a ping with RecordPingMarkingDue; copies and tests
+	// record one alone).
+	RecordPing(ctx context.Context, p *hub.Ping) error
+	// SubscriberCount counts the subscriptions of every kind of the nodes
+	// following the source (the User-Agent's "N subscribers"); the fetch
+	// loop has them from its claim (ClaimDueSources), upstream asks here.
+	SubscriberCount(ctx context.Context, sourceID int64) (int, error)
 	// Backend names the database behind the store: "sqlite" or "postgres".
 	Backend() string
 	// TryLeader takes the named leader lock if no other process holds it
