@@ -109,6 +109,19 @@ type fetchState struct {
 	bytes        int64
 }
 
+// previous is the representation a delta is merged into: the request's
+// Previous, or what LoadPrevious reads (only when a delta came).
+func (st *fetchState) previous(ctx context.Context) ([]byte, error) {
+	if len(st.req.Previous) > 0 || st.req.LoadPrevious == nil {
+		return st.req.Previous, nil
+	}
+	body, err := st.req.LoadPrevious(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the last representation: %w", err)
+	}
+	return body, nil
+}
+
 // Fetch performs one conditional fetch of req.URL, following up to
 // MaxRedirects redirects, and parses what it got.
 func (f *Fetcher) Fetch(ctx context.Context, req hub.FetchRequest) (*hub.FetchResult, error) {
@@ -118,7 +131,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req hub.FetchRequest) (*hub.FetchRe
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	// A-IM: feed needs a base the origin can name: the ETag of Previous.
-	useDelta := len(req.Previous) > 0 && req.ETag != ""
+	useDelta := (len(req.Previous) > 0 || req.LoadPrevious != nil) && req.ETag != ""
 	st := newFetchState(req, useDelta)
 	res, err := f.follow(ctx, st, req.URL)
 	if err != nil && useDelta && errors.Is(err, ErrBadDelta) {
@@ -188,7 +201,11 @@ func (f *Fetcher) follow(ctx context.Context, st *fetchState, u string) (*hub.Fe
 			if err != nil {
 				return nil, &hub.FetchError{URL: u, Status: code, Err: err}
 			}
-			merged, err := mergeDelta(st.req.Previous, body)
+			previous, err := st.previous(ctx)
+			if err != nil {
+				return nil, &hub.FetchError{URL: u, Status: code, Err: fmt.Errorf("%w: %w", ErrBadDelta, err)}
+			}
+			merged, err := mergeDelta(previous, body)
 			if err == nil && int64(len(merged)) > f.cfg.MaxBodyBytes {
 				// The full document is smaller than what we accumulated.
 				err = fmt.Errorf("%w: merged document of %d bytes is %w", ErrBadDelta, len(merged), ErrBodyTooLarge)

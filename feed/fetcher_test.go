@@ -556,6 +556,48 @@ func TestFetchDelta(t *testing.T) {
 	}
 }
 
+// TestFetchDeltaLoadsPreviousOnlyForADelta: a request that carries
+// LoadPrevious instead of the body asks for a delta, reads the last body
+// only when a 226 comes (not for a 304 or a full 200), and falls back to
+// the full document when it cannot read it.
+func TestFetchDeltaLoadsPreviousOnlyForADelta(t *testing.T) {
+	origin := &deltaOrigin{versions: [][]string{{"b", "a"}}}
+	srv := httptest.NewServer(origin)
+	defer srv.Close()
+	f := testFetcher(FetcherConfig{})
+	first, err := fetch(t, f, hub.FetchRequest{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	var loadErr error
+	req := hub.FetchRequest{URL: srv.URL, ETag: first.ETag, LoadPrevious: func(context.Context) ([]byte, error) {
+		loads++
+		return first.Body, loadErr
+	}}
+
+	if res, err := fetch(t, f, req); err != nil || !res.NotModified || loads != 0 {
+		t.Fatalf("unchanged: %+v, %v, %d loads; want a 304 without reading the body", res, err, loads)
+	}
+	origin.add("c")
+	res, err := fetch(t, f, req)
+	if err != nil || res.Status != http.StatusIMUsed || loads != 1 {
+		t.Fatalf("changed: status %d, %v, %d loads; want a 226 merged with the body read once", res.Status, err, loads)
+	}
+	if got := ids(&Document{Entries: res.Entries}); !slices.Equal(got, []string{"c", "b", "a"}) {
+		t.Errorf("merged ids %q", got)
+	}
+
+	loadErr = errors.New("the store is away")
+	res, err = fetch(t, f, req)
+	if err != nil || res.Status != http.StatusOK || loads != 2 {
+		t.Fatalf("body unreadable: status %d, %v, %d loads; want the full document after one try", res.Status, err, loads)
+	}
+	if got := ids(&Document{Entries: res.Entries}); !slices.Equal(got, []string{"c", "b", "a"}) {
+		t.Errorf("full document ids %q", got)
+	}
+}
+
 func TestFetchDeltaOnlyWhenAsked(t *testing.T) {
 	origin := &deltaOrigin{versions: [][]string{{"a"}, {"b", "a"}}}
 	srv := httptest.NewServer(origin)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -659,5 +660,59 @@ func TestChangeNoteNotifiesOnce(t *testing.T) {
 	e.ping(n.SourceID, u, nil)
 	if evs := e.events(n.ID); len(evs) != 1 {
 		t.Errorf("%d events after more fetches, want the one change", len(evs))
+	}
+}
+
+// TestADeltaIsMergedIntoTheStoredBody: an origin that speaks RFC 3229
+// answers the second fetch with only its new entry (226); the fetch loop
+// claims sources without their bodies, so the hub reads the stored body
+// for the merge, publishes the new entry alone and stores the merged
+// document as the source's body.
+func TestADeltaIsMergedIntoTheStoredBody(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	versions := [][]string{{"b", "a"}}
+	var mu sync.Mutex
+	var aims []string
+	e.origin.handle("/delta", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		aims = append(aims, r.Header.Get("A-IM"))
+		n := len(versions) - 1
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Header().Set("ETag", fmt.Sprintf(`"v%d"`, n))
+		var base int
+		inm := r.Header.Get("If-None-Match")
+		switch _, err := fmt.Sscanf(inm, `"v%d"`, &base); {
+		case inm == fmt.Sprintf(`"v%d"`, n):
+			w.WriteHeader(http.StatusNotModified)
+		case err == nil && base < n && r.Header.Get("A-IM") == "feed":
+			w.Header().Set("IM", "feed")
+			w.WriteHeader(http.StatusIMUsed)
+			fmt.Fprint(w, rss{title: "Delta", items: items(versions[n][:len(versions[n])-len(versions[base])]...)}.String())
+		default:
+			fmt.Fprint(w, rss{title: "Delta", items: items(versions[n]...)}.String())
+		}
+	})
+	e.run()
+	n := e.createNode("d", "/delta")
+	if src := e.waitFetched(n.SourceID); src.LastStatus != http.StatusOK {
+		t.Fatalf("baseline: status %d", src.LastStatus)
+	}
+	mu.Lock()
+	versions = append(versions, []string{"c", "b", "a"})
+	mu.Unlock()
+	src := e.ping(n.SourceID, e.origin.url("/delta"), nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if src.LastStatus != http.StatusIMUsed || !slices.Equal(aims, []string{"", "feed"}) {
+		t.Fatalf("second fetch: status %d, A-IM headers %q; want a delta asked for and answered with 226", src.LastStatus, aims)
+	}
+	if got := itemIDs(e.events(n.ID)); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("published %q, want the new entry alone", got)
+	}
+	for _, id := range []string{"<guid isPermaLink=\"false\">a</guid>", "<guid isPermaLink=\"false\">c</guid>"} {
+		if !strings.Contains(string(src.Body), id) {
+			t.Errorf("the stored body lacks %s: %s", id, src.Body)
+		}
 	}
 }

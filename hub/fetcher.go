@@ -29,8 +29,15 @@ type FetchRequest struct {
 	// Subscribers is the number told to the origin in the User-Agent.
 	Subscribers int
 	// Previous is the last stored representation, for merging an RFC 3229
-	// "226 IM Used" delta; when empty the fetcher does not ask for deltas.
+	// "226 IM Used" delta. When it is empty the fetcher asks for a delta
+	// only if LoadPrevious is set, and reads the representation through it
+	// only when a delta comes: the fetch loop holds claimed sources
+	// without their bodies (up to the fetcher's body cap each), and most
+	// polls are answered 304.
 	Previous []byte
+	// LoadPrevious reads the last stored representation; nil when there
+	// is none.
+	LoadPrevious func(context.Context) ([]byte, error)
 }
 
 // FetchResult is what a fetch gave.

@@ -174,7 +174,7 @@ func (f *fetchHosts) next(now time.Time, fetchTimeout time.Duration) (src Source
 }
 
 func (f *fetchHosts) pop(fh *fetchHost) {
-	fh.waiting[0] = Source{} // the body goes with it
+	fh.waiting[0] = Source{} // nothing kept alive by the backing array
 	fh.waiting = fh.waiting[1:]
 	f.waiting--
 }

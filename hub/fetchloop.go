@@ -63,8 +63,10 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		return
 	}
 	workers := h.cfg.FetchWorkers
-	// maxInHand bounds the claimed sources waiting for their hosts (each
-	// holds its last body).
+	// maxInHand bounds the claimed sources waiting for their hosts: the
+	// leases this process holds unused. (They come without their bodies,
+	// which a fetch reads only for an RFC 3229 delta, so a source in hand
+	// costs about a kilobyte, whatever its feed's size.)
 	maxInHand := max(4*workers, 64)
 	hosts := newFetchHosts(h.cfg.FetchesPerHost, h.cfg.FetchHostSpacing)
 	done := make(chan fetchDone, workers)

@@ -79,6 +79,9 @@ type Store interface {
 	EnsureSource(ctx context.Context, url string) (src *Source, created bool, err error)
 	// Source returns a source by id, with its Body; ErrNotFound.
 	Source(ctx context.Context, id int64) (*Source, error)
+	// SourceBody returns only the source's last body: nil when it has none
+	// or the source no longer exists.
+	SourceBody(ctx context.Context, id int64) ([]byte, error)
 	// SourcesMatching returns the sources whose original, current or site
 	// URL is url, without their Body.
 	SourcesMatching(ctx context.Context, url string) ([]Source, error)
@@ -100,7 +103,8 @@ type Store interface {
 	// ClaimDueSources leases up to limit sources due at now that are not
 	// gone, not leased by anyone else and followed by a node, the earliest
 	// due first, each with its Subscribers counted (one query for the
-	// claim, not one per fetch) and its Body (FetchRequest.Previous).
+	// claim, not one per fetch), without its Body (SourceBody reads it
+	// when an origin answers with a delta).
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
 	// ApplyFetch stores a fetch's outcome in one transaction: the source
 	// state (releasing the lease and clearing a pending note it consumed),

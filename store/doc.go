@@ -44,8 +44,9 @@
 //     has one, deleted with it), not in the sources row: SQLite rewrites a
 //     whole record, overflow pages and all, on any UPDATE, and the row is
 //     updated by every claim, unchanged poll and release. Only ApplyFetch
-//     of a changed representation writes it; ClaimDueSources and Source
-//     read it (a LEFT JOIN), the lists of sources and the status never.
+//     of a changed representation writes it; Source reads it (a LEFT
+//     JOIN) and SourceBody alone (a fetch merging an RFC 3229 delta); the
+//     claims, the lists of sources and the status never.
 //   - Unchanged fetches (unchangedfetches.go): the outcomes of fetches
 //     that changed nothing are written many at once, one UPDATE … FROM
 //     (VALUES …) per 128 on PostgreSQL and a prepared statement per row

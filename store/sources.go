@@ -71,11 +71,6 @@ func (s *sqlStore) sourcesWhere(ctx context.Context, q querier, where string, ar
 	return s.sourcesSelect(ctx, q, `SELECT `+sourceColumns+` FROM sources s `+where, scanSource, args)
 }
 
-// sourcesWithBodiesWhere reads sources with their bodies.
-func (s *sqlStore) sourcesWithBodiesWhere(ctx context.Context, q querier, where string, args ...any) ([]hub.Source, error) {
-	return s.sourcesSelect(ctx, q, `SELECT `+sourceWithBodyColumns+` FROM `+sourceWithBodyFrom+` `+where, scanSourceWithBody, args)
-}
-
 func (s *sqlStore) sourcesSelect(ctx context.Context, q querier, query string, scan func(rowScanner) (hub.Source, error), args []any) ([]hub.Source, error) {
 	var out []hub.Source
 	err := s.query(ctx, q, query, args, func(r *sql.Rows) error {
@@ -138,6 +133,19 @@ func (s *sqlStore) Source(ctx context.Context, id int64) (*hub.Source, error) {
 		return nil, notFound(err, fmt.Sprintf("source %d", id))
 	}
 	return &src, nil
+}
+
+// SourceBody reads the last body alone (a fetch merging a delta).
+func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
+	var body []byte
+	err := rowOf(s, ctx, s.read, `SELECT body FROM source_bodies WHERE source_id = $1`, []any{id}).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("body of source %d: %w", id, err)
+	}
+	return body, nil
 }
 
 // SourcesMatching returns the sources whose original, current or site URL
@@ -272,10 +280,10 @@ func (s *sqlStore) ClaimDueSources(ctx context.Context, now time.Time, limit int
 			append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
 			return err
 		}
-		// The claim brings the bodies: a fetch sends it as
-		// FetchRequest.Previous, to merge an RFC 3229 delta.
+		// Without their bodies: a fetch reads one (SourceBody) only when
+		// its origin answers with an RFC 3229 delta.
 		in, inArgs = inList(1, ids)
-		out, err = s.sourcesWithBodiesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
+		out, err = s.sourcesWhere(ctx, tx, `WHERE s.id IN (`+in+`)
 			ORDER BY s.next_fetch_at, s.id`, inArgs...)
 		if err != nil {
 			return err

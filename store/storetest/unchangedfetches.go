@@ -184,8 +184,8 @@ func testClaimCountsSubscribers(t *testing.T, s store.Store) {
 	}
 }
 
-// testSourceBody: a source's last body is brought by the claim (for
-// FetchRequest.Previous) and by Source, read by nothing that lists
+// testSourceBody: a source's last body is read by Source and SourceBody
+// (for FetchRequest.LoadPrevious), by nothing that lists or claims
 // sources, left alone by every outcome that did not change the
 // representation whatever its state carries, and replaced by one that did.
 func testSourceBody(t *testing.T, s store.Store) {
@@ -193,13 +193,16 @@ func testSourceBody(t *testing.T, s store.Store) {
 	src, _ := newSource(t, s, "https://a.example/feed", "a")
 	v1, v2 := []byte("<rss>one</rss>"), []byte("<rss>two</rss>")
 	first := fetchOutcome(src, entry("1"))
-	first.State.Body = v1
+	first.State.Body, first.State.BodyHash = v1, "hash of one"
 	must(s.ApplyFetch(ctx, first))(t)
 
 	body := func(when string, want []byte) {
 		t.Helper()
 		if got := must(s.Source(ctx, src.ID))(t); !bytes.Equal(got.Body, want) {
 			t.Fatalf("%s: body %q, want %q", when, got.Body, want)
+		}
+		if got := must(s.SourceBody(ctx, src.ID))(t); !bytes.Equal(got, want) {
+			t.Fatalf("%s: SourceBody %q, want %q", when, got, want)
 		}
 	}
 	body("after the first fetch", v1)
@@ -210,8 +213,8 @@ func testSourceBody(t *testing.T, s store.Store) {
 	}
 
 	claimed := claimOne(t, s, src.ID, t0)
-	if !bytes.Equal(claimed.Body, v1) {
-		t.Fatalf("the claim brought body %q, want %q", claimed.Body, v1)
+	if claimed.Body != nil || claimed.BodyHash == "" {
+		t.Fatalf("the claim brought body %q and hash %q, want no body and its hash", claimed.Body, claimed.BodyHash)
 	}
 	// A batch of unchanged outcomes, one of them carrying no body (as a
 	// source read without it does).
@@ -233,11 +236,14 @@ func testSourceBody(t *testing.T, s store.Store) {
 	changed.State.Body = v2
 	must(s.ApplyFetch(ctx, changed))(t)
 	body("after a changed fetch", v2)
-	if claimed := claimOne(t, s, src.ID, t0.Add(2*time.Hour)); !bytes.Equal(claimed.Body, v2) {
-		t.Fatalf("the claim after a change brought body %q, want %q", claimed.Body, v2)
+	if claimed := claimOne(t, s, src.ID, t0.Add(2*time.Hour)); claimed.Body != nil {
+		t.Fatalf("the claim after a change brought body %q, want none", claimed.Body)
 	}
 	// A changed representation without a body keeps none.
 	changed.State.Body = nil
 	must(s.ApplyFetch(ctx, changed))(t)
 	body("after a change to an empty body", nil)
+	if got, err := s.SourceBody(ctx, src.ID+1000); err != nil || got != nil {
+		t.Fatalf("SourceBody of a source that does not exist: %q, %v; want nothing, no error", got, err)
+	}
 }
