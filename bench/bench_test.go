@@ -435,17 +435,19 @@ func TestStateSmoke(t *testing.T) {
 	}
 }
 
-func pollPlanFor() pollPlan {
+func pollPlanFor() (pollPlan, error) {
 	plan := pollPlanOfSize()
 	if *flagPollN != "" {
 		plan.Sizes = nil
 		for _, f := range strings.Split(*flagPollN, ",") {
-			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
-				plan.Sizes = append(plan.Sizes, pollSize{n, min(n, 1000)})
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return plan, fmt.Errorf("-bench.poll-n: %q is not a number of sources", f)
 			}
+			plan.Sizes = append(plan.Sizes, pollSize{n, min(n, 1000)})
 		}
 	}
-	return plan
+	return plan, nil
 }
 
 func pollPlanOfSize() pollPlan {
@@ -467,7 +469,10 @@ func pollPlanOfSize() pollPlan {
 func BenchmarkPolling(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plan := pollPlanFor()
+	plan, err := pollPlanFor()
+	if err != nil {
+		b.Fatal(err)
+	}
 	plan.ProfileDir = profileDir(b)
 	b.ResetTimer()
 	results := measurePolling(ctx, b, plan)
@@ -478,13 +483,16 @@ func BenchmarkPolling(b *testing.B) {
 		"the feeds spread over the hosts round-robin. A feed answers 304 to a matching validator (ETag, Last-Modified) and, on %.0f %% of the polls, "+
 		"has one new entry and answers 200. pingd: the hub's fetch loop, the feed fetcher and scheduler and SQLite, wired as cmd/pingd wires them, "+
 		"%d fetch workers and %d fetches per host (its defaults). The baselines are fetched first (not measured); then, %d rounds per size, "+
-		"every source is made due at once and the loop woken once (as a ping wakes it), pingd and the plain fetcher alternating; "+
+		"every source is made due at one time (written a little ahead; the round's clock starts at that time, a second after the side's last round) "+
+		"and the loop woken once (as a ping wakes it), pingd and the plain fetcher alternating; "+
 		"a pingd round ends when every poll's outcome is stored (or after %v). The plain fetcher: net/http with pingd's pool sizes, the same "+
 		"workers and per-host limit, the same conditional GETs, the changed documents parsed with feed.Parse, nothing stored. "+
 		"Store writes are calls of hub.Store methods that change the database; bytes to disk are the process's write_bytes (/proc/self/io); "+
 		"CPU and resident memory are the whole process's (the origin farm included, on both sides). Lateness: sources made due evenly at "+
 		"the rate shown over the window, the request's arrival at the origin against its due time (a source not polled by %v after the "+
-		"last due time counts as late until then).",
+		"last due time counts as late until then). Last, pingd serve (the real binary, in a process of its own, its log at info level, no XMPP "+
+		"server to connect to) polls every source once more on the same database, woken by nothing but its loop's one-second tick: "+
+		"its own CPU and resident memory (VmRSS once started and idle, VmHWM over its life, VmRSS after the round).",
 		len(originDocument(0, originEntries-1)), 100*plan.ChangeShare, pollWorkers, pollPerHost, plan.Rounds, plan.RoundCap, latenessGrace)
 	for _, t := range pollTables(results) {
 		t.write(r.w)

@@ -52,7 +52,9 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 		// Its log at info level, as deployed, to the null device: the
 		// component's reconnect attempts would fill the bench's output.
 		"PINGD_LOG_LEVEL=info")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so the stop below can kill what it started;
+	// killed with this process if that dies first (a test timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		res.Err = err.Error()
 		return res
@@ -98,7 +100,10 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 		return res
 	}
 	defer st.Close()
-	// Due a little ahead, all at one time, as the in-process rounds do.
+	// Due a little ahead, all at one time, as the in-process rounds do,
+	// the counters read first.
+	requests := farm.requests[sidePingd].Load()
+	cpu := processCPU([]int{pid})
 	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
 	dueAt := time.Now().Add(lead)
 	err = parallel(len(ids), 4, func(i int) error { return st.ScheduleSource(ctx, ids[i], dueAt, "bench") })
@@ -106,9 +111,10 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 		res.Err = fmt.Sprintf("schedule %d sources: %v", len(ids), err)
 		return res
 	}
+	if late := time.Since(dueAt); late > 0 {
+		t.Logf("pingd serve polling: making %d sources due took %v longer than the %v allowed", len(ids), late.Round(time.Millisecond), lead)
+	}
 	time.Sleep(time.Until(dueAt))
-	requests := farm.requests[sidePingd].Load()
-	cpu := processCPU([]int{pid})
 	// Its loop finds them due on its next tick (a second at most, nothing
 	// wakes it, as nothing wakes it for a due poll in production): the
 	// rate is taken from the first request to the last, the wait for the

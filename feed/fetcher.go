@@ -119,6 +119,9 @@ func (st *fetchState) previous(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the last representation: %w", err)
 	}
+	if len(body) == 0 {
+		return nil, errors.New("no last representation is stored")
+	}
 	return body, nil
 }
 

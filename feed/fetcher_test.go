@@ -596,6 +596,29 @@ func TestFetchDeltaLoadsPreviousOnlyForADelta(t *testing.T) {
 	if got := ids(&Document{Entries: res.Entries}); !slices.Equal(got, []string{"c", "b", "a"}) {
 		t.Errorf("full document ids %q", got)
 	}
+
+	// No body stored any more (nil, no error): the full document too.
+	loadErr = nil
+	req.LoadPrevious = func(context.Context) ([]byte, error) { loads++; return nil, nil }
+	if res, err = fetch(t, f, req); err != nil || res.Status != http.StatusOK || loads != 3 || len(res.Entries) != 3 {
+		t.Fatalf("no body stored: status %d, %v, %d loads, %d entries; want the full document", res.Status, err, loads, len(res.Entries))
+	}
+
+	// An origin that ignores A-IM and sends the whole changed document:
+	// nothing to merge, nothing read.
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"p2"`)
+		fmt.Fprint(w, rssDoc("y", "x"))
+	}))
+	defer plain.Close()
+	loads = 0
+	res, err = fetch(t, f, hub.FetchRequest{URL: plain.URL, ETag: `"p1"`, LoadPrevious: func(context.Context) ([]byte, error) {
+		loads++
+		return []byte(rssDoc("x")), nil
+	}})
+	if err != nil || res.Status != http.StatusOK || loads != 0 {
+		t.Fatalf("full answer to a delta request: status %d, %v, %d loads; want a 200 without reading the body", res.Status, err, loads)
+	}
 }
 
 func TestFetchDeltaOnlyWhenAsked(t *testing.T) {

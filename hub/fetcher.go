@@ -35,8 +35,9 @@ type FetchRequest struct {
 	// without their bodies (up to the fetcher's body cap each), and most
 	// polls are answered 304.
 	Previous []byte
-	// LoadPrevious reads the last stored representation; nil when there
-	// is none.
+	// LoadPrevious reads the last stored representation (nil: none is
+	// stored any more; the fetcher then asks again for the full
+	// document); nil when there is none to read.
 	LoadPrevious func(context.Context) ([]byte, error)
 }
 

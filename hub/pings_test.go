@@ -26,11 +26,6 @@ func (s *pingCallsStore) called(name string) {
 	s.calls = append(s.calls, name)
 }
 
-func (s *pingCallsStore) RecordPing(ctx context.Context, p *hub.Ping) error {
-	s.called("RecordPing")
-	return s.Store.RecordPing(ctx, p)
-}
-
 func (s *pingCallsStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {
 	s.called("RecordPingMarkingDue")
 	return s.Store.RecordPingMarkingDue(ctx, p, urls, at, note)

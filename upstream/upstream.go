@@ -22,7 +22,8 @@ import (
 // subscriptions, and whether anyone still follows a source.
 type Store interface {
 	hub.UpstreamStore
-	// SubscriberCount is hub.Store's count of a source's subscribers.
+	// SubscriberCount counts a source's subscribers of every kind
+	// (store.Store's).
 	SubscriberCount(ctx context.Context, sourceID int64) (int, error)
 }
 
