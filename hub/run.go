@@ -176,25 +176,18 @@ const giveBackTimeout = 5 * time.Second
 // hub. Only with Config.Exclusive: then their holder is a process that
 // died before it could store the outcome of its fetches.
 func (h *Hub) reclaimSourceLeases(ctx context.Context) {
-	srcs, err := h.store.Sources(ctx)
+	srcs, err := h.store.SourcesLeasedByOthers(ctx, h.instance, h.now())
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.WarnContext(ctx, "look for fetches left leased by an earlier process", "err", err)
 		}
 		return
 	}
-	now := h.now()
-	n := 0
 	for i := range srcs {
-		s := &srcs[i]
-		if s.LeaseOwner == "" || s.LeaseOwner == h.instance || !s.LeaseUntil.After(now) {
-			continue
-		}
-		h.giveBack(ctx, s)
-		n++
+		h.giveBack(ctx, &srcs[i])
 	}
-	if n > 0 {
-		h.log.InfoContext(ctx, "took back fetches an earlier process left leased", "sources", n)
+	if len(srcs) > 0 {
+		h.log.InfoContext(ctx, "took back fetches an earlier process left leased", "sources", len(srcs))
 	}
 }
 

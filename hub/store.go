@@ -88,6 +88,10 @@ type Store interface {
 	// Sources lists every source followed by at least one node, without
 	// their Body.
 	Sources(ctx context.Context) ([]Source, error)
+	// SourcesLeasedByOthers lists, without their Body, the sources whose
+	// lease is held by someone other than owner and has not run out at
+	// now: a few, where Sources would read every source.
+	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]Source, error)
 	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
 	// a due time already sooner is kept), records the ping time, and, when
 	// note is set, keeps it for the next fetch. ErrNotFound.

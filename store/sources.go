@@ -135,6 +135,18 @@ func (s *sqlStore) Source(ctx context.Context, id int64) (*hub.Source, error) {
 	return &src, nil
 }
 
+// SourcesLeasedByOthers lists the sources leased by anyone but owner whose
+// lease runs at now (a start after a crash); the scan streams, keeping
+// only those.
+func (s *sqlStore) SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]hub.Source, error) {
+	srcs, err := s.sourcesWhere(ctx, s.read, `WHERE s.lease_until IS NOT NULL AND s.lease_until > $1
+		AND s.lease_owner IS NOT NULL AND s.lease_owner <> '' AND s.lease_owner <> $2 ORDER BY s.id`, s.timeArg(now), owner)
+	if err != nil {
+		return nil, fmt.Errorf("sources leased by others: %w", err)
+	}
+	return srcs, nil
+}
+
 // SourceBody reads the last body alone (a fetch merging a delta).
 func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
 	var body []byte

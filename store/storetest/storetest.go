@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReviveSource", testReviveSource},
 		{"ForgetSeenEntries", testForgetSeenEntries},
 		{"ClaimDueSources", testClaimDueSources},
+		{"SourcesLeasedByOthers", testSourcesLeasedByOthers},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
 		{"FetchBaseline", testFetchBaseline},
 		{"FetchNewEntries", testFetchNewEntries},

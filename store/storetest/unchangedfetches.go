@@ -247,3 +247,31 @@ func testSourceBody(t *testing.T, s store.Store) {
 		t.Fatalf("SourceBody of a source that does not exist: %q, %v; want nothing, no error", got, err)
 	}
 }
+
+// testSourcesLeasedByOthers: only the live leases of other owners are
+// listed, not this owner's, not lapsed ones, not unleased sources.
+func testSourcesLeasedByOthers(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	theirs, _ := newSource(t, s, "https://a.example/feed", "a")
+	lapsed, _ := newSource(t, s, "https://b.example/feed", "b")
+	mine, _ := newSource(t, s, "https://c.example/feed", "c")
+	newSource(t, s, "https://d.example/feed", "d") // never leased
+	lease := func(src *hub.Source, owner string, until time.Time) {
+		t.Helper()
+		noErr(t, s.MarkSourceDue(ctx, src.ID, t0, nil))
+		got := must(s.ClaimDueSources(ctx, t0, 1, owner, until))(t)
+		if len(got) != 1 || got[0].ID != src.ID {
+			t.Fatalf("claim of %d by %s: %v", src.ID, owner, got)
+		}
+	}
+	lease(theirs, "earlier", t0.Add(time.Hour))
+	lease(lapsed, "earlier", t0.Add(time.Minute))
+	lease(mine, "me", t0.Add(time.Hour))
+	got := must(s.SourcesLeasedByOthers(ctx, "me", t0.Add(10*time.Minute)))(t)
+	if len(got) != 1 || got[0].ID != theirs.ID || got[0].LeaseOwner != "earlier" || got[0].Body != nil {
+		t.Fatalf("leased by others: %+v, want source %d alone, without its body", got, theirs.ID)
+	}
+	if got := must(s.SourcesLeasedByOthers(ctx, "earlier", t0.Add(10*time.Minute)))(t); len(got) != 1 || got[0].ID != mine.ID {
+		t.Fatalf("leased by others than earlier: %+v, want source %d", got, mine.ID)
+	}
+}
