@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,25 +51,13 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 		// Its log at info level, as deployed, to the null device: the
 		// component's reconnect attempts would fill the bench's output.
 		"PINGD_LOG_LEVEL=info")
-	// Its own process group, so the stop below can kill what it started;
-	// killed with this process if that dies first (a test timeout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	pid := cmd.Process.Pid
+	defer proc.stop()
+	pid := proc.pid()
 	hc := &http.Client{Timeout: 5 * time.Second}
 	up := false
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !up; {
@@ -79,7 +66,7 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 			up = resp.StatusCode == http.StatusOK
 		}
 		select {
-		case <-exited:
+		case <-proc.exited:
 			res.Err = "pingd serve exited at start"
 			return res
 		case <-time.After(100 * time.Millisecond):
@@ -104,17 +91,7 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 	// the counters read first.
 	requests := farm.requests[sidePingd].Load()
 	cpu := processCPU([]int{pid})
-	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
-	dueAt := time.Now().Add(lead)
-	err = parallel(len(ids), 4, func(i int) error { return st.ScheduleSource(ctx, ids[i], dueAt, "bench") })
-	if err != nil {
-		res.Err = fmt.Sprintf("schedule %d sources: %v", len(ids), err)
-		return res
-	}
-	if late := time.Since(dueAt); late > 0 {
-		t.Logf("pingd serve polling: making %d sources due took %v longer than the %v allowed", len(ids), late.Round(time.Millisecond), lead)
-	}
-	time.Sleep(time.Until(dueAt))
+	dueAt := makeDueAhead(ctx, t, st, ids, "pingd serve polling")
 	// Its loop finds them due on its next tick (a second at most, nothing
 	// wakes it, as nothing wakes it for a due poll in production): the
 	// rate is taken from the first request to the last, the wait for the

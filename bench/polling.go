@@ -283,16 +283,36 @@ func allFeeds(n int) []int {
 	return out
 }
 
+// sourceScheduler is the store method the rounds make sources due with.
+type sourceScheduler interface {
+	ScheduleSource(ctx context.Context, id int64, at time.Time, reason string) error
+}
+
 // scheduleSources makes the sources due at their times through the store,
 // as a poll schedule reaching them would (not a ping: none is recorded).
-func scheduleSources(ctx context.Context, t testing.TB, p *pingdSide, ids []int64, at func(i int) time.Time) {
+func scheduleSources(ctx context.Context, t testing.TB, st sourceScheduler, ids []int64, at func(i int) time.Time) {
 	t.Helper()
 	err := parallel(len(ids), 4, func(i int) error {
-		return p.Store.ScheduleSource(ctx, ids[i], at(i), "bench")
+		return st.ScheduleSource(ctx, ids[i], at(i), "bench")
 	})
 	if err != nil {
 		t.Fatalf("schedule %d sources: %v", len(ids), err)
 	}
+}
+
+// makeDueAhead makes every source due at one time a little ahead, and
+// returns at that time: written one by one, they would start being polled
+// before the last is written.
+func makeDueAhead(ctx context.Context, t testing.TB, st sourceScheduler, ids []int64, side string) time.Time {
+	t.Helper()
+	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
+	dueAt := time.Now().Add(lead)
+	scheduleSources(ctx, t, st, ids, func(int) time.Time { return dueAt })
+	if late := time.Since(dueAt); late > 0 {
+		t.Logf("%s: making %d sources due took %v longer than the %v allowed; the round starts late", side, len(ids), late.Round(time.Millisecond), lead)
+	}
+	time.Sleep(time.Until(dueAt))
+	return dueAt
 }
 
 // pingdPollRound makes every source due now, wakes the fetch loop once
@@ -306,13 +326,7 @@ func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *origi
 	// the round read its counter would leave the round short of its count
 	// until its cap. The counter is read first for the same reason.
 	stored := p.Store.fetchesStored.Load()
-	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
-	dueAt := time.Now().Add(lead)
-	scheduleSources(ctx, t, p, ids, func(int) time.Time { return dueAt })
-	if late := time.Since(dueAt); late > 0 {
-		t.Logf("pingd polling: making %d sources due took %v longer than the %v allowed; the round starts late", len(ids), late.Round(time.Millisecond), lead)
-	}
-	time.Sleep(time.Until(dueAt))
+	dueAt := makeDueAhead(ctx, t, p.Store, ids, "pingd polling")
 	before := p.Store.Snapshot()
 	reqs, changed := farm.requests[sidePingd].Load(), farm.changed[sidePingd].Load()
 	disk := diskWriteBytes()
@@ -391,7 +405,7 @@ func pingdLateness(ctx context.Context, t testing.TB, p *pingdSide, farm *origin
 	for j, i := range feeds {
 		picked[j] = ids[i]
 	}
-	scheduleSources(ctx, t, p, picked, func(j int) time.Time { return due[j] })
+	scheduleSources(ctx, t, p.Store, picked, func(j int) time.Time { return due[j] })
 	farm.resetArrivals(sidePingd)
 	stored := p.Store.fetchesStored.Load()
 	mem.set(sidePingd)

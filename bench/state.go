@@ -162,6 +162,39 @@ func readMemory(pid int) (memory, error) {
 	return m, sc.Err()
 }
 
+// process is a started pingd serve.
+type process struct {
+	cmd *exec.Cmd
+	// exited is closed once it has exited.
+	exited chan struct{}
+}
+
+// startProcess starts cmd in a process group of its own, so that stop can
+// kill what it started, and killed with this process if that dies first
+// (a test timeout).
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// stop asks it to shut down and kills its group after 20 seconds.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
 // runBinary starts pingd serve on a database and measures its memory
 // after start, after GET /api/nodes, and after fanning out publishes.
 func runBinary(ctx context.Context, t testing.TB, bin, db string, srv *xmppServer, nodes, publishes int) [3]memory {
@@ -173,22 +206,11 @@ func runBinary(ctx context.Context, t testing.TB, bin, db string, srv *xmppServe
 		"PINGD_XMPP_SECRET="+srv.Secret, "PINGD_HTTP_ADDR="+httpAddr, "PINGD_PUBLIC_URL=http://"+httpAddr,
 		"PINGD_ADMIN_TOKEN=bench-token", "PINGD_ADMINS="+ownerUser+"@"+srv.Domain, "PINGD_LOG_LEVEL=warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}
-	defer stop()
+	defer proc.stop()
 	base := "http://" + httpAddr
 	hc := &http.Client{Timeout: 60 * time.Second}
 	waitUntil(t, 60*time.Second, "pingd to be ready (component connected)", func() bool {
@@ -201,7 +223,7 @@ func runBinary(ctx context.Context, t testing.TB, bin, db string, srv *xmppServe
 	})
 	var out [3]memory
 	measure := func(i int) {
-		m, err := readMemory(cmd.Process.Pid)
+		m, err := readMemory(proc.pid())
 		if err != nil {
 			t.Fatal(err)
 		}
