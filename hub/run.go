@@ -51,9 +51,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 		return time.Time{}
 	}
 	req := FetchRequest{URL: src.URL, ETag: src.ETag, LastModified: src.LastModified, Subscribers: src.Subscribers}
-	if src.IsFeed && len(src.Body) > 0 {
-		req.Previous = src.Body
-	} else if src.IsFeed && src.BodyHash != "" {
+	if src.IsFeed && src.BodyHash != "" {
 		// Claimed without its body: read only if the origin sends a delta.
 		id := src.ID
 		req.LoadPrevious = func(ctx context.Context) ([]byte, error) { return h.store.SourceBody(ctx, id) }

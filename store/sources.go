@@ -139,8 +139,8 @@ func (s *sqlStore) Source(ctx context.Context, id int64) (*hub.Source, error) {
 // lease runs at now (a start after a crash); the scan streams, keeping
 // only those.
 func (s *sqlStore) SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]hub.Source, error) {
-	srcs, err := s.sourcesWhere(ctx, s.read, `WHERE s.lease_until IS NOT NULL AND s.lease_until > $1
-		AND s.lease_owner IS NOT NULL AND s.lease_owner <> '' AND s.lease_owner <> $2 ORDER BY s.id`, s.timeArg(now), owner)
+	srcs, err := s.sourcesWhere(ctx, s.read, `WHERE s.lease_until > $1 AND s.lease_owner <> '' AND s.lease_owner <> $2
+		ORDER BY s.id`, s.timeArg(now), owner)
 	if err != nil {
 		return nil, fmt.Errorf("sources leased by others: %w", err)
 	}
