@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // Client discovers what a URL offers. Its HTTP client must be the
@@ -93,7 +94,7 @@ func (c *Client) get(ctx context.Context, rawURL, accept string) (*http.Response
 	if c.UserAgent != "" {
 		req.Header.Set("User-Agent", c.UserAgent)
 	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.metered().Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discover %s: %w", rawURL, err)
 	}
@@ -111,6 +112,34 @@ func (c *Client) get(ctx context.Context, rawURL, accept string) (*http.Response
 		return nil, nil, fmt.Errorf("discover %s: read: %w", rawURL, err)
 	}
 	return resp, bytes.Clone(body), nil
+}
+
+// metered is the client with every request it makes, each hop of a
+// redirect chain included, counted against the budget of the look-up
+// its context belongs to (ratelimit.Spend): a page that redirects five
+// times costs six requests, not one.
+func (c *Client) metered() *http.Client {
+	hc := *c.HTTP
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = meteredTransport{base: base}
+	return &hc
+}
+
+// meteredTransport spends a request of the look-up's budget before each
+// round trip.
+type meteredTransport struct{ base http.RoundTripper }
+
+func (t meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := ratelimit.Spend(req.Context()); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	return t.base.RoundTrip(req)
 }
 
 // ResolveSource implements hub.SourceResolver: a feed (or anything that is

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 type site struct {
 	*httptest.Server
 	pages map[string]page
+	// hits counts the requests the site was sent.
+	hits atomic.Int32
 }
 
 type page struct {
@@ -33,6 +36,7 @@ type page struct {
 func newSite(t *testing.T) *site {
 	s := &site{pages: map[string]page{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
 		p, ok := s.pages[r.URL.RequestURI()]
 		if !ok {
 			http.NotFound(w, r)

@@ -29,7 +29,10 @@
 // The client side reads what others publish the same way (find.go, with
 // the XRDS reader and ChooseService in findxrds.go; client.go):
 // Client.Discover fetches a URL through the SSRF-guarded, size-capped HTTP
-// client it is given (at most 5 redirects) and reports
+// client it is given (at most 5 redirects; every request, each hop of a
+// redirect and each descriptor included, is counted against the budget of
+// the look-up its context belongs to, internal/ratelimit's Lookups) and
+// reports
 // the feeds an HTML page links to (ranked: Atom, then RSS, then RDF, in
 // page order, comment feeds last), GetPingd descriptors (X-XRDS-Location,
 // the meta tag, link rel, and atom:link in feeds) with the services of
