@@ -69,11 +69,18 @@ func (svc *service) receiveMessage(ctx context.Context, cn *connection, pool *re
 	if typ == "error" {
 		switch {
 		case svc.dispatcher.isMulticastBounce(cn, msg):
-			pool.submit(ctx, &job{msg: msg, bounced: true})
+			_ = pool.submit(&job{msg: msg, bounced: true, bounds: boundNone}) // never refused
 		case isNotificationBounce(msg):
 			// In order with the sender's chat commands, which clear the
 			// bounces of its subscriptions.
-			pool.submit(ctx, &job{key: "chat\x00" + msg.attr("from"), msg: msg, notificationError: true})
+			from, err := jid.Parse(msg.attr("from"))
+			if err != nil {
+				return
+			}
+			bare := from.Bare().String()
+			if err := pool.submit(&job{key: "chat\x00" + msg.attr("from"), sender: bare, bounds: svc.boundsOf(bare), msg: msg, notificationError: true}); err != nil {
+				svc.log.DebugContext(ctx, "error answering a notification dropped", "from", msg.attr("from"), "reason", err.Error())
+			}
 		}
 		return
 	}
@@ -90,11 +97,18 @@ func (svc *service) receiveMessage(ctx context.Context, cn *connection, pool *re
 	if msg.child(msg.Name.Space, "body") == nil {
 		return
 	}
-	from := msg.attr("from")
-	if from == "" {
+	from, err := jid.Parse(msg.attr("from"))
+	if err != nil {
 		return
 	}
-	pool.submit(ctx, &job{key: "chat\x00" + from, msg: msg})
+	bare := from.Bare().String()
+	if !svc.admitRequest(ctx, bare) {
+		svc.answerBusy(ctx, cn, msg, from, errTooFast)
+		return
+	}
+	if err := pool.submit(&job{key: "chat\x00" + msg.attr("from"), sender: bare, bounds: svc.boundsOf(bare), msg: msg}); err != nil {
+		svc.answerBusy(ctx, cn, msg, from, err)
+	}
 }
 
 // handleMessage answers chat commands; other messages are ignored.

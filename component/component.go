@@ -113,8 +113,24 @@ type Config struct {
 	// still refuses the connection).
 	CheckHost func(ctx context.Context, host string) error
 	// Resolver finds the feed of a page URL a user subscribes to; nil: a
-	// URL is taken as the feed itself.
+	// URL is taken as the feed itself. Its requests are counted through
+	// the look-up's context (ratelimit.Spend: discovery.Client does).
 	Resolver hub.SourceResolver
+
+	// Each JID's share of the request side (limits.go); PINGD_ADMINS are
+	// held to none of these. IQRate and IQBurst bound the IQ requests,
+	// chat commands and presence requests taken per second from one bare
+	// JID (0: DefaultIQRate, DefaultIQBurst; a negative IQRate: no
+	// bound). PendingPerSender bounds those waiting or running (0:
+	// DefaultPendingPerSender). LookupRequestsPerHour bounds the HTTP
+	// requests made to find the feeds of pages one JID names (0:
+	// ratelimit.DefaultLookupRequestsPerHour, in bursts of half that),
+	// LookupTimeout one whole look-up (0: ratelimit.DefaultLookupTimeout).
+	IQRate                float64
+	IQBurst               int
+	PendingPerSender      int
+	LookupRequestsPerHour float64
+	LookupTimeout         time.Duration
 	// CompleteEntry gives an Atom entry an owner publishes the elements
 	// every item carries, as the node's feeds show it (feed.CompleteEntry;
 	// the component does not import feed). nil stores entries as published.
@@ -263,6 +279,10 @@ func New(cfg Config) (*Component, error) {
 		return nil, fmt.Errorf("component: nodes per hour %d is negative", cfg.NodesPerHour)
 	}
 	nodesPerHour := cmp.Or(cfg.NodesPerHour, DefaultNodesPerHour)
+	limits, err := newSharedLimits(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.LocalSources && !cfg.OpenSources && len(localDomains) == 0 {
 		cfg.Logger.Warn("no local domain: the component's domain has no parent domain, so no user may have nodes created for new feeds; list the XMPP server's domains in PINGD_LOCAL_DOMAINS",
 			"component", d.String())
@@ -317,6 +337,7 @@ func New(cfg Config) (*Component, error) {
 		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
 		resolver:      cfg.Resolver,
 		completeEntry: cfg.CompleteEntry,
+		limits:        limits,
 		creation: &nodeCreation{
 			hub:          c.hub,
 			log:          c.log,

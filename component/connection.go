@@ -45,6 +45,24 @@ type connection struct {
 	// marker's return shows the server took it.
 	large        atomic.Pointer[largeWrite]
 	markersAfter sync.Map // marker id → *largeWrite
+	// served ends when the stream does: work whose only outcome is an
+	// answer on this stream (a page look-up) is abandoned then, so the
+	// next connection does not wait for it (streamWork).
+	served context.Context
+}
+
+type streamKey struct{}
+
+// streamWork is ctx, ended also when the stream of the request it serves
+// ends; stop releases it.
+func streamWork(ctx context.Context) (context.Context, context.CancelFunc) {
+	served, _ := ctx.Value(streamKey{}).(context.Context)
+	ctx, cancel := context.WithCancel(ctx)
+	if served == nil {
+		return ctx, cancel
+	}
+	unhook := context.AfterFunc(served, cancel)
+	return ctx, func() { unhook(); cancel() }
 }
 
 // largeWrite is a stanza over minStanzaBudget written to the stream.
@@ -199,7 +217,9 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	// The handshake's deadlines are cleared; from now on reads wait for
 	// the server as long as it takes.
 	_ = raw.SetDeadline(time.Time{})
-	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow(c.ackTimeout)}
+	served, endServed := context.WithCancel(ctx)
+	defer endServed()
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow(c.ackTimeout), served: served}
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
@@ -211,7 +231,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.
 	c.dispatcher.work.add(0)
-	pool := newRequestPool(ctx, func(ctx context.Context, j *job) { c.runJob(ctx, cn, j) })
+	pool := newRequestPool(context.WithValue(ctx, streamKey{}, served), c.service.limits.perSender, func(ctx context.Context, j *job) { c.runJob(ctx, cn, j) })
 	// Notifications go one by one until a multicast service is found.
 	discovered := make(chan struct{})
 	go func() {
@@ -242,6 +262,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	}
 	c.setConnection(nil)
 	cn.broken.Store(true)
+	endServed()
 	_ = raw.Close()
 	cn.queries.closeAll()
 	if unacked := cn.acks.close(); unacked > 0 {

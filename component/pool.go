@@ -2,6 +2,7 @@ package component
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -13,9 +14,21 @@ import (
 // Requests are carried out by a bounded pool of workers, not by the
 // stream's reader: a publish waits for its store transaction, and a reader
 // doing that one request at a time capped publishing at the speed of one
-// transaction. The reader parses each stanza and hands it to the pool; it
-// blocks only when maxPendingRequests are received and not yet answered,
-// which pushes back on the server.
+// transaction. The reader parses each stanza and hands it to the pool,
+// which never makes it wait: a request beyond what the pool holds is
+// refused at once (the reader answers it: resource-constraint to an IQ,
+// a "busy" chat answer to a chat command). A reader that waited for room
+// would stop reading the stream, and with it every other user's requests,
+// the acknowledgements and the server's pings, for as long as one user's
+// queue took to drain (hours, for page look-ups to a server that hangs).
+//
+// Shares: each sender (bare JID) may have at most perSender jobs received
+// and not finished, and the pool maxPendingRequests in all, so one user
+// fills its own share and nobody else's. Workers take runnable jobs from
+// the senders in turn (round robin), so a sender with many jobs waiting
+// does not delay the one request of another. PINGD_ADMINS are held to
+// the pool's bound only; multicast bounces, which answer pingd's own
+// stanzas, to none: refusing them would lose notifications.
 //
 // Order: requests about one node (publish, retract, subscribe, configure,
 // delete, …) are carried out one after the other in the order they came,
@@ -32,17 +45,22 @@ import (
 // subscription, a node for a new feed) waits for that source's first fetch,
 // as long as its server takes, up to the hub's baseline wait; a chat or
 // ad-hoc command naming a web page waits for the page to be fetched to
-// find its feed. The job tells its worker (hub.WaitObserver), and another
-// worker is started in its place, up to maxExtraWorkers at a time: eight
-// such requests would otherwise stop every other request of the
-// connection for that long. The waiting job still holds its key, so what
-// is queued behind it (requests about its node, or its sender's chat
-// commands) still comes after it; its worker ends once the job is done.
+// find its feed (bounded by its look-up's deadline, targets.go). The job
+// tells its worker (hub.WaitObserver), and another worker is started in
+// its place, up to maxExtraWorkers at a time: eight such requests would
+// otherwise stop every other request of the connection for that long.
+// The waiting job still holds its key, so what is queued behind it
+// (requests about its node, or its sender's chat commands) still comes
+// after it; its worker ends once the job is done.
 
 // Pool sizes.
 const (
 	requestWorkers     = 8
 	maxPendingRequests = 1024
+	// DefaultPendingPerSender is how many requests one bare JID may have
+	// waiting or running: room for a client that pipelines, a small share
+	// of maxPendingRequests.
+	DefaultPendingPerSender = 64
 	// maxPublishBatch bounds the publishes carried out as one append.
 	maxPublishBatch = 256
 	// maxExtraWorkers bounds the workers started in place of jobs in a
@@ -50,11 +68,22 @@ const (
 	maxExtraWorkers = 64
 )
 
+// Why the pool refuses a job.
+var (
+	errSenderBusy = errors.New("the sender has as many requests pending as it may")
+	errPoolFull   = errors.New("the component has as many requests pending as it may")
+	errPoolClosed = errors.New("the connection is closing")
+)
+
 // job is one received stanza waiting for a worker, or a group of waiting
 // publishes carried out together (batch).
 type job struct {
 	// key orders the jobs of one node or chat sender; "" runs at once.
 	key string
+	// sender is the bare JID whose turn and share the job takes; bounds
+	// says which bounds apply to it.
+	sender string
+	bounds jobBounds
 	// iq is set for an IQ request, with its parsed request and sender.
 	iq   *element
 	req  *request
@@ -79,58 +108,129 @@ func (j *job) batchable(next *job) bool {
 		j.req.Node == next.req.Node && j.from.Bare().Equal(next.from.Bare())
 }
 
+// jobBounds says which of the pool's bounds a job is held to.
+type jobBounds int
+
+const (
+	// boundShare: the sender's share and the pool's (every request).
+	boundShare jobBounds = iota
+	// boundPool: the pool's only (PINGD_ADMINS, who are not limited).
+	boundPool
+	// boundNone: none (multicast bounces, which answer pingd's own
+	// stanzas: refusing them would lose notifications).
+	boundNone
+)
+
 // requestPool runs the jobs of one connection.
 type requestPool struct {
-	ctx context.Context
-	run func(context.Context, *job)
+	ctx       context.Context
+	run       func(context.Context, *job)
+	perSender int
 
-	slots    chan struct{} // one per job received and not finished
-	runnable chan *job
-	workers  sync.WaitGroup
+	workers sync.WaitGroup
 	// extra holds a token per worker started in place of a waiting one.
 	extra chan struct{}
 
 	mu sync.Mutex
+	// ready is signalled when a job becomes runnable or the pool closes;
+	// idle when the last pending job finishes.
+	ready, idle sync.Cond
+	// pending counts the jobs received and not finished, bySender those
+	// of each sender.
+	pending  int
+	bySender map[string]int
 	// waiting holds, per key with a job running, the jobs queued behind it.
 	waiting map[string][]*job
+	// runnable holds each sender's jobs whose turn has come; turns the
+	// senders that have some, in the order workers serve them.
+	runnable map[string][]*job
+	turns    []string
+	closing  bool
 }
 
 // newRequestPool starts the workers; run carries out a job, with ctx or a
-// context derived from it.
-func newRequestPool(ctx context.Context, run func(context.Context, *job)) *requestPool {
-	p := &requestPool{
-		ctx:      ctx,
-		run:      run,
-		slots:    make(chan struct{}, maxPendingRequests),
-		runnable: make(chan *job, maxPendingRequests),
-		extra:    make(chan struct{}, maxExtraWorkers),
-		waiting:  map[string][]*job{},
+// context derived from it. perSender bounds the jobs of one sender (0:
+// DefaultPendingPerSender).
+func newRequestPool(ctx context.Context, perSender int, run func(context.Context, *job)) *requestPool {
+	if perSender <= 0 {
+		perSender = DefaultPendingPerSender
 	}
+	p := &requestPool{
+		ctx:       ctx,
+		run:       run,
+		perSender: min(perSender, maxPendingRequests),
+		extra:     make(chan struct{}, maxExtraWorkers),
+		bySender:  map[string]int{},
+		waiting:   map[string][]*job{},
+		runnable:  map[string][]*job{},
+	}
+	p.ready.L, p.idle.L = &p.mu, &p.mu
 	for range requestWorkers {
 		p.workers.Go(p.work)
 	}
 	return p
 }
 
-// submit queues a job; it blocks while maxPendingRequests jobs are pending
-// and gives up (false) when ctx ends.
-func (p *requestPool) submit(ctx context.Context, j *job) bool {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return false
-	}
+// submit queues a job, or refuses it at once: errSenderBusy when its
+// sender has perSender jobs pending, errPoolFull when the pool has
+// maxPendingRequests. It never blocks.
+func (p *requestPool) submit(j *job) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	switch {
+	case p.closing:
+		return errPoolClosed
+	case j.bounds == boundNone:
+	case j.bounds == boundShare && p.bySender[j.sender] >= p.perSender:
+		return errSenderBusy
+	case p.pending >= maxPendingRequests:
+		return errPoolFull
+	}
+	p.pending++
+	p.bySender[j.sender]++
 	if j.key != "" {
 		if q, busy := p.waiting[j.key]; busy {
 			p.waiting[j.key] = append(q, j)
-			return true
+			return nil
 		}
 		p.waiting[j.key] = nil // running, nothing behind it yet
 	}
-	p.runnable <- j // never blocks: it has room for every slot
-	return true
+	p.makeRunnable(j)
+	return nil
+}
+
+// makeRunnable gives j to the workers, in its sender's turn. p.mu is held.
+func (p *requestPool) makeRunnable(j *job) {
+	q := p.runnable[j.sender]
+	if len(q) == 0 {
+		p.turns = append(p.turns, j.sender)
+	}
+	p.runnable[j.sender] = append(q, j)
+	p.ready.Signal()
+}
+
+// next waits for a runnable job, taking the senders in turn; nil once
+// the pool closes.
+func (p *requestPool) next() *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.turns) == 0 {
+		if p.closing {
+			return nil
+		}
+		p.ready.Wait()
+	}
+	s := p.turns[0]
+	p.turns = p.turns[1:]
+	q := p.runnable[s]
+	j := q[0]
+	if len(q) > 1 {
+		p.runnable[s] = q[1:]
+		p.turns = append(p.turns, s) // its next job waits for the others' turns
+	} else {
+		delete(p.runnable, s)
+	}
+	return j
 }
 
 func (p *requestPool) work() {
@@ -149,7 +249,11 @@ func (p *requestPool) work() {
 		}
 		return nil
 	})
-	for j := range p.runnable {
+	for {
+		j := p.next()
+		if j == nil {
+			return
+		}
 		p.run(ctx, j)
 		p.finish(j)
 		if replaced.Load() {
@@ -159,17 +263,21 @@ func (p *requestPool) work() {
 	}
 }
 
-// finish releases a job's slots and starts what waited behind it.
+// finish releases a job's share and starts what waited behind it.
 func (p *requestPool) finish(j *job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	n := max(1, len(j.batch))
-	for range n {
-		<-p.slots
+	p.pending -= n
+	if p.bySender[j.sender] -= n; p.bySender[j.sender] <= 0 {
+		delete(p.bySender, j.sender)
+	}
+	if p.pending == 0 {
+		p.idle.Broadcast()
 	}
 	if j.key == "" {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	q := p.waiting[j.key]
 	if len(q) == 0 {
 		delete(p.waiting, j.key)
@@ -181,19 +289,23 @@ func (p *requestPool) finish(j *job) {
 		k++
 	}
 	if k > 1 {
-		next = &job{key: next.key, iq: next.iq, req: next.req, from: next.from, batch: q[:k:k]}
+		// A batch's publishes are of one sender (batchable).
+		next = &job{key: next.key, sender: next.sender, bounds: next.bounds, iq: next.iq, req: next.req, from: next.from, batch: q[:k:k]}
 	}
 	p.waiting[j.key] = q[k:]
-	p.runnable <- next
+	p.makeRunnable(next)
 }
 
 // close waits for every submitted job to finish and stops the workers.
 // Nothing may be submitted meanwhile or after.
 func (p *requestPool) close() {
-	for range maxPendingRequests {
-		p.slots <- struct{}{}
+	p.mu.Lock()
+	for p.pending > 0 {
+		p.idle.Wait()
 	}
-	close(p.runnable)
+	p.closing = true
+	p.ready.Broadcast()
+	p.mu.Unlock()
 	p.workers.Wait()
 }
 

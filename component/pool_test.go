@@ -3,6 +3,7 @@ package component
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -72,13 +73,13 @@ func xmlAttr(name, value string) xml.Attr { return xml.Attr{Name: xml.Name{Local
 func testJob(n int, key string, op op, node, from string) *job {
 	el := &element{}
 	el.Attr = append(el.Attr, xmlAttr("id", fmt.Sprintf("j%d", n)))
-	return &job{key: key, iq: el, req: &request{Op: op, Node: node, HasNode: node != ""}, from: jid.MustParse(from)}
+	j := jid.MustParse(from)
+	return &job{key: key, iq: el, req: &request{Op: op, Node: node, HasNode: node != ""}, from: j, sender: j.Bare().String()}
 }
 
 func TestRequestPoolOrderPerKeyAndConcurrency(t *testing.T) {
 	rec := newPoolRecorder()
-	p := newRequestPool(context.Background(), rec.run)
-	ctx := context.Background()
+	p := newRequestPool(context.Background(), 0, rec.run)
 	const perKey = 40
 	keys := []string{"node\x00a", "node\x00b", "node\x00c", ""}
 	n := 0
@@ -86,8 +87,8 @@ func TestRequestPoolOrderPerKeyAndConcurrency(t *testing.T) {
 		for _, k := range keys {
 			n++
 			// Retracts never batch: every job runs on its own.
-			if !p.submit(ctx, testJob(n, k, opRetract, k, fmt.Sprintf("u%d@localhost/r", i))) {
-				t.Fatal("submit refused")
+			if err := p.submit(testJob(n, k, opRetract, k, fmt.Sprintf("u%d@localhost/r", i))); err != nil {
+				t.Fatalf("submit refused: %v", err)
 			}
 		}
 	}
@@ -116,20 +117,19 @@ func TestRequestPoolOrderPerKeyAndConcurrency(t *testing.T) {
 func TestRequestPoolBatchesWaitingPublishes(t *testing.T) {
 	rec := newPoolRecorder()
 	rec.hold = make(chan struct{})
-	p := newRequestPool(context.Background(), rec.run)
-	ctx := context.Background()
+	p := newRequestPool(context.Background(), 0, rec.run)
 	key := "node\x00news"
 	// The first publish runs (and waits); the rest queue behind it.
-	p.submit(ctx, testJob(1, key, opPublish, "news", "owner@localhost/a"))
+	p.submit(testJob(1, key, opPublish, "news", "owner@localhost/a"))
 	for i := 2; i <= 6; i++ {
-		p.submit(ctx, testJob(i, key, opPublish, "news", "owner@localhost/a"))
+		p.submit(testJob(i, key, opPublish, "news", "owner@localhost/a"))
 	}
 	// A publish by someone else and a retract are not batched with them,
 	// and what follows them waits its turn.
-	p.submit(ctx, testJob(7, key, opPublish, "news", "other@localhost/a"))
-	p.submit(ctx, testJob(8, key, opRetract, "news", "owner@localhost/a"))
-	p.submit(ctx, testJob(9, key, opPublish, "news", "owner@localhost/b"))
-	p.submit(ctx, testJob(10, key, opPublish, "news", "owner@localhost/c"))
+	p.submit(testJob(7, key, opPublish, "news", "other@localhost/a"))
+	p.submit(testJob(8, key, opRetract, "news", "owner@localhost/a"))
+	p.submit(testJob(9, key, opPublish, "news", "owner@localhost/b"))
+	p.submit(testJob(10, key, opPublish, "news", "owner@localhost/c"))
 	close(rec.hold)
 	p.close()
 
@@ -152,21 +152,93 @@ func TestRequestPoolBatchesWaitingPublishes(t *testing.T) {
 func TestRequestPoolBoundsPending(t *testing.T) {
 	rec := newPoolRecorder()
 	rec.hold = make(chan struct{})
-	p := newRequestPool(context.Background(), rec.run)
-	for i := range maxPendingRequests {
-		p.submit(context.Background(), testJob(i, "", opRetract, "", "u@localhost"))
+	const perSender = 5
+	p := newRequestPool(context.Background(), perSender, rec.run)
+	// One sender's share: the next of its jobs is refused at once,
+	// whichever resource sends it; another sender's still goes in.
+	for i := range perSender {
+		if err := p.submit(testJob(i, "", opRetract, "", fmt.Sprintf("u@localhost/r%d", i))); err != nil {
+			t.Fatalf("job %d of the share refused: %v", i, err)
+		}
 	}
-	// The pool is full: the next submission waits, and gives up with its
-	// context.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if p.submit(ctx, testJob(maxPendingRequests, "", opRetract, "", "u@localhost")) {
-		t.Fatal("a full pool took another job")
+	if err := p.submit(testJob(100, "", opRetract, "", "u@localhost/other")); !errors.Is(err, errSenderBusy) {
+		t.Fatalf("a job beyond the sender's share: %v, want refused as busy", err)
+	}
+	// The pool's own bound: many senders fill it; then anyone is refused.
+	n := perSender
+	for i := 0; n < maxPendingRequests; i++ {
+		for range perSender {
+			if n == maxPendingRequests {
+				break
+			}
+			if err := p.submit(testJob(n, "", opRetract, "", fmt.Sprintf("s%d@localhost", i))); err != nil {
+				t.Fatalf("job %d refused: %v", n, err)
+			}
+			n++
+		}
+	}
+	if err := p.submit(testJob(n, "", opRetract, "", "fresh@localhost")); !errors.Is(err, errPoolFull) {
+		t.Fatalf("a job beyond the pool's bound: %v, want refused as full", err)
+	}
+	// An admin is held to the pool's bound only; a multicast bounce to
+	// none.
+	admin := testJob(n+1, "", opRetract, "", "admin@localhost")
+	admin.bounds = boundPool
+	if err := p.submit(admin); !errors.Is(err, errPoolFull) {
+		t.Fatalf("an admin's job beyond the pool's bound: %v, want refused as full", err)
+	}
+	bounce := testJob(n+2, "", opRetract, "", "multicast.localhost")
+	bounce.bounds, bounce.sender = boundNone, ""
+	if err := p.submit(bounce); err != nil {
+		t.Fatalf("a multicast bounce refused: %v", err)
 	}
 	close(rec.hold)
 	p.close()
-	if len(rec.runs) != maxPendingRequests {
-		t.Fatalf("%d jobs ran, want %d", len(rec.runs), maxPendingRequests)
+	if len(rec.runs) != maxPendingRequests+1 {
+		t.Fatalf("%d jobs ran, want %d", len(rec.runs), maxPendingRequests+1)
+	}
+	// Finished jobs free their share.
+	p = newRequestPool(context.Background(), perSender, rec.run)
+	for i := range 3 * perSender {
+		if err := p.submit(testJob(2000+i, "", opRetract, "", "u@localhost/r")); err != nil {
+			waitFor(t, 10*time.Second, "the share to free", func() bool {
+				return p.submit(testJob(2000+i, "", opRetract, "", "u@localhost/r")) == nil
+			})
+		}
+	}
+	p.close()
+}
+
+// TestRequestPoolTakesSendersInTurn: a sender with many jobs waiting does
+// not delay another sender's one job: workers take the senders in turn.
+func TestRequestPoolTakesSendersInTurn(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []int
+	var started atomic.Int32
+	run := func(_ context.Context, j *job) {
+		if started.Add(1) <= requestWorkers {
+			<-release // the first jobs hold every worker until all are queued
+		}
+		mu.Lock()
+		order = append(order, jobNumber(j))
+		mu.Unlock()
+	}
+	p := newRequestPool(context.Background(), 0, run)
+	for i := range DefaultPendingPerSender {
+		if err := p.submit(testJob(i, "", opRetract, "", "flood@localhost/r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the workers to be busy", func() bool { return started.Load() == requestWorkers })
+	if err := p.submit(testJob(1000, "", opRetract, "", "calm@localhost/r")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	p.close()
+	i := slices.Index(order, 1000)
+	if i < 0 || i > requestWorkers+1 {
+		t.Fatalf("the other sender's job ran %d-th of %d: %v", i+1, len(order), order)
 	}
 }
 
@@ -197,17 +269,16 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 		order = append(order, jobNumber(j))
 		mu.Unlock()
 	}
-	p := newRequestPool(context.Background(), run)
-	ctx := context.Background()
+	p := newRequestPool(context.Background(), maxPendingRequests, run)
 	slow := requestWorkers + 4
 	for i := range slow {
-		p.submit(ctx, testJob(i, fmt.Sprintf("node\x00slow%d", i), opSubscribe, "slow", "u@localhost/a"))
+		p.submit(testJob(i, fmt.Sprintf("node\x00slow%d", i), opSubscribe, "slow", "u@localhost/a"))
 	}
 	waitFor(t, 10*time.Second, "every slow job to be waiting", func() bool { return waiting.Load() == int32(slow) })
 	// Behind the first slow job's node: waits for it.
-	p.submit(ctx, testJob(100, "node\x00slow0", opRetract, "n", "u@localhost/a"))
+	p.submit(testJob(100, "node\x00slow0", opRetract, "n", "u@localhost/a"))
 	// Unrelated: runs now.
-	p.submit(ctx, testJob(101, "", opRetract, "n", "u@localhost/a"))
+	p.submit(testJob(101, "", opRetract, "n", "u@localhost/a"))
 	waitFor(t, 10*time.Second, "a job to run beside the waiting ones", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -232,7 +303,7 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 
 	// The extra workers are gone: a burst runs requestWorkers at a time.
 	for i := range 4 * requestWorkers {
-		p.submit(ctx, testJob(200+i, "", opRetract, "n", "u@localhost/a"))
+		p.submit(testJob(200+i, "", opRetract, "n", "u@localhost/a"))
 	}
 	waitFor(t, 10*time.Second, "a burst to fill the workers", func() bool { return burst.running.Load() >= requestWorkers })
 	time.Sleep(50 * time.Millisecond) // room for an extra worker to show up
@@ -255,10 +326,10 @@ func TestRequestPoolBoundsExtraWorkers(t *testing.T) {
 		<-release
 		ended()
 	}
-	p := newRequestPool(context.Background(), run)
+	p := newRequestPool(context.Background(), maxPendingRequests, run)
 	most := requestWorkers + maxExtraWorkers
 	for i := range most + 5 {
-		p.submit(context.Background(), testJob(i, fmt.Sprintf("node\x00n%d", i), opSubscribe, "n", "u@localhost/a"))
+		p.submit(testJob(i, fmt.Sprintf("node\x00n%d", i), opSubscribe, "n", "u@localhost/a"))
 	}
 	waitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() == int32(most) })
 	time.Sleep(50 * time.Millisecond) // room for a worker beyond the bound to show up

@@ -26,10 +26,17 @@ func (svc *service) receivePresence(ctx context.Context, pool *requestPool, p *e
 	if from == "" || !svc.isServiceAddress(p.attr("to")) {
 		return
 	}
-	if _, err := jid.Parse(from); err != nil {
+	j, err := jid.Parse(from)
+	if err != nil {
 		return
 	}
-	pool.submit(ctx, &job{key: "chat\x00" + from, presence: p})
+	bare := j.Bare().String()
+	if !svc.admitRequest(ctx, bare) {
+		return // a presence is never answered with an error; the client asks again
+	}
+	if err := pool.submit(&job{key: "chat\x00" + from, sender: bare, bounds: svc.boundsOf(bare), presence: p}); err != nil {
+		svc.log.DebugContext(ctx, "presence request dropped", "from", from, "reason", err.Error())
+	}
 }
 
 // answerPresence sends the answers to one presence.

@@ -40,6 +40,9 @@ type service struct {
 	// creation says who may have nodes created for new feeds
 	// (opensources.go).
 	creation *nodeCreation
+	// limits are each JID's share of the requests and look-ups
+	// (limits.go).
+	limits sharedLimits
 
 	// dispatcher sends the notifications; requests wake it and hand it
 	// what goes to one subscriber.
@@ -80,6 +83,11 @@ func (svc *service) receiveIQ(ctx context.Context, cn *connection, pool *request
 		svc.log.WarnContext(ctx, "IQ without a valid sender dropped", "from", iq.attr("from"), "id", iq.attr("id"))
 		return
 	}
+	bare := from.Bare().String()
+	if !svc.admitRequest(ctx, bare) {
+		svc.replyError(cn, iq, refusal(errTooFast))
+		return
+	}
 	req, serr := parseIQ(iq)
 	if serr == nil && !svc.isServiceAddress(iq.attr("to")) {
 		serr = serviceUnavailable()
@@ -89,7 +97,7 @@ func (svc *service) receiveIQ(ctx context.Context, cn *connection, pool *request
 		svc.replyError(cn, iq, serr)
 		return
 	}
-	j := &job{iq: iq, req: req, from: from}
+	j := &job{iq: iq, req: req, from: from, sender: bare, bounds: svc.boundsOf(bare)}
 	switch {
 	case req.Op == opCommand:
 		// A sender's commands and chat keep their order; commands of
@@ -98,7 +106,11 @@ func (svc *service) receiveIQ(ctx context.Context, cn *connection, pool *request
 	case req.HasNode && req.Node != "":
 		j.key = "node\x00" + req.Node
 	}
-	pool.submit(ctx, j) // refused only when shutting down, with the stream
+	if err := pool.submit(j); err != nil {
+		// Refused at once, never waited for: the reader serves everyone.
+		svc.log.DebugContext(ctx, "IQ refused", "from", from.String(), "id", iq.attr("id"), "reason", err.Error())
+		svc.replyError(cn, iq, refusal(err))
+	}
 }
 
 // answerIQ carries out one parsed IQ request and answers it.

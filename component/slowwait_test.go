@@ -114,7 +114,10 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 // TestChatCommandsFindingFeedsDoNotStallTheComponent: "subscribe <page>"
 // in a chat makes pingd fetch the page to find its feed. More such
 // commands than the component has workers, from as many resources, to
-// pages whose server hangs, must not stop other requests.
+// pages whose server hangs, must not stop other requests; and the
+// look-ups have bounds of their own: two at once per JID (the others of
+// that JID are refused at once, before any request), four in the whole
+// process (a fifth JID is refused too).
 func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prosody")
@@ -136,44 +139,77 @@ func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
 	defer releaseOnce()
 
 	e := newEnv(t, envOptions{})
+	e.p.Register("carol", password)
 	e.stop()
 	e.startComponentWith(func(c *Config) {
 		c.OpenSources = true
 		c.Resolver = &discovery.Client{HTTP: netguard.NewClient(netguard.Options{AllowPrivate: true, Timeout: time.Minute})}
+		c.LookupTimeout = time.Minute // longer than the test: only the release ends the look-ups
 	})
 	const slow = requestWorkers + 2
 	clients := make([]*testenv.Client, slow)
 	for i := range clients {
 		clients[i] = e.dial("alice", fmt.Sprintf("r%d", i))
 	}
-	for i, c := range clients {
-		body := fmt.Sprintf("subscribe %s/page%d", site.URL, i)
+	say := func(c *testenv.Client, body string) {
+		t.Helper()
 		if _, err := c.SendRaw(e.ctx, fmt.Sprintf(`<message type="chat" to=%q><body>%s</body></message>`, e.p.ComponentDomain, body)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "every page to be asked for", func() bool { return asked.Load() == slow })
-	bob := e.dial("bob", "x")
-	result(t, e.request(bob, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
 	for i, c := range clients {
-	drain:
-		for {
+		say(c, fmt.Sprintf("subscribe %s/page%d", site.URL, i))
+	}
+	// Two look up their pages; the other resources are told at once.
+	waitFor(t, 20*time.Second, "two pages to be asked for", func() bool { return asked.Load() == 2 })
+	answered := map[int]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(answered) < slow-2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of alice's resources were refused while two look-ups run", len(answered))
+		}
+		for i, c := range clients {
 			select {
 			case raw := <-c.Stanzas:
 				if el, err := parseDocument(raw); err == nil && el.Name.Local == "message" && el.attr("type") == "chat" {
-					t.Fatalf("resource %d had an answer before its page was fetched: %s", i, raw)
+					if !strings.Contains(bodyOf(el), "still looking at other pages for you") || answered[i] {
+						t.Fatalf("resource %d was answered %q before its page was fetched", i, bodyOf(el))
+					}
+					answered[i] = true
 				}
 			default:
-				break drain
 			}
 		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	bob := e.dial("bob", "x")
+	result(t, e.request(bob, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
+	// Other JIDs take the process's two other places; a third is refused.
+	carol := e.dial("carol", "x")
+	say(bob, "subscribe "+site.URL+"/bob")
+	say(carol, "subscribe "+site.URL+"/carol")
+	waitFor(t, 20*time.Second, "four pages to be asked for", func() bool { return asked.Load() == 4 })
+	admin := e.dial("admin", "x")
+	if got := chatSay(t, e, admin, "subscribe "+site.URL+"/admin"); !strings.Contains(got, "busy looking at pages for others") {
+		t.Errorf("a fifth look-up answered %q, want the process's refusal", got)
+	}
+	if n := asked.Load(); n != 4 {
+		t.Fatalf("%d pages asked for, want 4", n)
 	}
 	releaseOnce()
+	waiting := []*testenv.Client{bob, carol}
 	for i, c := range clients {
+		if !answered[i] {
+			waiting = append(waiting, c)
+		}
+	}
+	if len(waiting) != 4 {
+		t.Fatalf("%d look-ups waiting, want 4", len(waiting))
+	}
+	for _, c := range waiting {
 		msg := nextMessage(t, c, 30*time.Second, func(el *element) bool { return el.attr("type") == "chat" })
-		answer := msg.child(msg.Name.Space, "body").text()
-		if !strings.Contains(answer, "could not find a feed") {
-			t.Errorf("resource %d: answer %q, want that no feed was found", i, answer)
+		if answer := bodyOf(msg); !strings.Contains(answer, "could not find a feed") {
+			t.Errorf("%s: answer %q, want that no feed was found", c.JID, answer)
 		}
 	}
 }

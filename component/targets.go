@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // What a user names when subscribing by chat or ad-hoc command: a node,
@@ -53,18 +54,11 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	}
 	feedURL := target
 	if svc.resolver != nil {
-		// Fetching the page (and what it points to) takes as long as its
-		// server does: the pool lets another worker run meanwhile.
-		ended := hub.StartSlowWait(ctx)
-		res, rerr := svc.resolver.ResolveSource(ctx, target)
-		ended()
-		switch {
-		case rerr != nil && !create:
-			return nil, fmt.Sprintf("No node follows %s.", target), nil
-		case rerr != nil:
-			svc.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
-			return nil, fmt.Sprintf("pingd could not find a feed at %s: %v", target, rerr), nil
-		case res.FeedURL != "":
+		res, msg := svc.lookUp(ctx, bare, target, create)
+		if msg != "" {
+			return nil, msg, nil
+		}
+		if res.FeedURL != "" {
 			feedURL = res.FeedURL
 		}
 		if feedURL != target {
@@ -85,6 +79,43 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	}
 	svc.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
 	return n, "", nil
+}
+
+// lookUp finds the feed of the page target, for bare: a look-up with
+// its own bounds (limits.go), refused before any request when bare has
+// spent its budget or too many run at once, and abandoned when the
+// stream the answer would go to ends. It returns the source, or a plain
+// answer saying why there is none.
+func (svc *service) lookUp(ctx context.Context, bare, target string, create bool) (*hub.ResolvedSource, string) {
+	lk, err := svc.limits.lookups.Begin(ctx, bare, !svc.hub.IsAdmin(bare))
+	if refused := (*ratelimit.LookupRefused)(nil); errors.As(err, &refused) {
+		svc.log.InfoContext(ctx, "page look-up refused", "jid", bare, "url", target, "reason", err.Error())
+		return nil, lookupRefusedAnswer(target, refused)
+	}
+	defer lk.End()
+	lctx, stop := streamWork(lk.Context())
+	defer stop()
+	// Fetching the page (and what it points to) takes as long as its
+	// server does, up to the look-up's deadline: the pool lets another
+	// worker run meanwhile.
+	ended := hub.StartSlowWait(lctx)
+	res, rerr := svc.resolver.ResolveSource(lctx, target)
+	ended()
+	var refused *ratelimit.LookupRefused
+	switch {
+	case rerr != nil && errors.As(rerr, &refused):
+		svc.log.InfoContext(ctx, "page look-up cut: per-JID budget", "jid", bare, "url", target, "requests", lk.Requests())
+		return nil, lookupRefusedAnswer(target, refused)
+	case rerr != nil && !create:
+		return nil, fmt.Sprintf("No node follows %s.", target)
+	case rerr != nil && lk.Context().Err() != nil && ctx.Err() == nil:
+		svc.log.InfoContext(ctx, "page look-up timed out", "jid", bare, "url", target, "requests", lk.Requests())
+		return nil, fmt.Sprintf("pingd could not find a feed at %s: the site did not answer in time.", target)
+	case rerr != nil:
+		svc.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
+		return nil, fmt.Sprintf("pingd could not find a feed at %s: %v", target, rerr)
+	}
+	return res, ""
 }
 
 // invalidURLAnswer says why a URL cannot be followed.
