@@ -60,7 +60,7 @@ func parseChatCommand(body string) chatCommand {
 
 // receiveMessage takes one message off the stream (on the reader): a chat
 // command goes to the request pool, in order with the sender's other
-// commands; a multicast notification the server bounced is sent again one
+// commands, or gets a "busy" answer beyond the sender's share (limits.go); a multicast notification the server bounced is sent again one
 // by one (multicast.go); a chat or normal message to an address at the
 // component's domain other than the service is refused; anything else is
 // ignored.

@@ -20,7 +20,7 @@
 // notifications: its work queue and loop, the rendering and fan-out,
 // digests, acknowledgement markers and multicast, in notify.go,
 // fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go. The service (service.go; 64
+// acks.go, multicast.go and queries.go. The service (service.go; 68
 // methods) carries out and answers every request served over the stream:
 // IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
 // cases, subscription options, chat and ad-hoc commands, presence and
@@ -54,11 +54,19 @@
 //     the stanza errors answers carry.
 //   - pool.go: requests are carried out by a pool of eight workers, not
 //     by the stream's reader (one more in place of each that waits for a
-//     slow fetch, up to 64); requests about one node (and one sender's
-//     chat commands) keep their order, and publishes of one sender to one
-//     node that wait together become one append. Every IQ get and set is
-//     answered exactly once; what an answer announces (the newest item
-//     to a new subscription) follows it (afterAnswer).
+//     slow fetch, up to 64); the reader never waits for it: each bare JID
+//     has a share of the pending requests, and the pool a bound, beyond
+//     which a request is refused at once; workers serve the senders in
+//     turn. Requests about one node (and one sender's chat commands) keep
+//     their order, and publishes of one sender to one node that wait
+//     together become one append. Every IQ get and set is answered exactly
+//     once; what an answer announces (the newest item to a new
+//     subscription) follows it (afterAnswer).
+//   - limits.go: each JID's share: requests per second (IQs, chat
+//     commands, presence requests), pending requests, and page look-ups
+//     (internal/ratelimit's Lookups: every HTTP request counted per JID,
+//     checked before the first, few at once, a deadline), with the
+//     refusals (resource-constraint, a rate-limited "busy" chat answer).
 //   - service.go: the service type, and the IQ plumbing: an IQ taken off
 //     the stream, handed to the pool, carried out (execute) and answered,
 //     and the access checks every use case shares. The XEP-0030 and XEP-0060 use cases are
@@ -108,7 +116,8 @@
 //     connects and answers requests.
 //   - chat.go, targets.go: the chat commands (help, nodes, list,
 //     subscribe, unsubscribe, last); a subscription may name a node or a
-//     feed's or page's URL (Config.Resolver, Config.OpenSources).
+//     feed's or page's URL (Config.Resolver, Config.OpenSources; a page
+//     is looked at within its JID's look-up bounds, limits.go).
 //   - opensources.go: nodeCreation, who may have a node made for a feed no node follows
 //     by naming its URL (anyone, the users of Config.LocalDomains, or
 //     only admins), at most Config.NodesPerHour per JID, and only for

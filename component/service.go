@@ -62,8 +62,8 @@ type service struct {
 
 // receiveIQ takes one IQ off the stream (on the reader): an answer to one
 // of pingd's own queries goes to whoever waits for it; a request is parsed
-// and handed to the request pool, or refused at once when it is malformed
-// or not for the service. Every get and set gets exactly one answer;
+// and handed to the request pool, or refused at once when it is malformed,
+// not for the service, or beyond its sender's share (limits.go). Every get and set gets exactly one answer;
 // results and errors get none.
 func (svc *service) receiveIQ(ctx context.Context, cn *connection, pool *requestPool, iq *element) {
 	if svc.dispatcher.isAckMarker(iq) {

@@ -182,6 +182,12 @@ func componentConfig(cfg *Config, log *slog.Logger) (component.Config, error) {
 		LocalSources: localSources,
 		LocalDomains: cfg.LocalDomainList(),
 		NodesPerHour: cfg.NodesPerHour,
+
+		IQRate:                cfg.XMPPIQRate,
+		IQBurst:               cfg.XMPPIQBurst,
+		PendingPerSender:      cfg.XMPPPendingPerJID,
+		LookupRequestsPerHour: float64(cfg.LookupRequestsPerHour),
+		LookupTimeout:         cfg.LookupTimeout,
 		// An owner's published entry reads as the node's feeds show it.
 		CompleteEntry: feed.CompleteEntry,
 		// XMPP subscriptions asking for diffs get the patches webhooks get.

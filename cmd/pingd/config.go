@@ -74,6 +74,13 @@ type Config struct {
 	ShutdownWait       time.Duration `opt:"shutdown-timeout" env:"PINGD_SHUTDOWN_TIMEOUT" default:"15s" help:"how long a graceful shutdown waits for requests and deliveries in flight"`
 	ConfigFile         string        `opt:"config" env:"PINGD_CONFIG" help:"optional config file of KEY=value lines (PINGD_* names or option names)"`
 
+	// Each XMPP user's share of the component (component/limits.go).
+	XMPPIQRate            float64       `opt:"xmpp-iq-rate" env:"PINGD_XMPP_IQ_RATE" default:"20" help:"IQ requests, chat commands and presence requests taken per second from one bare JID (more: resource-constraint, a busy chat answer); PINGD_ADMINS are not limited"`
+	XMPPIQBurst           int           `opt:"xmpp-iq-burst" env:"PINGD_XMPP_IQ_BURST" default:"50" help:"requests taken at once from one bare JID before --xmpp-iq-rate applies"`
+	XMPPPendingPerJID     int           `opt:"xmpp-pending-per-jid" env:"PINGD_XMPP_PENDING_PER_JID" default:"64" help:"requests of one bare JID waiting or running at once (at most 1024, the component's whole queue); beyond it they are refused at once, never waited for"`
+	LookupRequestsPerHour int           `opt:"lookup-requests-per-hour" env:"PINGD_LOOKUP_REQUESTS_PER_HOUR" default:"120" help:"HTTP requests (redirects and descriptors included) one JID may have pingd make per hour to find the feeds of pages it names (chat or ad-hoc subscribe), in bursts of half that; checked before the first request"`
+	LookupTimeout         time.Duration `opt:"lookup-timeout" env:"PINGD_LOOKUP_TIMEOUT" default:"10s" help:"how long one page look-up (every request of it) may take; at most 4 run at once, 2 per JID"`
+
 	// Bounds on what strangers make pingd keep.
 	ImplicitNodesPerHour         int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"20" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour (in bursts of 5); subscribing to a URL a node follows already is not counted"`
 	MaxImplicitNodes             int `opt:"max-implicit-nodes" env:"PINGD_MAX_IMPLICIT_NODES" default:"100000" help:"at most this many nodes created for URLs someone subscribed to (HTTP or XMPP); beyond it new ones are refused (HTTP 503) until unused ones are removed; 0: none at all, pingd serves the nodes of its owners only"`
@@ -371,6 +378,8 @@ func (c *Config) validateTuning() []error {
 		{"PINGD_IMPLICIT_NODES_PER_HOUR", "implicit-nodes-per-hour", c.ImplicitNodesPerHour, 1, math.MaxInt32},
 		{"PINGD_MAX_IMPLICIT_NODES", "max-implicit-nodes", c.MaxImplicitNodes, 0, math.MaxInt32},
 		{"PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS", "max-callback-host-subscriptions", c.MaxCallbackHostSubscriptions, 1, math.MaxInt32},
+		{"PINGD_XMPP_PENDING_PER_JID", "xmpp-pending-per-jid", c.XMPPPendingPerJID, 1, maxPendingPerJID},
+		{"PINGD_LOOKUP_REQUESTS_PER_HOUR", "lookup-requests-per-hour", c.LookupRequestsPerHour, 1, math.MaxInt32},
 	} {
 		if n.value < n.min || n.value > n.max {
 			errs = append(errs, fmt.Errorf("%s (--%s) %d: want %d to %d", n.env, n.opt, n.value, n.min, n.max))
@@ -387,6 +396,7 @@ func (c *Config) validateTuning() []error {
 		{"PINGD_WHITELIST_NODE", "whitelist-node", c.WhitelistNodeRate, c.WhitelistNodeBurst},
 		{"PINGD_ADMIN", "admin", c.AdminRate, c.AdminBurst},
 		{"PINGD_LIST", "list", c.ListRate, c.ListBurst},
+		{"PINGD_XMPP_IQ", "xmpp-iq", c.XMPPIQRate, c.XMPPIQBurst},
 	} {
 		if !(l.rate > 0) {
 			errs = append(errs, fmt.Errorf("%s_RATE (--%s-rate) %g: want more than 0 a second", l.env, l.opt, l.rate))
@@ -394,6 +404,9 @@ func (c *Config) validateTuning() []error {
 		if l.burst < 1 {
 			errs = append(errs, fmt.Errorf("%s_BURST (--%s-burst) %d: want 1 or more", l.env, l.opt, l.burst))
 		}
+	}
+	if c.LookupTimeout < time.Second || c.LookupTimeout > maxLookupTimeout {
+		errs = append(errs, fmt.Errorf("PINGD_LOOKUP_TIMEOUT (--lookup-timeout) %s: want 1s to %s", c.LookupTimeout, maxLookupTimeout))
 	}
 	if c.FetchHostSpacing < 0 || c.FetchHostSpacing > maxFetchHostSpacing {
 		errs = append(errs, fmt.Errorf("PINGD_FETCH_HOST_SPACING (--fetch-host-spacing) %s: want 0 to %s", c.FetchHostSpacing, maxFetchHostSpacing))
@@ -414,6 +427,14 @@ func (c *Config) validateTuning() []error {
 // goroutine, and more than this many requests at once is a
 // misconfiguration rather than a need.
 const maxWorkers = 10000
+
+// maxPendingPerJID is the component's whole queue: one JID's share of it
+// cannot be more.
+const maxPendingPerJID = 1024
+
+// maxLookupTimeout bounds PINGD_LOOKUP_TIMEOUT: a look-up holds one of
+// the few places look-ups have, and a user waits for its answer.
+const maxLookupTimeout = 2 * time.Minute
 
 // maxFetchHostSpacing bounds PINGD_FETCH_HOST_SPACING: beyond it a host
 // with a few hundred feeds could not have them all polled daily.

@@ -21,6 +21,7 @@ import (
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/cnws"
+	"github.com/pingd/pingd/internal/ratelimit"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 	"github.com/pingd/pingd/upstream"
@@ -60,6 +61,11 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		{"list-rate", cfg.ListRate, float64(httpapi.DefaultListRate)},
 		{"list-burst", cfg.ListBurst, httpapi.DefaultListBurst},
 		{"nodes-per-hour", cfg.NodesPerHour, component.DefaultNodesPerHour},
+		{"xmpp-iq-rate", cfg.XMPPIQRate, float64(component.DefaultIQRate)},
+		{"xmpp-iq-burst", cfg.XMPPIQBurst, component.DefaultIQBurst},
+		{"xmpp-pending-per-jid", cfg.XMPPPendingPerJID, component.DefaultPendingPerSender},
+		{"lookup-requests-per-hour", cfg.LookupRequestsPerHour, ratelimit.DefaultLookupRequestsPerHour},
+		{"lookup-timeout", cfg.LookupTimeout, time.Duration(ratelimit.DefaultLookupTimeout)},
 		{"implicit-nodes-per-hour", float64(cfg.ImplicitNodesPerHour), float64(httpapi.DefaultImplicitNodesPerHour)},
 		{"max-implicit-nodes", cfg.MaxImplicitNodes, hub.DefaultMaxImplicitNodes},
 		{"max-callback-host-subscriptions", cfg.MaxCallbackHostSubscriptions, hub.DefaultMaxCallbackHostSubscriptions},
@@ -94,8 +100,9 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 		"--fetch-host-spacing", "250ms", "--poll-interval", "2h", "--poll-min-interval", "10m", "--poll-max-interval", "48h",
 		"--ping-rate", "0.5", "--ping-burst", "4", "--ping-host-rate", "6", "--ping-host-burst", "60",
 		"--subscribe-rate", "3", "--subscribe-burst", "30", "--whitelist-node-rate", "0.1", "--whitelist-node-burst", "2",
-		"--nodes-per-hour", "9",
-	}, env(map[string]string{"PINGD_ADMIN_RATE": "2.5", "PINGD_ADMIN_BURST": "8"}))
+		"--nodes-per-hour", "9", "--xmpp-iq-rate", "4", "--xmpp-iq-burst", "12", "--xmpp-pending-per-jid", "16",
+		"--lookup-requests-per-hour", "30",
+	}, env(map[string]string{"PINGD_ADMIN_RATE": "2.5", "PINGD_ADMIN_BURST": "8", "PINGD_LOOKUP_TIMEOUT": "5s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +144,11 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 		{"API ListRate", ac.ListRate, 0.25},
 		{"API ListBurst", ac.ListBurst, 7},
 		{"component NodesPerHour", cc.NodesPerHour, 9},
+		{"component IQRate", cc.IQRate, 4.0},
+		{"component IQBurst", cc.IQBurst, 12},
+		{"component PendingPerSender", cc.PendingPerSender, 16},
+		{"component LookupRequestsPerHour", cc.LookupRequestsPerHour, 30.0},
+		{"component LookupTimeout", cc.LookupTimeout, 5 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -162,6 +174,7 @@ func TestTuningOptionsRefuseNonsense(t *testing.T) {
 		"--ping-rate", "0", "--ping-burst", "0", "--ping-host-rate", "-2", "--subscribe-burst", "-5",
 		"--whitelist-node-rate", "0", "--admin-burst", "0", "--list-rate", "-0.5",
 		"--poll-min-interval", "30s", "--poll-interval", "48h", "--poll-max-interval", "24h",
+		"--xmpp-iq-rate", "0", "--xmpp-pending-per-jid", "2000", "--lookup-requests-per-hour", "0", "--lookup-timeout", "1h",
 	}, env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +197,10 @@ func TestTuningOptionsRefuseNonsense(t *testing.T) {
 		"PINGD_WHITELIST_NODE_RATE (--whitelist-node-rate) 0:",
 		"PINGD_ADMIN_BURST (--admin-burst) 0:",
 		"PINGD_LIST_RATE (--list-rate) -0.5:",
+		"PINGD_XMPP_IQ_RATE (--xmpp-iq-rate) 0: want more than 0 a second",
+		"PINGD_XMPP_PENDING_PER_JID (--xmpp-pending-per-jid) 2000: want 1 to 1024",
+		"PINGD_LOOKUP_REQUESTS_PER_HOUR (--lookup-requests-per-hour) 0: want 1 to",
+		"PINGD_LOOKUP_TIMEOUT (--lookup-timeout) 1h0m0s: want 1s to 2m0s",
 		"PINGD_POLL_MIN_INTERVAL (--poll-min-interval) 30s: want at least 1m0s",
 		"PINGD_POLL_INTERVAL (--poll-interval) 48h0m0s: want from --poll-min-interval (30s) to --poll-max-interval (24h0m0s)",
 	}
