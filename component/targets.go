@@ -88,9 +88,12 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 // answer saying why there is none.
 func (svc *service) lookUp(ctx context.Context, bare, target string, create bool) (*hub.ResolvedSource, string) {
 	lk, err := svc.limits.lookups.Begin(ctx, bare, !svc.hub.IsAdmin(bare))
-	if refused := (*ratelimit.LookupRefused)(nil); errors.As(err, &refused) {
+	if err != nil {
 		svc.log.InfoContext(ctx, "page look-up refused", "jid", bare, "url", target, "reason", err.Error())
-		return nil, lookupRefusedAnswer(target, refused)
+		if refused := (*ratelimit.LookupRefused)(nil); errors.As(err, &refused) {
+			return nil, lookupRefusedAnswer(target, refused)
+		}
+		return nil, fmt.Sprintf("pingd did not look at %s: %v", target, err)
 	}
 	defer lk.End()
 	lctx, stop := streamWork(lk.Context())
