@@ -118,7 +118,8 @@ type Config struct {
 	Resolver hub.SourceResolver
 
 	// Each JID's share of the request side (limits.go); PINGD_ADMINS are
-	// held to none of these. IQRate and IQBurst bound the IQ requests,
+	// held to none of these per-JID bounds, only to the pool's and the
+	// look-ups' concurrency and deadline. IQRate and IQBurst bound the IQ requests,
 	// chat commands and presence requests taken per second from one bare
 	// JID (0: DefaultIQRate, DefaultIQBurst; a negative IQRate: no
 	// bound). PendingPerSender bounds those waiting or running (0:

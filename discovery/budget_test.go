@@ -24,12 +24,14 @@ func TestLookupRequestsAreCounted(t *testing.T) {
 			s.pages[fmt.Sprintf("/d%d-%d", d, i)] = page{redirect: fmt.Sprintf("{base}/d%d-%d", d, i+1)}
 		}
 	}
-	s.pages["/p5"] = page{contentType: "text/html", body: `<html><head>
+	// Three descriptors, named three ways: a Link header, the meta tag and
+	// a link element.
+	s.pages["/p5"] = page{contentType: "text/html", headers: map[string]string{"Link": `<{base}/d2-0>; rel="getpingd.updates.descriptor"`},
+		body: `<html><head>
 <meta http-equiv="X-XRDS-Location" content="{base}/d0-0">
 <link rel="getpingd.updates.descriptor" href="{base}/d1-0">
 <link rel="alternate" type="application/atom+xml" href="{base}/feed" title="f">
 </head><body></body></html>`}
-	s.pages["/p5"] = page{contentType: "text/html", headers: map[string]string{"Link": `<{base}/d2-0>; rel="getpingd.updates.descriptor"`}, body: s.pages["/p5"].body}
 	for d := range 3 {
 		s.pages[fmt.Sprintf("/d%d-5", d)] = page{contentType: ContentTypeXRDS, body: xrdsBody}
 	}
