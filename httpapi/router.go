@@ -155,6 +155,8 @@ type API struct {
 	lists *listCache
 	// opml keeps the rendering of GET /opml and its readers' buckets (opml.go).
 	opml *opmlList
+	// status keeps the status page's readings of the store (status.go).
+	status statusCache
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
