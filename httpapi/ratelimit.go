@@ -39,8 +39,15 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 // verification, a test notification), so without a bound anyone could
 // have pingd call a third party's server as often as they like.
 func (a *API) allowSubscribe(clientIP string) *RateLimitError {
+	return a.allowSubscribeN(clientIP, 1)
+}
+
+// allowSubscribeN is allowSubscribe for a request that makes pingd call
+// back n times (an rssCloud registration checks each of its URLs with a
+// call of its own): it takes n tokens, at most the whole burst.
+func (a *API) allowSubscribeN(clientIP string, n int) *RateLimitError {
 	key := bucketOf(clientIP)
-	if ok, wait := a.subLimit.Allow(key, time.Now()); !ok {
+	if ok, wait := a.subLimit.AllowN(key, time.Now(), n); !ok {
 		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + key}
 	}
 	return nil
