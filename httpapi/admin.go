@@ -28,7 +28,7 @@ func (a *API) adminRoutes(r *mux.Router) {
 // guessing tokens is slow too), then the bearer token.
 func (a *API) admin(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := a.adminLimit.Allow(clientIP(r), time.Now()); !ok {
+		if ok, wait := a.adminLimit.Allow(clientKey(r), time.Now()); !ok {
 			setRetryAfter(w, wait)
 			writeJSONError(w, http.StatusTooManyRequests, "too many requests; retry later")
 			return

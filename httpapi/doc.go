@@ -36,6 +36,10 @@
 // hub.HostKey, so no spelling escapes them), per client IP for the admin
 // API, subscription requests and list readers, and per node for GetPingd
 // XMPP consumer requests without a token; all answer 429 with Retry-After.
+// The client is the TCP peer, or, when the peer is one of
+// Config.TrustedProxies, the client its Forwarded or X-Forwarded-For header
+// names, read from the right (clientaddr.go); its buckets are per IPv4
+// address and per IPv6 /64.
 // A subscription that creates an implicit node also takes a token of the
 // client IP's bucket of new nodes (subscribedNode), and the hub's bounds
 // (implicit nodes in all, subscriptions per callback host) are answered
@@ -64,7 +68,8 @@
 // HTML with its CSS inline and a hash-based Content-Security-Policy, no
 // JavaScript, nothing loaded from elsewhere. Besides the hub it reads only
 // the store's Check and the store package's StatusReport, a fixed number
-// of queries per view with every list capped. "/?admin=1" (admin token as
+// of queries per reading with every list capped; one reading serves every
+// view of its kind for 5 s, and one runs at a time. "/?admin=1" (admin token as
 // Bearer or as the HTTP Basic password) adds addresses, callback URLs,
 // error messages and ping origins; secrets and tokens are never shown.
 //

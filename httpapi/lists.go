@@ -320,9 +320,10 @@ func carriesTag(tags []string, tag string) bool {
 // allowList takes a token from the client's list-reading bucket,
 // answering 429 itself when there is none.
 func (a *API) allowList(w http.ResponseWriter, r *http.Request) bool {
-	if ok, wait := a.listLimit.Allow(clientIP(r), time.Now()); !ok {
+	key := clientKey(r)
+	if ok, wait := a.listLimit.Allow(key, time.Now()); !ok {
 		setRetryAfter(w, wait)
-		writeText(w, http.StatusTooManyRequests, "too many requests for the ping lists from "+clientIP(r)+"; retry later")
+		writeText(w, http.StatusTooManyRequests, "too many requests for the ping lists from "+key+"; retry later")
 		return false
 	}
 	return true

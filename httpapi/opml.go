@@ -142,9 +142,10 @@ func (l *opmlList) current(ctx context.Context, now time.Time, render func(conte
 
 // getOPML serves the open nodes as an OPML 2.0 subscription list.
 func (a *API) getOPML(w http.ResponseWriter, r *http.Request) {
-	if ok, wait := a.opml.limit.Allow(clientIP(r), time.Now()); !ok {
+	key := clientKey(r)
+	if ok, wait := a.opml.limit.Allow(key, time.Now()); !ok {
 		setRetryAfter(w, wait)
-		writeText(w, http.StatusTooManyRequests, "too many requests for the node list from "+clientIP(r)+"; retry later")
+		writeText(w, http.StatusTooManyRequests, "too many requests for the node list from "+key+"; retry later")
 		return
 	}
 	now := a.hub.Now()

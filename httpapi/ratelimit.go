@@ -34,13 +34,21 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 }
 
 // allowSubscribe takes a token for a subscription request from the
-// client's bucket: every such request makes pingd call a URL of the
-// client's choosing (a verification, a test notification), so without a
-// bound anyone could have pingd call a third party's server as often as
-// they like.
+// client's bucket (bucketOf: its address, or its /64 for IPv6): every
+// such request makes pingd call a URL of the client's choosing (a
+// verification, a test notification), so without a bound anyone could
+// have pingd call a third party's server as often as they like.
 func (a *API) allowSubscribe(clientIP string) *RateLimitError {
-	if ok, wait := a.subLimit.Allow(clientIP, time.Now()); !ok {
-		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + clientIP}
+	return a.allowSubscribeN(clientIP, 1)
+}
+
+// allowSubscribeN is allowSubscribe for a request that makes pingd call
+// back n times (an rssCloud registration checks each of its URLs with a
+// call of its own): it takes n tokens, at most the whole burst.
+func (a *API) allowSubscribeN(clientIP string, n int) *RateLimitError {
+	key := bucketOf(clientIP)
+	if ok, wait := a.subLimit.AllowN(key, time.Now(), n); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + key}
 	}
 	return nil
 }
@@ -51,8 +59,9 @@ func (a *API) allowSubscribe(clientIP string) *RateLimitError {
 // stranger may add only a few an hour. Subscribing to a URL a node follows
 // already costs nothing here.
 func (a *API) allowImplicitNode(clientIP string) *RateLimitError {
-	if ok, wait := a.implicitLimit.Allow(clientIP, time.Now()); !ok {
-		return &RateLimitError{RetryAfter: wait, What: "too many new URLs to follow from " + clientIP}
+	key := bucketOf(clientIP)
+	if ok, wait := a.implicitLimit.Allow(key, time.Now()); !ok {
+		return &RateLimitError{RetryAfter: wait, What: "too many new URLs to follow from " + key}
 	}
 	return nil
 }

@@ -67,3 +67,40 @@ func TestSubscribeRateLimit(t *testing.T) {
 		t.Errorf("%d subscriptions stored (%v), want none", len(subs), err)
 	}
 }
+
+// TestRSSCloudRegistrationCostsATokenPerURL: an rssCloud registration
+// makes pingd check each of its URLs with a call of its own (up to
+// rsscloud.MaxURLs), so it takes one token of the client's subscription
+// bucket per URL, not one per request; more URLs than the burst take the
+// whole burst.
+func TestRSSCloudRegistrationCostsATokenPerURL(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SubscribeRate = 0.001; c.SubscribeBurst = 10 })
+	register := func(urls int) *http.Response {
+		form := url.Values{"notifyProcedure": {""}, "port": {"9"}, "path": {"/cb"}, "protocol": {"http-post"}}
+		for i := range urls {
+			form.Set("url"+strconv.Itoa(i+1), "http://blog.example/"+strconv.Itoa(i)+".xml")
+		}
+		return e.do(http.MethodPost, nodeurl.PathPleaseNotify, "", strings.NewReader(form.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded")
+	}
+	if resp := register(10); resp.StatusCode == http.StatusTooManyRequests {
+		t.Fatalf("10 URLs with 10 tokens: limited: %s", readBody(t, resp))
+	}
+	resp := register(1)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("after a registration of 10 URLs, one more: status %d, want 429 (the 10 calls took the burst); body: %s",
+			resp.StatusCode, readBody(t, resp))
+	}
+	if b := string(readBody(t, resp)); !strings.Contains(b, "from 127.0.0.1") {
+		t.Errorf("429 body %q does not name the client", b)
+	}
+
+	// More URLs than the burst: served once the bucket is full, taking all of it.
+	e = newEnv(t, func(c *Config) { c.SubscribeRate = 0.001; c.SubscribeBurst = 10 })
+	if resp := register(30); resp.StatusCode == http.StatusTooManyRequests {
+		t.Fatalf("30 URLs from a full bucket of 10: limited: %s", readBody(t, resp))
+	}
+	if resp := register(1); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("after 30 URLs, one more: status %d, want 429", resp.StatusCode)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -103,6 +103,10 @@ type Config struct {
 	// WebSubLeases bounds WebSub leases; zero fields take the defaults
 	// (10 days, clamped to 5 minutes … 30 days).
 	WebSubLeases LeaseLimits
+	// TrustedProxies are the reverse proxies whose forwarding headers
+	// (Forwarded, X-Forwarded-For) name the client (clientaddr.go); none:
+	// the client is always the TCP peer and the headers are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of Config.
@@ -151,6 +155,8 @@ type API struct {
 	lists *listCache
 	// opml keeps the rendering of GET /opml and its readers' buckets (opml.go).
 	opml *opmlList
+	// status keeps the status page's readings of the store (status.go).
+	status statusCache
 
 	rpcMu sync.RWMutex
 	rpc   map[string]RPCMethod
@@ -276,6 +282,7 @@ func (a *API) Router() *mux.Router { return a.router }
 // ServeHTTP logs every request at debug level and dispatches it.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	r = a.withClient(r)
 	if r.Header.Get(weblogs.RelayHeader) != "" {
 		// Relayed by a pingd: never relayed again (the loop guard).
 		r = r.WithContext(context.WithValue(r.Context(), relayedKey{}, true))
@@ -384,16 +391,6 @@ func (a *API) allowedMethods(w http.ResponseWriter, r *http.Request) {
 func pathVar(r *http.Request, name string) (string, bool) {
 	v, err := url.PathUnescape(mux.Vars(r)[name])
 	return v, err == nil
-}
-
-// clientIP is the address of the peer. Forwarding headers are not trusted:
-// they would let anyone choose their own rate-limit bucket.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // limitBody caps the request body at MaxBodyBytes. It reports false, after

@@ -46,7 +46,10 @@ type cloudOutcome struct {
 // and says how it went. Only a failure to store is returned as an error;
 // everything the caller can act on is an outcome with a message.
 func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Registration, remoteIP string) (cloudOutcome, error) {
-	if limited := a.allowSubscribe(remoteIP); limited != nil {
+	// Each URL is checked with a call of its own (a test notification or a
+	// challenge): up to rsscloud.MaxURLs calls for one request, so each
+	// takes a token.
+	if limited := a.allowSubscribeN(remoteIP, len(reg.URLs)); limited != nil {
 		return cloudOutcome{}, limited
 	}
 	if !a.hub.Serves(hub.KindRSSCloud) {

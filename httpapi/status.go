@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -25,9 +27,11 @@ import (
 // JavaScript and loads nothing else; its Content-Security-Policy allows
 // exactly its own style sheet (by hash) and nothing more.
 //
-// It reads the store twice per view, whatever the number of nodes, sources
-// and subscribers: Check (is the database answering) and StatusReport (a
-// fixed set of queries, every list capped, the worst rows first).
+// It reads the store twice per reading, whatever the number of nodes,
+// sources and subscribers: Check (is the database answering) and
+// StatusReport (a fixed set of queries, every list capped, the worst rows
+// first). A reading serves every view of its kind for statusCacheFor
+// (statusCache), so a crowd of viewers costs what one does.
 //
 // "/?admin=1" adds what only the operator may see: subscriber addresses,
 // callback URLs, error messages (they quote URLs) and the addresses pings
@@ -79,7 +83,7 @@ func (a *API) statusRoutes(r *mux.Router) {
 func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
 	// Every view runs a few queries: the page shares the admin API's
 	// per-client limit, taken before the admin token is looked at.
-	if ok, wait := a.adminLimit.Allow(clientIP(r), time.Now()); !ok {
+	if ok, wait := a.adminLimit.Allow(clientKey(r), time.Now()); !ok {
 		setRetryAfter(w, wait)
 		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
 		return
@@ -150,38 +154,142 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	st := a.cfg.Store
-	ss, hasReport := st.(statusStore)
-	if hasReport {
+	if ss, ok := a.cfg.Store.(statusStore); ok {
 		v.Backend = ss.Backend()
 	}
-	checkCtx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
-	err := st.Check(checkCtx)
-	cancel()
-	switch {
-	case err != nil:
-		a.log.WarnContext(ctx, "status page: store does not answer", "err", err)
-		v.StoreError = a.statusErr(admin, err)
-	case !hasReport:
-		v.ReportError = "this store does not report statistics"
-	default:
-		rep, err := ss.StatusReport(ctx, store.StatusQuery{
-			Limit:       statusListLimit,
-			PingsSince:  now.Add(-statusPingWindow),
-			LateBefore:  now.Add(-statusLateAfter),
-			Subscribers: admin,
-			Now:         now,
-		})
-		if err != nil {
-			a.log.ErrorContext(ctx, "status page: status report", "err", err)
-			v.ReportError = a.statusErr(admin, err)
-		} else {
-			v.fill(rep, now)
+	rd, err := a.status.get(ctx, admin, a.hub.Now, a.readStatus)
+	if err != nil {
+		// This viewer gave up waiting for the reading under way.
+		v.ReportError = a.statusErr(admin, err)
+	} else {
+		// The page shows the reading's time: up to statusCacheFor old.
+		now = rd.at
+		v.Now = timeOf(now, now)
+		switch {
+		case rd.checkErr != nil:
+			v.StoreError = a.statusErr(admin, rd.checkErr)
+		case rd.reportErr != nil:
+			v.ReportError = a.statusErr(admin, rd.reportErr)
+		case rd.report == nil:
+			v.ReportError = "this store does not report statistics"
+		default:
+			v.fill(rd.report, now)
 		}
 	}
 	v.Fetch = a.fetchView()
 	v.Problems = v.problems()
 	return v
+}
+
+// statusCacheFor is how long one reading of the store serves the page:
+// the report runs about eight whole-table aggregates, so views in a burst
+// (many viewers, one reloading in a loop from many addresses) share one
+// reading, and the store does one report per statusCacheFor per view kind
+// (public, admin) whatever the number of viewers. Five seconds of
+// staleness go unnoticed on a page an operator reads.
+const statusCacheFor = 5 * time.Second
+
+// statusReading is what the store said for one view kind at one time.
+type statusReading struct {
+	at        time.Time
+	checkErr  error
+	report    *store.StatusReport // nil: the store has no report
+	reportErr error
+}
+
+// statusCache keeps the latest reading of each view kind and lets one
+// reading run at a time per kind: viewers arriving while one runs wait for
+// it rather than starting their own.
+type statusCache struct {
+	mu    sync.Mutex
+	kinds [2]statusCacheEntry // public, admin
+}
+
+type statusCacheEntry struct {
+	last *statusReading
+	// running is closed when the reading under way ends; nil when none is.
+	running chan struct{}
+}
+
+// get returns a reading for the view kind no older than statusCacheFor by
+// now(), running read when there is none. The reading runs on the
+// first viewer's goroutine but not under its cancellation, since others
+// may be waiting for it; read bounds it itself. A viewer whose context
+// ends while it waits gets the context's error.
+func (c *statusCache) get(ctx context.Context, admin bool, now func() time.Time,
+	read func(ctx context.Context, admin bool, now time.Time) *statusReading) (*statusReading, error) {
+	i := 0
+	if admin {
+		i = 1
+	}
+	c.mu.Lock()
+	e := &c.kinds[i]
+	t := now()
+	if e.last != nil && !t.Before(e.last.at) && t.Sub(e.last.at) < statusCacheFor {
+		rd := e.last
+		c.mu.Unlock()
+		return rd, nil
+	}
+	if wait := e.running; wait != nil {
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if e.last == nil {
+			return nil, errors.New("the status reading did not finish")
+		}
+		return e.last, nil
+	}
+	done := make(chan struct{})
+	e.running = done
+	c.mu.Unlock()
+	var rd *statusReading
+	defer func() {
+		c.mu.Lock()
+		if rd != nil {
+			e.last = rd
+		}
+		e.running = nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	rd = read(context.WithoutCancel(ctx), admin, t)
+	return rd, nil
+}
+
+// readStatus reads what the page shows from the store: Check, then the
+// report (Store.StatusReport) when the store has one.
+func (a *API) readStatus(ctx context.Context, admin bool, now time.Time) *statusReading {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	rd := &statusReading{at: now}
+	checkCtx, cancelCheck := context.WithTimeout(ctx, healthCheckTimeout)
+	rd.checkErr = a.cfg.Store.Check(checkCtx)
+	cancelCheck()
+	if rd.checkErr != nil {
+		a.log.WarnContext(ctx, "status page: store does not answer", "err", rd.checkErr)
+		return rd
+	}
+	ss, ok := a.cfg.Store.(statusStore)
+	if !ok {
+		return rd
+	}
+	rd.report, rd.reportErr = ss.StatusReport(ctx, store.StatusQuery{
+		Limit:       statusListLimit,
+		PingsSince:  now.Add(-statusPingWindow),
+		LateBefore:  now.Add(-statusLateAfter),
+		Subscribers: admin,
+		Now:         now,
+	})
+	if rd.reportErr != nil {
+		a.log.ErrorContext(ctx, "status page: status report", "err", rd.reportErr)
+		rd.report = nil
+	}
+	return rd
 }
 
 // fetchView is the fetch loop's limits and this process's share of its

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -605,6 +606,8 @@ func TestStatusPageEmptyAndBroken(t *testing.T) {
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Once the last reading has expired (statusCacheFor).
+	e.clock.Advance(statusCacheFor)
 	p = getStatusPage(t, e, "/")
 	wantStatus(t, p.resp, http.StatusOK)
 	if got := docText(p.one("database")); !strings.Contains(got, "not answering") || strings.Contains(got, "closed") {
@@ -718,6 +721,9 @@ func TestStatusPageQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The next views come after the readings of the small installation
+	// have expired (statusCacheFor).
+	e.clock.Advance(statusCacheFor)
 	for _, path := range []string{"/", "/?admin=1"} {
 		calls, body := cs.serve(t, api, path)
 		if fmt.Sprint(calls) != fmt.Sprint(want) {
@@ -857,5 +863,112 @@ func TestStatusPageShowsTheFetchLoad(t *testing.T) {
 		if !strings.Contains(limits, want) {
 			t.Errorf("fetch limits lack %q: %s", want, limits)
 		}
+	}
+}
+
+// gatedStore is countingStore whose first StatusReport waits for release,
+// so that the views of a burst arrive while the reading runs.
+type gatedStore struct {
+	*countingStore
+	release chan struct{}
+}
+
+func (g *gatedStore) StatusReport(ctx context.Context, q store.StatusQuery) (*store.StatusReport, error) {
+	<-g.release
+	return g.countingStore.StatusReport(ctx, q)
+}
+
+// TestStatusPageBurstCostsOneReading: 50 views at once, through the real
+// SQLite store, cost one Check and one StatusReport (about eight
+// whole-table aggregates), not fifty: viewers arriving while the reading
+// runs wait for it, and later ones within statusCacheFor are served from
+// it. The admin view has its own reading; after statusCacheFor a view
+// reads the store again.
+func TestStatusPageBurstCostsOneReading(t *testing.T) {
+	e := newEnv(t)
+	seedStatus(t, e)
+	cs := &countingStore{real: e.store, calls: map[string]int{}}
+	gs := &gatedStore{countingStore: cs, release: make(chan struct{})}
+	h, err := hub.New(hub.Config{Store: gs, Now: e.clock.Now, AdminToken: testAdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := New(Config{Hub: h, Store: gs, PublicURL: "http://pingd.test", ComponentJID: "pubsub.localhost", AdminBurst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	view := func(path string, header ...string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const views = 50
+	var wg sync.WaitGroup
+	bodies := make([]string, views)
+	for i := range views {
+		wg.Go(func() {
+			code, body := view("/")
+			if code != http.StatusOK {
+				t.Errorf("view %d: status %d", i, code)
+			}
+			bodies[i] = body
+		})
+	}
+	// Let the burst arrive while the first reading waits, then let it run.
+	time.Sleep(200 * time.Millisecond)
+	close(gs.release)
+	wg.Wait()
+	cs.mu.Lock()
+	got := fmt.Sprint(cs.calls)
+	cs.mu.Unlock()
+	if want := fmt.Sprint(map[string]int{"Check": 1, "StatusReport": 1}); got != want {
+		t.Errorf("%d views at once: store calls %s, want %s", views, got, want)
+	}
+	for i, b := range bodies {
+		if !strings.Contains(b, `id="node-list"`) {
+			t.Errorf("view %d lacks the node list", i)
+			break
+		}
+	}
+
+	// The admin view reads with the subscribers: a reading of its own.
+	if code, _ := view("/?admin=1", "Authorization", "Bearer "+testAdminToken); code != http.StatusOK {
+		t.Errorf("admin view: %d", code)
+	}
+	if code, _ := view("/"); code != http.StatusOK {
+		t.Errorf("public view: %d", code)
+	}
+	cs.mu.Lock()
+	got = fmt.Sprint(cs.calls)
+	cs.mu.Unlock()
+	if want := fmt.Sprint(map[string]int{"Check": 2, "StatusReport": 2}); got != want {
+		t.Errorf("after an admin view and another public one: store calls %s, want %s", got, want)
+	}
+
+	// Once the reading has expired, a view reads again.
+	e.clock.Advance(statusCacheFor)
+	if code, _ := view("/"); code != http.StatusOK {
+		t.Errorf("public view: %d", code)
+	}
+	cs.mu.Lock()
+	got = fmt.Sprint(cs.calls)
+	cs.mu.Unlock()
+	if want := fmt.Sprint(map[string]int{"Check": 3, "StatusReport": 3}); got != want {
+		t.Errorf("after statusCacheFor: store calls %s, want %s", got, want)
 	}
 }

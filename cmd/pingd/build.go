@@ -284,7 +284,11 @@ func buildRelay(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog
 
 // apiConfig is the HTTP API's configuration but for the parts it is given.
 func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
+	// Validate has refused a list that does not parse.
+	proxies, _ := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
 	return httpapi.Config{
+		TrustedProxies: proxies,
+
 		PublicURL:     cfg.PublicURL,
 		ComponentJID:  cfg.XMPPDomain,
 		CloudProtocol: cfg.RSSCloudProtocol,

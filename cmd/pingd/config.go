@@ -18,6 +18,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/internal/cnws"
 	"github.com/pingd/pingd/internal/xmppaddr"
 )
@@ -34,6 +35,7 @@ type Config struct {
 	XMPPMulticastShare int           `opt:"xmpp-multicast-share" env:"PINGD_XMPP_MULTICAST_SHARE" default:"50" help:"percent (1-100) of the subscribers on the server's domain addressed through its multicast service; the others get one stanza each, so the server's two paths fan out in parallel (100: all through the service)"`
 	HTTPAddr           string        `opt:"http-addr" env:"PINGD_HTTP_ADDR" default:"127.0.0.1:8080" help:"HTTP listen address"`
 	PublicURL          string        `opt:"public-url" env:"PINGD_PUBLIC_URL" default:"http://localhost:8080" help:"base URL written into discovery documents, feeds and links"`
+	TrustedProxies     string        `opt:"trusted-proxies" env:"PINGD_TRUSTED_PROXIES" help:"comma-separated addresses or CIDR prefixes of the reverse proxies in front of the HTTP side: from them only, the client's address is read from Forwarded or X-Forwarded-For (for per-client rate limits and the recorded ping origins); none: the TCP peer is the client"`
 	DB                 string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
 	DBMaxConns         int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens three more of its own: leader lock, wake-ups and the health check)"`
 	AdminToken         string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
@@ -335,6 +337,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("PINGD_HTTP_ADDR (--http-addr) %q: want host:port", c.HTTPAddr))
+	}
+	if _, err := httpapi.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("PINGD_TRUSTED_PROXIES (--trusted-proxies): %w", err))
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("PINGD_PUBLIC_URL (--public-url) %q: want an absolute http or https URL", c.PublicURL))

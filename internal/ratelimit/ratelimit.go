@@ -46,6 +46,15 @@ func New(perSecond float64, burst int) *Keyed {
 // Allow takes a token for key; when none is left it reports how long to
 // wait for one.
 func (k *Keyed) Allow(key string, now time.Time) (bool, time.Duration) {
+	return k.AllowN(key, now, 1)
+}
+
+// AllowN takes n tokens for key at once, for a request that costs n
+// (several calls made on its behalf), or none and how long to wait for
+// them. n is capped at the burst, so a request costing more than the burst
+// takes all of it rather than being refused for ever.
+func (k *Keyed) AllowN(key string, now time.Time, n int) (bool, time.Duration) {
+	n = min(max(n, 1), k.burst)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.sweep(now)
@@ -55,7 +64,7 @@ func (k *Keyed) Allow(key string, now time.Time) (bool, time.Duration) {
 		k.buckets[key] = b
 	}
 	b.seen = now
-	r := b.lim.ReserveN(now, 1)
+	r := b.lim.ReserveN(now, n)
 	if !r.OK() {
 		return false, k.idle
 	}
