@@ -72,4 +72,18 @@ func TestAccountSubscriptionCapsOverXMPP(t *testing.T) {
 	if got := chatSay(t, e, bob, "subscribe n"); !strings.Contains(got, `Subscribed to "n"`) {
 		t.Fatalf("bob's chat subscription answered %q", got)
 	}
+	// An owner's change that would take the account past the bound is
+	// refused as a whole (XEP-0060 §8.8.2.4): not-acceptable, every entry
+	// returned as it stands, none made.
+	admin := e.dial("admin", "r")
+	carolBare := e.p.Register("carol", password)
+	ans := e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub#owner"><subscriptions node="n">`+
+		`<subscription jid="`+carolBare+`" subscription="subscribed"/>`+
+		`<subscription jid="`+leoJID+`/granted" subscription="subscribed"/></subscriptions></pubsub>`)
+	if errEl := stanzaErr(t, ans, "modify", "not-acceptable", ""); !strings.Contains(errEl.child(nsStanzaErrors, "text").text(), "too many resources") {
+		t.Errorf("the refusal does not say why: %s", ans.standalone())
+	}
+	if subs, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, BareJID: carolBare}); err != nil || len(subs) != 0 {
+		t.Fatalf("the other entry was made anyway: %v, %v", subs, err)
+	}
 }

@@ -182,6 +182,20 @@ func (h *Hub) lockAccount(bareJID string) func() {
 	return mu.Unlock
 }
 
+// MayAddXMPPSubscription answers ErrNodeResourcesFull or
+// ErrAccountSubscriptionsFull when Subscribe would refuse a new XMPP
+// subscription of address (of bareJID) to n for the account's bounds, nil
+// when it would not, also when the subscription exists: a check ahead of a
+// request that makes several changes at once (an owner's, XEP-0060
+// §8.8.2.4), which Subscribe checks again as each is made.
+func (h *Hub) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
+	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
+	if err != nil || len(existing) > 0 {
+		return err
+	}
+	return h.mayAddXMPPSubscription(ctx, n, bareJID)
+}
+
 // mayAddXMPPSubscription answers ErrNodeResourcesFull or
 // ErrAccountSubscriptionsFull when a new XMPP subscription of bareJID to
 // n would take the account past Config.MaxNodeResources or
