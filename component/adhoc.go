@@ -267,9 +267,10 @@ func nodeList(label string, names []string) form.Field {
 	return form.List(cmdFieldNode, opts...)
 }
 
-// allNodeNames lists the nodes' names.
+// allNodeNames lists the names of the first nodes, as many as a form
+// offers (maxCommandNodes): one page read, not the whole list.
 func allNodeNames(ctx context.Context, svc *service) ([]string, error) {
-	nodes, err := svc.hub.Nodes(ctx)
+	nodes, err := svc.hub.NodesPage(ctx, hub.NodePage{Limit: maxCommandNodes})
 	if err != nil {
 		return nil, err
 	}

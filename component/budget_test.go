@@ -112,50 +112,6 @@ func TestAddressesThatFit(t *testing.T) {
 	}
 }
 
-// The service's disco#items is cut to the budget with a result set, and
-// pages on from it.
-func TestNodeItemsAreCut(t *testing.T) {
-	c := &service{domainStr: "pubsub.example.org", limit: &stanzaLimit{}}
-	c.limit.learned.Store(minStanzaBudget)
-	var nodes []hub.Node
-	for i := range 1000 {
-		nodes = append(nodes, hub.Node{Name: fmt.Sprintf("node-%04d", i), NodeConfig: hub.NodeConfig{Title: strings.Repeat("Title ", 10)}})
-	}
-	seen := 0
-	var pr *pageRequest
-	for pages := 0; seen < len(nodes); pages++ {
-		if pages > 100 {
-			t.Fatal("paging does not end")
-		}
-		var b xmlBuf
-		if err := c.nodeItems(&b, nodes, pr); err != nil {
-			t.Fatal(err)
-		}
-		if b.Len() > minStanzaBudget-envelopeBytes {
-			t.Fatalf("disco#items of %d bytes, over the budget", b.Len())
-		}
-		el, err := parseDocument(b.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		items := el.childrenNamed(nsDiscoItems, "item")
-		if len(items) == 0 {
-			t.Fatalf("an empty page at %d of %d", seen, len(nodes))
-		}
-		if first := items[0].attr("node"); first != nodes[seen].Name {
-			t.Fatalf("page starts at %s, want %s", first, nodes[seen].Name)
-		}
-		seen += len(items)
-		set := el.child(nsRSM, "set")
-		if seen < len(nodes) && (set == nil || set.child(nsRSM, "count").text() != "1000") {
-			t.Fatalf("a cut list without a result set: %.300s", b.Bytes())
-		}
-		if set != nil {
-			pr = &pageRequest{Max: -1, Index: -1, HasAfter: true, After: set.child(nsRSM, "last").text()}
-		}
-	}
-}
-
 // The stream's end is taken as a refusal of the last large stanza when
 // the server says so, or, without a stream error, when it comes soon
 // after that stanza; other stream errors and late ends change nothing.

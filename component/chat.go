@@ -189,18 +189,26 @@ func (svc *service) nodeLink(name string) string {
 }
 
 func (svc *service) chatNodes(ctx context.Context) (string, error) {
-	nodes, err := svc.hub.Nodes(ctx)
+	// One page of the list, read as one; the total is NodeCount's.
+	nodes, err := svc.hub.NodesPage(ctx, hub.NodePage{Limit: maxNodesInListing + 1})
 	if err != nil {
 		return "", err
 	}
 	if len(nodes) == 0 {
 		return "There are no nodes yet.", nil
 	}
+	total := len(nodes)
+	if total > maxNodesInListing {
+		if total, err = svc.hub.NodeCount(ctx); err != nil {
+			return "", err
+		}
+		total = max(total, maxNodesInListing+1)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d node(s):", len(nodes))
+	fmt.Fprintf(&b, "%d node(s):", total)
 	for i, n := range nodes {
 		if i == maxNodesInListing {
-			fmt.Fprintf(&b, "\n… and %d more", len(nodes)-i)
+			fmt.Fprintf(&b, "\n… and %d more", total-i)
 			break
 		}
 		b.WriteString("\n" + n.Name)

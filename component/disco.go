@@ -114,11 +114,7 @@ func (svc *service) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r
 		return nil
 	}
 	if !r.HasNode || r.Node == "" {
-		nodes, err := svc.hub.Nodes(ctx)
-		if err != nil {
-			return err
-		}
-		return svc.nodeItems(b, nodes, r.Page)
+		return svc.nodeItems(ctx, b, r.Page)
 	}
 	// A leaf node's items are listed by id (XEP-0060 §5.5), to those who
 	// may read them.

@@ -79,8 +79,10 @@
 //     retract, the payload limit), owner.go (create, configure, delete,
 //     purge, and the owner's subscriptions and affiliations management).
 //     Subscription options are in subopts.go.
-//   - rsm.go: XEP-0059 result set management on items retrieval. Children
-//     of <pubsub/> in namespaces pingd does not handle are ignored.
+//   - rsm.go: XEP-0059 result set management on items retrieval, and on
+//     the service's disco#items, which reads one page of the nodes from
+//     the store (hub.NodePage), never the whole list. Children of
+//     <pubsub/> in namespaces pingd does not handle are ignored.
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).

@@ -112,6 +112,17 @@ func unsupported(feature string) *stanzaError {
 	return &stanzaError{Type: stanza.Cancel, Condition: stanza.FeatureNotImplemented, App: "unsupported", Feature: feature}
 }
 
+// subscriptionsFull refuses a subscription past one of the account's
+// bounds (hub.ErrAccountSubscriptionsFull, hub.ErrNodeResourcesFull).
+// XEP-0060 §6.1.3 names no condition for it; RFC 6120 §8.3.3.12's
+// policy-violation is a local policy broken, and cancel says that sending
+// it again will not help (§8.3.2), while resource-constraint with wait
+// would have clients retry what stays refused until the account
+// unsubscribes somewhere.
+func subscriptionsFull(err error) *stanzaError {
+	return newError(stanza.Cancel, stanza.PolicyViolation, "", err.Error())
+}
+
 func nodeIDRequired() *stanzaError {
 	return badRequest("nodeid-required", "the request names no node")
 }
@@ -132,6 +143,8 @@ func asStanzaError(err error, node string) (se *stanzaError, ok bool) {
 		return closedNode(node), true
 	case errors.Is(err, hub.ErrForbidden):
 		return forbidden(""), true
+	case errors.Is(err, hub.ErrAccountSubscriptionsFull), errors.Is(err, hub.ErrNodeResourcesFull):
+		return subscriptionsFull(err), true
 	case errors.Is(err, hub.ErrNotFound):
 		return itemNotFound(fmt.Sprintf("no node %q", node)), true
 	case errors.Is(err, hub.ErrExists):

@@ -226,6 +226,12 @@ func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 		return fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, bare), nil
 	case errors.Is(err, hub.ErrForbidden):
 		return fmt.Sprintf("%s is banned from %q: make it a member before subscribing it", bare, n.Name), nil
+	case err != nil:
+		return "", err
+	}
+	switch err := svc.hub.MayAddXMPPSubscription(ctx, n, ch.JID.String(), bare.String()); {
+	case errors.Is(err, hub.ErrLimit):
+		return fmt.Sprintf("%s cannot have one more subscription: %v", ch.JID, err), nil
 	default:
 		return "", err
 	}

@@ -1,9 +1,13 @@
 package component
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -127,38 +131,94 @@ func pageOf(all []hub.Event, pr *pageRequest) (page []hub.Event, first int, serr
 }
 
 // writePageResult writes the <set/> of an answer: the page's first item
-// (with its index) and last item, when it has any, and the size of the
-// whole result set.
+// (with its index, when known: first >= 0) and last item, when it has any,
+// and the size of the whole result set.
 func writePageResult(b *xmlBuf, page []hub.Event, first, count int) {
 	b.open("set", "xmlns", nsRSM)
 	if len(page) > 0 {
-		b.element("first", page[0].ItemID, "index", strconv.Itoa(first))
+		if first >= 0 {
+			b.element("first", page[0].ItemID, "index", strconv.Itoa(first))
+		} else {
+			b.element("first", page[0].ItemID)
+		}
 		b.element("last", page[len(page)-1].ItemID)
 	}
 	b.element("count", strconv.Itoa(count))
 	b.close("set")
 }
 
-// nodeItems writes the service's disco#items: its nodes, paged by pr
-// (XEP-0059: the UIDs are node names) and cut to fit the stanza budget;
-// a cut list carries a result set the client pages on from.
-func (svc *service) nodeItems(b *xmlBuf, nodes []hub.Node, pr *pageRequest) error {
-	all := make([]hub.Event, len(nodes)) // pageOf pages by ItemID
-	for i, n := range nodes {
-		all[i] = hub.Event{ItemID: n.Name}
+// Paging through the service's disco#items reads one page of the nodes
+// from the store (hub.NodePage), never the whole list: anyone may ask.
+const (
+	// maxNodeItemsPage is the most nodes one answer reads; the stanza
+	// budget cuts it further.
+	maxNodeItemsPage = 500
+	// maxNodeItemsIndex bounds an <index/>, whose page is found by
+	// skipping that many nodes; clients page on with <after/>.
+	maxNodeItemsIndex = 10_000
+)
+
+// nodeItems writes the service's disco#items: a page of its nodes in name
+// order, as pr asks (XEP-0059: the UIDs are node names; nil: the first
+// page), cut to fit the stanza budget; a list with more nodes than it
+// shows carries a result set the client pages on from. Its <count/> is
+// the number of nodes counted at most a few seconds before (hub.NodeCount:
+// XEP-0059 lets it be approximate), and <first/> has an index only when
+// the request gave one or asked for the first page.
+func (svc *service) nodeItems(ctx context.Context, b *xmlBuf, pr *pageRequest) error {
+	size := maxNodeItemsPage
+	if pr != nil && pr.Max >= 0 {
+		size = min(pr.Max, maxNodeItemsPage)
 	}
-	page, first := all, 0
-	if pr != nil {
-		var serr *stanzaError
-		if page, first, serr = pageOf(all, pr); serr != nil {
-			return serr
+	// XEP-0059 §2.4: a UID that names no node is item-not-found.
+	known := func(name string) error {
+		if _, err := svc.hub.Node(ctx, name); errors.Is(err, hub.ErrNotFound) {
+			return itemNotFound(fmt.Sprintf("no node %q to page from", name))
+		} else if err != nil {
+			return err
 		}
+		return nil
+	}
+	p := hub.NodePage{Limit: size + 1} // one more tells whether there are more
+	first := 0
+	switch {
+	case pr == nil:
+	case pr.HasAfter:
+		if err := known(pr.After); err != nil {
+			return err
+		}
+		p.After, first = pr.After, -1
+	case pr.HasBefore:
+		if pr.Before != "" {
+			if err := known(pr.Before); err != nil {
+				return err
+			}
+		}
+		p.Backward, p.Before, first = true, pr.Before, -1
+	case pr.Index > maxNodeItemsIndex:
+		return newError(stanza.Cancel, stanza.FeatureNotImplemented, "",
+			fmt.Sprintf("pages of the node list start at an <index/> of at most %d; page on with <after/>", maxNodeItemsIndex))
+	case pr.Index >= 0:
+		p.Offset, first = pr.Index, pr.Index
+	}
+	var nodes []hub.Node
+	if size > 0 {
+		var err error
+		if nodes, err = svc.hub.NodesPage(ctx, p); err != nil {
+			return err
+		}
+	}
+	more := len(nodes) > size
+	if more && p.Backward {
+		nodes = nodes[1:] // the extra one is before the page
+	} else if more {
+		nodes = nodes[:size]
 	}
 	b.open("query", "xmlns", nsDiscoItems)
 	room := svc.limit.bytes() - envelopeBytes - 1024
-	cut := len(page)
-	for i := range page {
-		n := &nodes[first+i]
+	cut := len(nodes)
+	for i := range nodes {
+		n := &nodes[i]
 		size := len(`<item jid="" node="" name=""/>`) + escapedLen(svc.domainStr) + escapedLen(n.Name) + escapedLen(n.Title)
 		if size > room {
 			cut = i
@@ -167,8 +227,16 @@ func (svc *service) nodeItems(b *xmlBuf, nodes []hub.Node, pr *pageRequest) erro
 		room -= size
 		b.empty("item", "jid", svc.domainStr, "node", n.Name, "name", n.Title)
 	}
-	if pr != nil || cut < len(page) {
-		writePageResult(b, page[:cut], first, len(all))
+	if pr != nil || cut < len(nodes) || more {
+		count, err := svc.hub.NodeCount(ctx)
+		if err != nil {
+			return err
+		}
+		page := make([]hub.Event, cut) // writePageResult names items by ItemID
+		for i := range page {
+			page[i] = hub.Event{ItemID: nodes[i].Name}
+		}
+		writePageResult(b, page, first, count)
 	}
 	b.close("query")
 	return nil

@@ -106,28 +106,40 @@ func (svc *service) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.
 }
 
 func (svc *service) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	var nodes []hub.Node
-	if r.HasNode && r.Node != "" {
+	bare := sender.Bare().String()
+	var affs []hub.NodeAffiliation
+	switch {
+	case r.HasNode && r.Node != "":
 		n, err := svc.node(ctx, r.Node)
 		if err != nil {
 			return err
 		}
-		nodes = []hub.Node{*n}
-	} else {
-		all, err := svc.hub.Nodes(ctx)
+		aff, err := svc.hub.AffiliationOf(ctx, n, bare)
 		if err != nil {
 			return err
 		}
-		nodes = all
+		affs = []hub.NodeAffiliation{{Node: n.Name, Affiliation: aff}}
+	case svc.hub.IsAdmin(bare):
+		// Admins own every node; only they get the whole list.
+		nodes, err := svc.hub.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			affs = append(affs, hub.NodeAffiliation{Node: n.Name, Affiliation: hub.AffOwner})
+		}
+	default:
+		// Anyone may ask: one query for the JID's own affiliations, never
+		// one per node.
+		var err error
+		if affs, err = svc.hub.JIDAffiliations(ctx, bare); err != nil {
+			return err
+		}
 	}
 	b.open("pubsub", "xmlns", nsPubsub).open("affiliations", "node", r.Node)
-	for i := range nodes {
-		aff, err := svc.hub.AffiliationOf(ctx, &nodes[i], sender.Bare().String())
-		if err != nil {
-			return err
-		}
-		if aff != hub.AffNone {
-			b.empty("affiliation", "node", nodes[i].Name, "affiliation", string(aff))
+	for _, a := range affs {
+		if a.Affiliation != hub.AffNone {
+			b.empty("affiliation", "node", a.Node, "affiliation", string(a.Affiliation))
 		}
 	}
 	b.close("affiliations").close("pubsub")

@@ -149,6 +149,10 @@ func (svc *service) subscribeTarget(ctx context.Context, bare, target string, op
 		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may subscribe. Ask its owner to add you.", n.Name), nil
 	case errors.Is(err, hub.ErrForbidden):
 		return fmt.Sprintf("You may not subscribe to %q: its owner has banned you.", n.Name), nil
+	case errors.Is(err, hub.ErrNodeResourcesFull):
+		return fmt.Sprintf("You cannot subscribe to %q from one more address: your account has as many subscriptions to it as this service allows. Unsubscribe one of them first.", n.Name), nil
+	case errors.Is(err, hub.ErrAccountSubscriptionsFull):
+		return fmt.Sprintf("You cannot subscribe to %q: your account has as many subscriptions as this service allows. Unsubscribe from a node you no longer read first.", n.Name), nil
 	case err != nil:
 		return "", err
 	case existed:

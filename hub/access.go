@@ -116,6 +116,13 @@ func randomToken(n int) string {
 // RandomID returns a random identifier (challenges, subscription ids).
 func RandomID() string { return randomToken(16) }
 
+// JIDAffiliations lists the bare JID's affiliations on every node, by
+// node name, in one query; admins, who own every node, are not listed as
+// owners of each (AffiliationOf tells).
+func (h *Hub) JIDAffiliations(ctx context.Context, bareJID string) ([]NodeAffiliation, error) {
+	return h.store.JIDAffiliations(ctx, bareJID)
+}
+
 // Affiliations lists a node's affiliations.
 func (h *Hub) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
 	return h.store.Affiliations(ctx, node.ID)

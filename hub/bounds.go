@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -159,4 +160,70 @@ func (h *Hub) mayAddCallback(ctx context.Context, n *Node, kind Kind, address st
 		return nil
 	}
 	return fmt.Errorf("%w (%s has %d)", ErrCallbackHostFull, host, limit)
+}
+
+// DefaultMaxAccountSubscriptions is Config.MaxAccountSubscriptions's
+// default: far more nodes than one reader follows, while one account
+// cannot make every new item cost thousands of stanzas.
+const DefaultMaxAccountSubscriptions = 1000
+
+// DefaultMaxNodeResources is Config.MaxNodeResources's default: a person's
+// devices, each subscribed by its full JID, with room to spare.
+const DefaultMaxNodeResources = 10
+
+// lockAccount serialises the new XMPP subscriptions of one bare JID (by a
+// hash: accounts that share a lock only wait for each other briefly) and
+// returns the unlock.
+func (h *Hub) lockAccount(bareJID string) func() {
+	f := fnv.New32a()
+	f.Write([]byte(bareJID))
+	mu := &h.accountLocks[f.Sum32()%uint32(len(h.accountLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// MayAddXMPPSubscription answers ErrNodeResourcesFull or
+// ErrAccountSubscriptionsFull when Subscribe would refuse a new XMPP
+// subscription of address (of bareJID) to n for the account's bounds, nil
+// when it would not, also when the subscription exists: a check ahead of a
+// request that makes several changes at once (an owner's, XEP-0060
+// §8.8.2.4), which Subscribe checks again as each is made.
+func (h *Hub) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
+	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
+	if err != nil || len(existing) > 0 {
+		return err
+	}
+	return h.mayAddXMPPSubscription(ctx, n, bareJID)
+}
+
+// mayAddXMPPSubscription answers ErrNodeResourcesFull or
+// ErrAccountSubscriptionsFull when a new XMPP subscription of bareJID to
+// n would take the account past Config.MaxNodeResources or
+// Config.MaxAccountSubscriptions. The caller holds lockAccount(bareJID)
+// until the subscription is stored, so one process never passes a bound;
+// processes sharing a store (ejabberd, every process answering) can take
+// an account a few past it, never far.
+func (h *Hub) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID string) error {
+	if h.IsAdmin(bareJID) {
+		return nil
+	}
+	if limit := h.cfg.MaxNodeResources; limit >= 0 {
+		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, n.ID)
+		if err != nil {
+			return err
+		}
+		if count >= limit {
+			return fmt.Errorf("%w (%s has %d subscriptions to %q, the most allowed)", ErrNodeResourcesFull, bareJID, count, n.Name)
+		}
+	}
+	if limit := h.cfg.MaxAccountSubscriptions; limit >= 0 {
+		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, 0)
+		if err != nil {
+			return err
+		}
+		if count >= limit {
+			return fmt.Errorf("%w (%s has %d, the most allowed)", ErrAccountSubscriptionsFull, bareJID, count)
+		}
+	}
+	return nil
 }

@@ -60,7 +60,10 @@
 // are capped (Config.MaxImplicitNodes), an adapter can charge each
 // creation to its client (NodeForURLCreating), and the maintenance loop
 // deletes implicit nodes unused for UnusedNodeGrace and sources no node
-// follows (DeleteUnused).
+// follows (DeleteUnused). One XMPP account's subscriptions are bounded too,
+// all its resources together (Config.MaxAccountSubscriptions) and on one
+// node (Config.MaxNodeResources), in Subscribe, which every way of
+// subscribing goes through.
 //
 // The Hub is the one door of the core for every adapter, so its 56
 // exported methods are spread over files by topic rather than over several

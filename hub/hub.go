@@ -64,6 +64,16 @@ type Config struct {
 	// exist are renewed as ever. 0: DefaultMaxCallbackHostSubscriptions;
 	// negative: no bound.
 	MaxCallbackHostSubscriptions int
+	// MaxAccountSubscriptions bounds the XMPP subscriptions of one
+	// account (a bare JID, every resource and node together), and
+	// MaxNodeResources those of one account to one node (its resources):
+	// a new subscription beyond either is refused with
+	// ErrAccountSubscriptionsFull or ErrNodeResourcesFull, while one that
+	// exists is renewed as ever. Admins are not bounded. 0:
+	// DefaultMaxAccountSubscriptions, DefaultMaxNodeResources; negative:
+	// no bound.
+	MaxAccountSubscriptions int
+	MaxNodeResources        int
 }
 
 // Defaults of Config: what a zero (or negative) field is taken as.
@@ -118,6 +128,12 @@ type Hub struct {
 
 	// implicitNodes caches the number of implicit nodes (bounds.go).
 	implicitNodes implicitNodeCount
+	// accountLocks serialise the new XMPP subscriptions of one account,
+	// so that concurrent requests cannot pass its bounds together
+	// (bounds.go, mayAddXMPPSubscription).
+	accountLocks [64]sync.Mutex
+	// nodeCount caches the number of nodes (NodeCount).
+	nodeCount nodeCountCache
 
 	// load is what the fetch loop holds (FetchLoad).
 	load fetchLoad
@@ -166,6 +182,12 @@ func New(cfg Config) (*Hub, error) {
 	}
 	if cfg.MaxCallbackHostSubscriptions == 0 {
 		cfg.MaxCallbackHostSubscriptions = DefaultMaxCallbackHostSubscriptions
+	}
+	if cfg.MaxAccountSubscriptions == 0 {
+		cfg.MaxAccountSubscriptions = DefaultMaxAccountSubscriptions
+	}
+	if cfg.MaxNodeResources == 0 {
+		cfg.MaxNodeResources = DefaultMaxNodeResources
 	}
 
 	h := &Hub{

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 )
 
 // NodeSpec is what creating a node takes.
@@ -78,6 +80,42 @@ func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
 
 // Nodes lists every node.
 func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
+
+// NodesPage lists one page of the nodes in name order (Store.NodesPage):
+// what anyone may ask for reads that page, not the whole list.
+func (h *Hub) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
+	return h.store.NodesPage(ctx, p)
+}
+
+// nodeCountFor is how long NodeCount trusts a count it read.
+const nodeCountFor = 10 * time.Second
+
+// nodeCountCache is the number of nodes NodeCount read last, and when.
+type nodeCountCache struct {
+	mu    sync.Mutex
+	n     int
+	at    time.Time
+	valid bool
+}
+
+// NodeCount is the number of nodes as counted at most nodeCountFor ago:
+// the size of the list shown a page at a time (XEP-0059 lets that count be
+// approximate), read from the store once in that time however many ask.
+func (h *Hub) NodeCount(ctx context.Context) (int, error) {
+	c := &h.nodeCount
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := h.now()
+	if c.valid && !now.Before(c.at) && now.Sub(c.at) < nodeCountFor {
+		return c.n, nil
+	}
+	n, err := h.store.CountNodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.n, c.at, c.valid = n, now, true
+	return n, nil
+}
 
 // DeleteNode removes a node, its items and subscriptions, and tells the
 // transports so they can notify the subscribers.

@@ -23,6 +23,11 @@ type Store interface {
 	NodeByID(ctx context.Context, id int64) (*Node, error)
 	// Nodes lists every node, by name.
 	Nodes(ctx context.Context) ([]Node, error)
+	// NodesPage lists one page of the nodes in name order (see NodePage):
+	// one query that reads the page's rows, never the whole table.
+	NodesPage(ctx context.Context, p NodePage) ([]Node, error)
+	// CountNodes counts the nodes.
+	CountNodes(ctx context.Context) (int, error)
 	// NodesBySource lists the nodes following a source.
 	NodesBySource(ctx context.Context, sourceID int64) ([]Node, error)
 	// UpdateNodeConfig replaces a node's configuration; ErrNotFound.
@@ -162,6 +167,10 @@ type Store interface {
 	// decides nothing): RequestChangePending. It fills s from the stored
 	// row.
 	RequestSubscription(ctx context.Context, s *Subscription) (RequestOutcome, error)
+	// CountXMPPSubscriptions counts the XMPP subscriptions of the bare JID
+	// (all its resources, every state): to the node when nodeID > 0, to
+	// every node otherwise.
+	CountXMPPSubscriptions(ctx context.Context, bareJID string, nodeID int64) (int, error)
 	// CountCallbackHostSubscriptions counts the subscriptions, of every
 	// HTTP kind and state, whose callback is on host (CallbackHost of
 	// their kind and address, which the store keeps with each).
@@ -263,6 +272,9 @@ type Store interface {
 	Affiliation(ctx context.Context, nodeID int64, jid string) (Affiliation, error)
 	// Affiliations lists the node's affiliations by JID.
 	Affiliations(ctx context.Context, nodeID int64) (map[string]Affiliation, error)
+	// JIDAffiliations lists the JID's affiliations on every node, by node
+	// name, in one query.
+	JIDAffiliations(ctx context.Context, jid string) ([]NodeAffiliation, error)
 
 	// RecordPingMarkingDue stores a received ping and sets its ID and, in
 	// the same transaction, does MarkSourceDue(at, note) of every source
@@ -297,4 +309,23 @@ type NodeClaim struct {
 	// Events are the node's events after the cursor After, oldest first.
 	After  int64
 	Events []Event
+}
+
+// NodePage is one page of the nodes in name order, for paging through
+// them (XEP-0059 on disco#items, the chat command "nodes"). With Backward
+// it is the Limit nodes right before Before ("": the last ones), in name
+// order; otherwise the Limit nodes after After ("": from the first),
+// skipping Offset more.
+type NodePage struct {
+	After    string
+	Before   string
+	Backward bool
+	Offset   int
+	Limit    int
+}
+
+// NodeAffiliation is a JID's affiliation on one node.
+type NodeAffiliation struct {
+	Node        string
+	Affiliation Affiliation
 }

@@ -82,9 +82,9 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 	if s.Kind == KindXMPP && s.Options.Digest {
 		s.NextAttemptAt = h.now().Add(s.Options.DigestFrequency())
 	}
-	created, err := h.store.PutSubscription(ctx, &s)
+	created, err := h.putSubscription(ctx, n, &s)
 	if err != nil {
-		return nil, false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
+		return nil, false, err
 	}
 	if n.SourceID != 0 {
 		if err := h.ensureBaseline(ctx, n.SourceID); err != nil {
@@ -95,6 +95,30 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		h.wake(n.ID, s.Kind)
 	}
 	return &s, !created, nil
+}
+
+// putSubscription stores a new or renewed subscription. A new XMPP one is
+// first checked against the account's bounds (mayAddXMPPSubscription),
+// under the account's lock until it is stored; one that exists (in any
+// state) is never refused.
+func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
+	if s.Kind == KindXMPP {
+		defer h.lockAccount(s.BareJID)()
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		if err != nil {
+			return false, err
+		}
+		if len(existing) == 0 {
+			if err := h.mayAddXMPPSubscription(ctx, n, s.BareJID); err != nil {
+				return false, err
+			}
+		}
+	}
+	created, err := h.store.PutSubscription(ctx, s)
+	if err != nil {
+		return false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
+	}
+	return created, nil
 }
 
 // Unsubscribe removes the subscriptions of the node matching kind and

@@ -28,6 +28,13 @@ var (
 	// ErrCallbackHostFull: the callback's host has as many subscriptions
 	// as Config.MaxCallbackHostSubscriptions allows.
 	ErrCallbackHostFull = fmt.Errorf("%w: too many subscriptions with callbacks on this host", ErrLimit)
+	// ErrAccountSubscriptionsFull: the XMPP account (a bare JID, all its
+	// resources together) has as many subscriptions as
+	// Config.MaxAccountSubscriptions allows.
+	ErrAccountSubscriptionsFull = fmt.Errorf("%w: too many subscriptions for this account", ErrLimit)
+	// ErrNodeResourcesFull: as many resources of the account as
+	// Config.MaxNodeResources allows are subscribed to the node.
+	ErrNodeResourcesFull = fmt.Errorf("%w: too many resources of this account subscribed to the node", ErrLimit)
 )
 
 // Ping is one change notification received from a publisher.

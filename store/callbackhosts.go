@@ -53,3 +53,26 @@ func (s *sqlStore) CountCallbackHostSubscriptions(ctx context.Context, host stri
 	}
 	return n, nil
 }
+
+// CountXMPPSubscriptions counts the bare JID's XMPP subscriptions, to one
+// node or to all; see hub.Store. The query repeats the condition of the
+// partial index subscriptions_bare_jid (a bare JID is set), so that both
+// databases use it.
+func (s *sqlStore) CountXMPPSubscriptions(ctx context.Context, bareJID string, nodeID int64) (int, error) {
+	if bareJID == "" {
+		return 0, nil
+	}
+	var n int
+	var err error
+	if nodeID > 0 {
+		err = s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions
+			WHERE bare_jid = $1 AND bare_jid <> '' AND kind = 'xmpp' AND node_id = $2`, []any{bareJID, nodeID}, &n)
+	} else {
+		err = s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions
+			WHERE bare_jid = $1 AND bare_jid <> '' AND kind = 'xmpp'`, []any{bareJID}, &n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count the XMPP subscriptions of %s: %w", bareJID, err)
+	}
+	return n, nil
+}

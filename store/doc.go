@@ -80,7 +80,13 @@
 //     being used.
 //   - Each subscription keeps its callback's host (callback_host,
 //     hub.CallbackHost, indexed) so the subscriptions of one callback
-//     host are counted from the index (callbackhosts.go).
+//     host are counted from the index (callbackhosts.go), and an XMPP
+//     account's subscriptions from the index on bare_jid
+//     (CountXMPPSubscriptions, for the hub's bounds on one account).
+//   - What anyone may ask for lists of nodes reads a page or a JID's rows,
+//     never a whole table: NodesPage pages through the unique index on
+//     the names (WHERE name > $after ... LIMIT), and JIDAffiliations reads
+//     one JID's affiliations by the index affiliations_jid.
 //   - Copy (copy.go, with the row conversion in copyrows.go) moves an
 //     installation from SQLite to PostgreSQL in one read snapshot and one
 //     write transaction, checking row counts (pingd migrate-db).

@@ -240,3 +240,24 @@ func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	}
 	return nil
 }
+
+// JIDAffiliations lists the JID's affiliations on every node, by node
+// name, in one query (the affiliations_jid index).
+func (s *sqlStore) JIDAffiliations(ctx context.Context, jid string) ([]hub.NodeAffiliation, error) {
+	var out []hub.NodeAffiliation
+	err := s.query(ctx, s.read, `SELECT n.name, a.affiliation FROM affiliations a JOIN nodes n ON n.id = a.node_id
+		WHERE a.jid = $1 ORDER BY n.name`, []any{jid}, func(r *sql.Rows) error {
+		var na hub.NodeAffiliation
+		var a string
+		if err := r.Scan(&na.Node, &a); err != nil {
+			return err
+		}
+		na.Affiliation = hub.Affiliation(a)
+		out = append(out, na)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("affiliations of %s: %w", jid, err)
+	}
+	return out, nil
+}

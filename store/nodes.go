@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -232,4 +233,41 @@ func (s *sqlStore) SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) erro
 		return fmt.Errorf("node %d: %w", nodeID, hub.ErrNotFound)
 	}
 	return nil
+}
+
+// NodesPage lists one page of the nodes in name order; see hub.NodePage.
+// Each page is one query through the unique index on the names, reading
+// its own rows (and, with an offset, the ones it skips), never the table.
+func (s *sqlStore) NodesPage(ctx context.Context, p hub.NodePage) ([]hub.Node, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var out []hub.Node
+	var err error
+	switch {
+	case p.Backward && p.Before != "":
+		out, err = s.nodesWhere(ctx, s.read, `WHERE n.name < $1 ORDER BY n.name DESC LIMIT $2`, p.Before, p.Limit)
+	case p.Backward:
+		out, err = s.nodesWhere(ctx, s.read, `ORDER BY n.name DESC LIMIT $1`, p.Limit)
+	default:
+		// Every name is longer than "", so one text serves the first page too.
+		out, err = s.nodesWhere(ctx, s.read, `WHERE n.name > $1 ORDER BY n.name LIMIT $2 OFFSET $3`,
+			p.After, p.Limit, max(p.Offset, 0))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list a page of nodes: %w", err)
+	}
+	if p.Backward {
+		slices.Reverse(out)
+	}
+	return out, nil
+}
+
+// CountNodes counts the nodes.
+func (s *sqlStore) CountNodes(ctx context.Context) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM nodes`, nil, &n); err != nil {
+		return 0, fmt.Errorf("count nodes: %w", err)
+	}
+	return n, nil
 }

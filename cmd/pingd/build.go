@@ -127,6 +127,8 @@ func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 		// 0 in the option means no implicit nodes; in hub.Config, the default.
 		MaxImplicitNodes:             cmp.Or(cfg.MaxImplicitNodes, -1),
 		MaxCallbackHostSubscriptions: cfg.MaxCallbackHostSubscriptions,
+		MaxAccountSubscriptions:      cfg.MaxAccountSubscriptions,
+		MaxNodeResources:             cfg.MaxNodeResources,
 	}
 }
 

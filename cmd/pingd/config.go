@@ -86,6 +86,8 @@ type Config struct {
 	// Bounds on what strangers make pingd keep.
 	ImplicitNodesPerHour         int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"20" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour (in bursts of 5); subscribing to a URL a node follows already is not counted"`
 	MaxImplicitNodes             int `opt:"max-implicit-nodes" env:"PINGD_MAX_IMPLICIT_NODES" default:"100000" help:"at most this many nodes created for URLs someone subscribed to (HTTP or XMPP); beyond it new ones are refused (HTTP 503) until unused ones are removed; 0: none at all, pingd serves the nodes of its owners only"`
+	MaxAccountSubscriptions      int `opt:"max-account-subscriptions" env:"PINGD_MAX_ACCOUNT_SUBSCRIPTIONS" default:"1000" help:"at most this many XMPP subscriptions of one account (a bare JID: all its resources, on every node, however made: XEP-0060, chat, ad-hoc, an owner's grant); beyond it new ones are refused (policy-violation, or a sentence in chat), renewals never; PINGD_ADMINS are not limited"`
+	MaxNodeResources             int `opt:"max-node-resources" env:"PINGD_MAX_NODE_RESOURCES" default:"10" help:"at most this many XMPP subscriptions of one account to one node (its resources, each subscribed by its full JID); beyond it new ones are refused like those past --max-account-subscriptions"`
 	MaxCallbackHostSubscriptions int `opt:"max-callback-host-subscriptions" env:"PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS" default:"10000" help:"at most this many HTTP subscriptions (WebSub, GetPingd webhooks, rssCloud, CNWS; pending or active) with callbacks on one host, whatever the port; beyond it new ones are refused (HTTP 429), renewals never"`
 }
 
@@ -385,6 +387,8 @@ func (c *Config) validateTuning() []error {
 		{"PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS", "max-callback-host-subscriptions", c.MaxCallbackHostSubscriptions, 1, math.MaxInt32},
 		{"PINGD_XMPP_PENDING_PER_JID", "xmpp-pending-per-jid", c.XMPPPendingPerJID, 1, maxPendingPerJID},
 		{"PINGD_LOOKUP_REQUESTS_PER_HOUR", "lookup-requests-per-hour", c.LookupRequestsPerHour, 1, math.MaxInt32},
+		{"PINGD_MAX_ACCOUNT_SUBSCRIPTIONS", "max-account-subscriptions", c.MaxAccountSubscriptions, 1, math.MaxInt32},
+		{"PINGD_MAX_NODE_RESOURCES", "max-node-resources", c.MaxNodeResources, 1, math.MaxInt32},
 	} {
 		if n.value < n.min || n.value > n.max {
 			errs = append(errs, fmt.Errorf("%s (--%s) %d: want %d to %d", n.env, n.opt, n.value, n.min, n.max))

@@ -210,12 +210,14 @@ func TestOpenSourcesPolicy(t *testing.T) {
 func TestImplicitNodeOptions(t *testing.T) {
 	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}),
 		[]string{"--xmpp-secret", "s", "--implicit-nodes-per-hour", "0", "--max-implicit-nodes", "-1",
-			"--max-callback-host-subscriptions", "0"}, env(nil))
+			"--max-callback-host-subscriptions", "0", "--max-account-subscriptions", "0"},
+		env(map[string]string{"PINGD_MAX_NODE_RESOURCES": "-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = cfg.Validate()
-	for _, want := range []string{"PINGD_IMPLICIT_NODES_PER_HOUR", "PINGD_MAX_IMPLICIT_NODES", "PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS"} {
+	for _, want := range []string{"PINGD_IMPLICIT_NODES_PER_HOUR", "PINGD_MAX_IMPLICIT_NODES", "PINGD_MAX_CALLBACK_HOST_SUBSCRIPTIONS",
+		"PINGD_MAX_ACCOUNT_SUBSCRIPTIONS", "PINGD_MAX_NODE_RESOURCES"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %s", err, want)
 		}
@@ -224,7 +226,8 @@ func TestImplicitNodeOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 || cfg.MaxCallbackHostSubscriptions != 10000 {
+	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 || cfg.MaxCallbackHostSubscriptions != 10000 ||
+		cfg.MaxAccountSubscriptions != 1000 || cfg.MaxNodeResources != 10 {
 		t.Fatalf("Validate = %v; max %d, per hour %d", err, cfg.MaxImplicitNodes, cfg.ImplicitNodesPerHour)
 	}
 }

@@ -69,6 +69,8 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		{"implicit-nodes-per-hour", float64(cfg.ImplicitNodesPerHour), float64(httpapi.DefaultImplicitNodesPerHour)},
 		{"max-implicit-nodes", cfg.MaxImplicitNodes, hub.DefaultMaxImplicitNodes},
 		{"max-callback-host-subscriptions", cfg.MaxCallbackHostSubscriptions, hub.DefaultMaxCallbackHostSubscriptions},
+		{"max-account-subscriptions", cfg.MaxAccountSubscriptions, hub.DefaultMaxAccountSubscriptions},
+		{"max-node-resources", cfg.MaxNodeResources, hub.DefaultMaxNodeResources},
 		{"xmpp-multicast-share", cfg.XMPPMulticastShare, component.DefaultMulticastShare},
 		{"upstream-check", cfg.UpstreamCheck, time.Duration(upstream.DefaultCheckEvery)},
 		{"db-max-conns", cfg.DBMaxConns, store.DefaultMaxConns},

@@ -95,6 +95,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteUnused", testDeleteUnused},
 		{"DeleteUnusedConcurrent", testDeleteUnusedConcurrent},
 		{"CountCallbackHostSubscriptions", testCountCallbackHostSubscriptions},
+		{"NodesPage", testNodesPage},
+		{"JIDAffiliations", testJIDAffiliations},
+		{"CountXMPPSubscriptions", testCountXMPPSubscriptions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
