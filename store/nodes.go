@@ -69,6 +69,9 @@ func (b boundRow) Scan(dest ...any) error {
 }
 
 func rowOf(s *sqlStore, ctx context.Context, q querier, query string, args []any) boundRow {
+	if sctx, err := statementCtx(ctx, q); err == nil {
+		ctx = sctx
+	} // else ctx has ended: database/sql refuses the query before it starts
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	return boundRow{row: s.rowContext(ctx, q, query, args), cancel: cancel}
 }
