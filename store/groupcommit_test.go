@@ -278,6 +278,64 @@ func TestGroupCommitRunsSurvivorsAfterLostTransaction(t *testing.T) {
 	}
 }
 
+// TestGroupCommitShutdownKeepsDeliverySaves: at shutdown the run context
+// ends while a large ApplyFetch runs in a group with a delivery's state
+// save, the shutdown-safe write queued after it. The fetch may be left
+// out, but the save commits.
+func TestGroupCommitShutdownKeepsDeliverySaves(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestSQLite(t, Options{})
+	src, _, err := s.EnsureSource(ctx, "https://example.org/feed.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &hub.Node{Name: "n", NodeConfig: hub.DefaultNodeConfig(), SourceID: src.ID}
+	if err := s.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1:9/hook", State: hub.SubActive}
+	if _, err := s.PutSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]hub.Entry, 20000)
+	for i := range entries {
+		id := fmt.Sprintf("https://example.org/entry/%d", i)
+		entries[i] = hub.Entry{ID: id, Title: id, Payload: []byte(`<entry xmlns="http://www.w3.org/2005/Atom"/>`)}
+	}
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	var fetchErr, saveErr error
+	wg.Go(func() {
+		_, fetchErr = s.ApplyFetch(run, hub.FetchOutcome{SourceID: src.ID, Changed: true, Entries: entries,
+			State: hub.SourceState{URL: src.URL, IsFeed: true, Baselined: true, LastFetchAt: time.Now(), LastStatus: 200}})
+	})
+	waitQueued(t, s, 1)
+	wg.Go(func() {
+		saveErr = s.SaveDeliveryState(context.WithoutCancel(run), sub.ID, hub.DeliveryState{Cursor: 7, LastStatus: 200})
+	})
+	waitQueued(t, s, 2)
+	release()
+	time.Sleep(20 * time.Millisecond) // the fetch is under way: shutdown
+	stop()
+	wg.Wait()
+	t.Logf("the fetch cut by shutdown: %v", fetchErr)
+	if saveErr != nil {
+		t.Fatalf("delivery save in the fetch's group: %v (fetch: %v)", saveErr, fetchErr)
+	}
+	got, err := s.Subscription(ctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cursor != 7 {
+		t.Fatalf("cursor %d after the save, want 7 (fetch: %v)", got.Cursor, fetchErr)
+	}
+	if s.group.lost.Load() != 0 {
+		t.Error("the group's transaction was lost")
+	}
+}
+
 // TestClosedStoreRefusesWrites: after Close, writes fail at once instead
 // of waiting for a committer that is gone.
 func TestClosedStoreRefusesWrites(t *testing.T) {
