@@ -65,3 +65,44 @@ func TestDeleteNotificationsAreDurable(t *testing.T) {
 		t.Fatalf("want kept's item, got %s", ev.msg.standalone())
 	}
 }
+
+// TestAckWindowDeletions: a deletion's notifications written on a
+// connection are acknowledged by the marker written after them, like a
+// batch of a log, and only then handed to the recorder; one whose row
+// could not be forgotten may be written again.
+func TestAckWindowDeletions(t *testing.T) {
+	w := newAckWindow(time.Minute)
+	w.written(1, 5)
+	w.writtenDeletion(7)
+	if !w.deletionWritten(7) || w.deletionWritten(8) {
+		t.Fatal("written deletions not remembered")
+	}
+	if ids := w.takeDeletions(); ids != nil {
+		t.Fatalf("deletions %v acknowledged before their marker", ids)
+	}
+	id := w.nextMarker(false)
+	if id == "" {
+		t.Fatal("no marker for the written deletion")
+	}
+	w.ack(id)
+	cursors, _, _ := w.take()
+	if len(cursors) != 1 || cursors[1] != 5 {
+		t.Fatalf("cursors %v", cursors)
+	}
+	if ids := w.takeDeletions(); len(ids) != 1 || ids[0] != 7 {
+		t.Fatalf("acknowledged deletions %v, want [7]", ids)
+	}
+	if ids := w.takeDeletions(); ids != nil {
+		t.Fatalf("deletions %v handed over twice", ids)
+	}
+	w.deletionsNotForgotten([]int64{7})
+	if w.deletionWritten(7) {
+		t.Fatal("a deletion not forgotten is not written again")
+	}
+	// Unacknowledged when the connection ends: the next one writes it.
+	w.writtenDeletion(9)
+	w.close()
+	if ids := w.takeDeletions(); ids != nil {
+		t.Fatalf("deletions %v acknowledged by a closed connection", ids)
+	}
+}
