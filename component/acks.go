@@ -289,6 +289,8 @@ func (d *dispatcher) recordAcks(ctx context.Context, conn *connection) {
 		for _, done := range digests {
 			d.recordDigest(ctx, conn, done)
 		}
+		deletions := conn.acks.takeDeletions()
+		d.forgetDeletions(ctx, conn, deletions)
 		for node, cursor := range cursors {
 			// Acknowledged means routed by the server: record it even when
 			// pingd is stopping, or it would be sent again.
@@ -303,10 +305,10 @@ func (d *dispatcher) recordAcks(ctx context.Context, conn *connection) {
 			}
 			conn.acks.recorded(node, cursor)
 		}
-		if closed && cursors == nil && digests == nil {
+		if closed && cursors == nil && digests == nil && deletions == nil {
 			return
 		}
-		if cursors == nil && digests == nil {
+		if cursors == nil && digests == nil && deletions == nil {
 			select {
 			case <-conn.acks.recorderWake:
 			case <-check.C:

@@ -43,6 +43,12 @@ type ackWindow struct {
 	// not sent the same digest again.
 	digesting map[int64]bool
 	digested  map[int64]int64
+	// deletions are the node deletions (hub.NodeDeletion ids) written on
+	// this connection: not written again, whether their acknowledgement
+	// is awaited or their row was forgotten after a list read before.
+	// ackedDeletions are the acknowledged ones for the recorder.
+	deletions      map[int64]bool
+	ackedDeletions []int64
 }
 
 type pendingBatch struct {
@@ -52,13 +58,17 @@ type pendingBatch struct {
 	// digest, when set, is a digest written (digests.go) instead of a
 	// node's batch: acknowledged, its subscription's cursor is recorded.
 	digest *digestDone
+	// deletion, when set, is a node deletion's notifications written
+	// (deletions.go): acknowledged, the deletion is forgotten.
+	deletion int64
 }
 
 func newAckWindow(timeout time.Duration) *ackWindow {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read does not fail
 	return &ackWindow{sent: map[int64]int64{}, recorderWake: make(chan struct{}, 1), roomWake: make(chan struct{}, 1), timeout: timeout,
-		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-", digesting: map[int64]bool{}, digested: map[int64]int64{}}
+		markerPrefix: ackIDPrefix + hex.EncodeToString(nonce[:]) + "-", digesting: map[int64]bool{}, digested: map[int64]int64{},
+		deletions: map[int64]bool{}}
 }
 
 // probeID is the id of the connection's probe.
@@ -132,6 +142,51 @@ func (w *ackWindow) writtenDigest(d digestDone) {
 		return
 	}
 	w.pending = append(w.pending, pendingBatch{digest: &d})
+}
+
+// writtenDeletion records a node deletion's notifications written to the
+// stream (after the write); it is forgotten once acknowledged, like a
+// batch.
+func (w *ackWindow) writtenDeletion(id int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.deletions[id] = true
+	if w.bypass {
+		w.ackedDeletions = append(w.ackedDeletions, id)
+		w.wake()
+		return
+	}
+	w.pending = append(w.pending, pendingBatch{deletion: id})
+}
+
+// deletionWritten reports whether the node deletion's notifications were
+// written on this connection.
+func (w *ackWindow) deletionWritten(id int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deletions[id]
+}
+
+// deletionsNotForgotten lets node deletions whose rows could not be
+// forgotten be written again.
+func (w *ackWindow) deletionsNotForgotten(ids []int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		delete(w.deletions, id)
+	}
+}
+
+// takeDeletions returns the acknowledged node deletions.
+func (w *ackWindow) takeDeletions() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := w.ackedDeletions
+	w.ackedDeletions = nil
+	return ids
 }
 
 // isDigesting reports whether a digest of the subscription is written
@@ -251,6 +306,10 @@ func (w *ackWindow) take() (cursors map[int64]int64, digests []digestDone, close
 	if len(w.acked) > 0 {
 		cursors = make(map[int64]int64, len(w.acked))
 		for _, b := range w.acked {
+			if b.deletion != 0 {
+				w.ackedDeletions = append(w.ackedDeletions, b.deletion)
+				continue
+			}
 			if b.digest != nil {
 				digests = append(digests, *b.digest)
 				continue

@@ -1,7 +1,6 @@
 package component
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -22,7 +21,8 @@ import (
 
 // Store is what the component reads and writes itself rather than
 // through the hub: the nodes it serves, their logs and XMPP subscriptions,
-// the per-node XMPP cursor, and the pruning after a cursor moved. It is
+// the per-node XMPP cursor, the pruning after a cursor moved, and the
+// deleted nodes whose subscribers are to be told (deletions.go). It is
 // the hub's store (hub.Store has all of it).
 type Store interface {
 	Node(ctx context.Context, name string) (*hub.Node, error)
@@ -32,6 +32,8 @@ type Store interface {
 	NodesBehindXMPP(ctx context.Context) ([]hub.Node, error)
 	Subscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error)
 	Prune(ctx context.Context, pingsBefore time.Time) error
+	NodeDeletions(ctx context.Context, limit int) ([]hub.NodeDeletion, error)
+	ForgetNodeDeletions(ctx context.Context, ids []int64) error
 }
 
 // Config configures a Component.
@@ -191,10 +193,6 @@ type Component struct {
 
 	mu   sync.Mutex
 	conn *connection // the live connection, nil while disconnected
-	// pendingDeletes are delete notifications of nodes deleted while
-	// disconnected; the nodes are gone from the store, so they are kept
-	// here until the next connection.
-	pendingDeletes [][]byte
 
 	// dispatcher sends the notifications (dispatcher.go); service carries
 	// out and answers the requests (service.go).
@@ -219,8 +217,6 @@ const (
 	// stableAfter is how long a connection must have lasted for the next
 	// failure to start the backoff from the beginning again.
 	stableAfter = 10 * time.Second
-	// maxPendingDeletes bounds the delete notifications kept offline.
-	maxPendingDeletes = 10000
 )
 
 // New checks the configuration and returns a component; Run connects it.
@@ -455,72 +451,4 @@ func (c *Component) connection() *connection {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.conn
-}
-
-// NodeDeleted sends delete notifications (XEP-0060 §8.4) to the node's
-// XMPP subscribers. While disconnected they wait for the next connection.
-func (c *Component) NodeDeleted(ctx context.Context, n hub.Node, subs []hub.Subscription) {
-	var msgs [][]byte
-	id := ""
-	for _, s := range subs {
-		if s.Kind != hub.KindXMPP {
-			continue
-		}
-		if id == "" {
-			id = c.stanzaIDs.forNode(n.ID) // one for every copy
-		}
-		if s.Options.Format == hub.FormatMessage {
-			msgs = append(msgs, c.dispatcher.renderDeletePlain(n, s, id))
-			continue
-		}
-		msgs = append(msgs, c.dispatcher.renderDelete(n, s.Address, id))
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	conn := c.connection()
-	if conn != nil {
-		err := conn.write(func(w *bufio.Writer) error {
-			for _, m := range msgs {
-				w.Write(m)
-			}
-			return nil
-		})
-		if err == nil {
-			c.log.InfoContext(ctx, "sent delete notifications", "node", n.Name, "subscribers", len(msgs))
-			return
-		}
-		c.log.WarnContext(ctx, "delete notifications not sent; keeping them for the next connection", "node", n.Name, "err", err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	room := maxPendingDeletes - len(c.pendingDeletes)
-	if room < len(msgs) {
-		c.log.WarnContext(ctx, "too many delete notifications waiting for a connection; dropping some",
-			"node", n.Name, "dropped", len(msgs)-max(room, 0))
-		msgs = msgs[:max(room, 0)]
-	}
-	c.pendingDeletes = append(c.pendingDeletes, msgs...)
-}
-
-// flushPendingDeletes sends what NodeDeleted kept while disconnected.
-func (c *Component) flushPendingDeletes(conn *connection) {
-	c.mu.Lock()
-	msgs := c.pendingDeletes
-	c.pendingDeletes = nil
-	c.mu.Unlock()
-	if len(msgs) == 0 {
-		return
-	}
-	err := conn.write(func(w *bufio.Writer) error {
-		for _, m := range msgs {
-			w.Write(m)
-		}
-		return nil
-	})
-	if err != nil {
-		c.mu.Lock()
-		c.pendingDeletes = append(msgs, c.pendingDeletes...)
-		c.mu.Unlock()
-	}
 }

@@ -228,7 +228,6 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	c.setConnection(cn)
 	c.connections.Add(1)
 	c.log.Info("connected to XMPP server", "addr", c.addr)
-	c.flushPendingDeletes(cn)
 	// Everything published while disconnected goes out now.
 	c.dispatcher.work.add(0)
 	pool := newRequestPool(context.WithValue(ctx, streamKey{}, served), c.service.limits.perSender, func(ctx context.Context, j *job) { c.runJob(ctx, cn, j) })

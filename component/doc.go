@@ -20,7 +20,8 @@
 // notifications: its work queue and loop, the rendering and fan-out,
 // digests, acknowledgement markers and multicast, in notify.go,
 // fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go. The service (service.go; 68
+// acks.go, multicast.go and queries.go; deleted nodes' notifications in
+// deletions.go. The service (service.go; 68
 // methods) carries out and answers every request served over the stream:
 // IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
 // cases, subscription options, chat and ad-hoc commands, presence and
@@ -96,7 +97,10 @@
 //     (event, delete, an item's checked payload, and the plain messages that tell a reader of plain
 //     messages its node was deleted or its subscription ended: a revoke
 //     event carries the subscription's message type for that,
-//     hub.Event.PlainType). stanzaids.go: a notification's id names its node,
+//     hub.Event.PlainType). deletions.go: a deleted node's delete
+//     notifications, from the hub.NodeDeletion the store records with
+//     the deletion, sent like a batch of the log and forgotten once
+//     acknowledged. stanzaids.go: a notification's id names its node,
 //     so an error that answers it can be traced back.
 //   - acks.go, ackwindow.go: the cursor advances when the server has
 //     processed the write: an IQ the component sends itself (a marker)

@@ -132,6 +132,11 @@ func (d *dispatcher) dispatch(ctx context.Context) {
 			}
 			return
 		}
+		if all {
+			// Deleted nodes are in no list of nodes: their recorded
+			// deletions are looked at with every node (deletions.go).
+			nodeIDs = append([]int64{0}, nodeIDs...)
+		}
 		for i, id := range nodeIDs {
 			err := d.deliverNode(ctx, conn, id)
 			if err == nil {
@@ -188,14 +193,19 @@ func (d *dispatcher) nodesToServe(ctx context.Context, all bool, ids []int64) ([
 	return out, nil
 }
 
-// deliverNode sends the node's events after its cursor.
+// deliverNode sends the node's events after its cursor; node 0 (and a
+// node that is gone) stands for the recorded node deletions.
 func (d *dispatcher) deliverNode(ctx context.Context, conn *connection, nodeID int64) error {
 	// Read before the node: the recorder forgets a node's sent position
 	// only after recording it, so one of the two is always current.
+	if nodeID == 0 {
+		return d.deliverDeletions(ctx, conn)
+	}
 	sent := conn.acks.sentFor(nodeID)
 	n, err := d.store.NodeByID(ctx, nodeID)
 	if errors.Is(err, hub.ErrNotFound) {
-		return nil // deleted meanwhile; its subscribers got a delete notification
+		// Deleted: its subscribers are owed a delete notification.
+		return d.deliverDeletions(ctx, conn)
 	}
 	if err != nil {
 		return err

@@ -31,23 +31,40 @@ const (
 // pings name when they matched no followed source.
 type PagePings struct {
 	base     context.Context
+	stop     context.CancelFunc
 	resolver hub.SourceResolver
 	hub      *hub.Hub
 	log      *slog.Logger
 	slots    chan struct{}
+	// running joins the look-ups, which use the store: Close waits for
+	// them, so none outlives the store it writes to.
+	running sync.WaitGroup
 
 	mu     sync.Mutex
+	closed bool
 	looked map[string]time.Time
 }
 
-// NewPagePings returns the listener; look-ups end when base does (the
-// process's lifetime). cmd/pingd registers it with Hub.AddPingListener.
+// NewPagePings returns the listener; look-ups end when base does or Close
+// is called. cmd/pingd registers it with Hub.AddPingListener and closes
+// it before the store.
 func NewPagePings(base context.Context, h *hub.Hub, r hub.SourceResolver, log *slog.Logger) *PagePings {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &PagePings{base: base, resolver: r, hub: h, log: log,
+	base, stop := context.WithCancel(base)
+	return &PagePings{base: base, stop: stop, resolver: r, hub: h, log: log,
 		slots: make(chan struct{}, pageLookups), looked: map[string]time.Time{}}
+}
+
+// Close ends the look-ups under way and returns once none runs; pings
+// recorded afterwards start none.
+func (p *PagePings) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.stop()
+	p.running.Wait()
 }
 
 // PingRecorded looks at the page of a weblog ping that made no followed
@@ -64,8 +81,11 @@ func (p *PagePings) PingRecorded(_ context.Context, rec hub.PingRecord) {
 func (p *PagePings) lookAt(pageURL string) {
 	now := time.Now()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
 	if t, ok := p.looked[pageURL]; ok && now.Sub(t) < pageRecheck {
-		p.mu.Unlock()
 		return
 	}
 	if len(p.looked) >= pageRemembered {
@@ -75,18 +95,18 @@ func (p *PagePings) lookAt(pageURL string) {
 			}
 		}
 		if len(p.looked) >= pageRemembered {
-			p.mu.Unlock()
 			return
 		}
 	}
 	p.looked[pageURL] = now
-	p.mu.Unlock()
 	select {
 	case p.slots <- struct{}{}:
 	default:
 		return
 	}
-	go func() {
+	// Added under mu, which Close takes before it waits: no look-up
+	// starts unseen.
+	p.running.Go(func() {
 		defer func() { <-p.slots }()
 		ctx, cancel := context.WithTimeout(p.base, pageTimeout)
 		defer cancel()
@@ -102,5 +122,5 @@ func (p *PagePings) lookAt(pageURL string) {
 		if n > 0 {
 			p.log.InfoContext(ctx, "ping of a homepage reaches its feed", "page", pageURL, "feed", res.FeedURL, "sources", n)
 		}
-	}()
+	})
 }

@@ -47,16 +47,10 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // recorder is a Transport that remembers what it was told: the wakes per
-// node and the deleted nodes with their subscriptions.
+// node.
 type recorder struct {
-	mu      sync.Mutex
-	wakes   map[int64]int
-	deleted []deletion
-}
-
-type deletion struct {
-	node hub.Node
-	subs []hub.Subscription
+	mu    sync.Mutex
+	wakes map[int64]int
 }
 
 func newRecorder() *recorder { return &recorder{wakes: map[int64]int{}} }
@@ -67,22 +61,10 @@ func (r *recorder) Wake(nodeID int64) {
 	r.wakes[nodeID]++
 }
 
-func (r *recorder) NodeDeleted(_ context.Context, n hub.Node, subs []hub.Subscription) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.deleted = append(r.deleted, deletion{node: n, subs: subs})
-}
-
 func (r *recorder) wakesOf(nodeID int64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.wakes[nodeID]
-}
-
-func (r *recorder) deletions() []deletion {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]deletion(nil), r.deleted...)
 }
 
 // env is one hub on a real SQLite store, with the real feed fetcher and

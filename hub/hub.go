@@ -113,7 +113,6 @@ type Hub struct {
 
 	mu         sync.RWMutex
 	transports map[Kind][]Transport
-	listeners  []NodeDeletedListener
 	// pingListeners hear of recorded pings (pinglisteners.go).
 	pingListeners []PingListener
 
@@ -221,9 +220,6 @@ func (h *Hub) Register(t Transport, kinds ...Kind) {
 	defer h.mu.Unlock()
 	for _, k := range kinds {
 		h.transports[k] = append(h.transports[k], t)
-	}
-	if l, ok := t.(NodeDeletedListener); ok {
-		h.listeners = append(h.listeners, l)
 	}
 }
 

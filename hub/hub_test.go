@@ -856,7 +856,10 @@ func TestRetractNothing(t *testing.T) {
 	}
 }
 
-func TestDeleteNodeTellsListeners(t *testing.T) {
+// TestDeleteNodeRecordsDeletion: deleting a node leaves, in the store,
+// what its XMPP subscribers are to be told, and wakes the XMPP transport
+// for it; a failed delete records nothing.
+func TestDeleteNodeRecordsDeletion(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := t.Context()
 	n := e.createNode("doomed", "")
@@ -873,12 +876,20 @@ func TestDeleteNodeTellsListeners(t *testing.T) {
 	if _, err := e.hub.Publish(ctx, "doomed", "", []hub.Entry{{ID: "a"}}); err != nil {
 		t.Fatal(err)
 	}
+	wakes := e.rec.wakesOf(n.ID)
 	if err := e.hub.DeleteNode(ctx, "doomed"); err != nil {
 		t.Fatal(err)
 	}
-	got := e.rec.deletions()
-	if len(got) != 1 || got[0].node.ID != n.ID || got[0].node.Name != "doomed" || len(got[0].subs) != 2 {
-		t.Fatalf("listeners were told %+v, want the node with its 2 subscriptions", got)
+	dels, err := e.store.NodeDeletions(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dels) != 1 || dels[0].Node.ID != n.ID || dels[0].Node.Name != "doomed" ||
+		len(dels[0].Subscribers) != 1 || dels[0].Subscribers[0].Address != "a@example.org/x" {
+		t.Fatalf("deletions recorded: %+v, want the node with its XMPP subscriber", dels)
+	}
+	if e.rec.wakesOf(n.ID) <= wakes {
+		t.Error("the transports were not woken for the deleted node")
 	}
 	if _, err := e.store.Node(ctx, "doomed"); !errors.Is(err, hub.ErrNotFound) {
 		t.Errorf("node still there: %v", err)
@@ -890,8 +901,8 @@ func TestDeleteNodeTellsListeners(t *testing.T) {
 		t.Errorf("%d subscriptions left, want the other node's", len(subs))
 	}
 	mustErrIs(t, "delete again", e.hub.DeleteNode(ctx, "doomed"), hub.ErrNotFound)
-	if len(e.rec.deletions()) != 1 {
-		t.Errorf("a failed delete told the listeners")
+	if dels, _ := e.store.NodeDeletions(ctx, 10); len(dels) != 1 {
+		t.Errorf("a failed delete recorded a deletion: %+v", dels)
 	}
 }
 

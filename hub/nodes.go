@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 )
@@ -117,27 +116,20 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// DeleteNode removes a node, its items and subscriptions, and tells the
-// transports so they can notify the subscribers.
+// DeleteNode removes a node, its items and subscriptions. Its XMPP
+// subscribers are told by the component from the NodeDeletion the store
+// records with the deletion, so they are told after a restart too, or
+// when another process deleted it; the transports are woken for the node.
 func (h *Hub) DeleteNode(ctx context.Context, name string) error {
 	n, err := h.store.Node(ctx, name)
-	if err != nil {
-		return err
-	}
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID})
 	if err != nil {
 		return err
 	}
 	if err := h.store.DeleteNode(ctx, name); err != nil {
 		return err
 	}
-	h.mu.RLock()
-	listeners := slices.Clone(h.listeners)
-	h.mu.RUnlock()
-	for _, l := range listeners {
-		l.NodeDeleted(ctx, *n, subs)
-	}
-	h.log.InfoContext(ctx, "node deleted", "node", name, "subscriptions", len(subs))
+	h.wake(n.ID, KindXMPP)
+	h.log.InfoContext(ctx, "node deleted", "node", name)
 	return nil
 }
 

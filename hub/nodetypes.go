@@ -228,6 +228,23 @@ type Node struct {
 	UpdatedAt time.Time
 }
 
+// NodeDeletion is what a deleted node's XMPP subscribers are to be told
+// (XEP-0060 §8.4): the store records it in the transaction that deletes a
+// node with XMPP subscriptions and keeps it until ForgetNodeDeletions, so
+// the notifications survive a restart and reach the subscribers from
+// whichever process sends notifications, like the events of a node's log.
+// The node, its log and its subscriptions are gone: it keeps their part
+// the notifications need.
+type NodeDeletion struct {
+	ID int64
+	// Node is the deleted node: its ID, Name, Title and NotificationType.
+	Node Node
+	// Subscribers are its XMPP subscriptions when it was deleted: their
+	// Kind, Address and Options.
+	Subscribers []Subscription
+	DeletedAt   time.Time
+}
+
 // MaxNodeNameBytes is the longest node name XMPP allows pingd to use.
 const MaxNodeNameBytes = 255
 

@@ -37,8 +37,15 @@ type Store interface {
 	// SetNodeSource points the node at a source (0: none); ErrNotFound.
 	SetNodeSource(ctx context.Context, name string, sourceID int64) error
 	// DeleteNode removes the node with its log, subscriptions and
-	// affiliations; ErrNotFound.
+	// affiliations; ErrNotFound. When the node had XMPP subscriptions, the
+	// same transaction records the NodeDeletion they are to be told of.
 	DeleteNode(ctx context.Context, name string) error
+	// NodeDeletions lists the recorded node deletions, oldest first, at
+	// most limit.
+	NodeDeletions(ctx context.Context, limit int) ([]NodeDeletion, error)
+	// ForgetNodeDeletions removes recorded node deletions whose
+	// subscribers were told; ids that are gone already are no error.
+	ForgetNodeDeletions(ctx context.Context, ids []int64) error
 	// CountImplicitNodes counts the implicit nodes.
 	CountImplicitNodes(ctx context.Context) (int, error)
 	// DeleteUnused removes what strangers made pingd keep and nobody uses

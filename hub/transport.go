@@ -1,9 +1,6 @@
 package hub
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Transport is one way of telling subscribers: the component for XMPP, the
 // delivery package for the HTTP kinds. cmd/pingd registers them.
@@ -11,12 +8,6 @@ type Transport interface {
 	// Wake says the node's log grew or its subscriptions need work; nodeID
 	// 0 means "look for any work". It must not block.
 	Wake(nodeID int64)
-}
-
-// NodeDeletedListener is implemented by transports that tell subscribers
-// when a node is deleted (XEP-0060 §8.4 delete notifications).
-type NodeDeletedListener interface {
-	NodeDeleted(ctx context.Context, node Node, subs []Subscription)
 }
 
 // Observer hears what the hub does, for metrics; its methods must be cheap

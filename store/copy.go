@@ -25,7 +25,7 @@ import (
 // copyTables are pingd's tables in an order that satisfies their foreign
 // keys. schema_migrations is not copied: the target was migrated by Open.
 var copyTables = []string{
-	"sources", "source_bodies", "seen", "nodes", "events", "items",
+	"sources", "source_bodies", "seen", "nodes", "events", "items", "node_deletions",
 	"subscriptions", "affiliations", "pings", "counters", "upstreams", "relays",
 }
 

@@ -43,7 +43,7 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 			t.Errorf("table %s: nothing copied; the test must fill every table", tc.Table)
 		}
 	}
-	if len(report.Tables) != 12 || report.Replaced || report.SchemaVersion < 1 {
+	if len(report.Tables) != 13 || report.Replaced || report.SchemaVersion < 1 {
 		t.Fatalf("report = %+v", report)
 	}
 
@@ -209,6 +209,13 @@ func fillEveryTable(t *testing.T, ctx context.Context, s store.Store) {
 	_, err = s.ClaimDeliveries(ctx, time.Now(), plain.ID, 10, "instance-1", time.Now().Add(time.Hour))
 	check(err)
 	check(s.SetXMPPSeq(ctx, plain.ID, 2))
+	// A deleted node's XMPP subscribers wait for their notifications.
+	gone := &hub.Node{Name: "gone", NodeConfig: hub.DefaultNodeConfig()}
+	check(s.CreateNode(ctx, gone))
+	_, err = s.PutSubscription(ctx, &hub.Subscription{NodeID: gone.ID, Kind: hub.KindXMPP, Address: "reader@example.org/home",
+		BareJID: "reader@example.org", State: hub.SubActive, Options: hub.Options{Format: hub.FormatMessage}})
+	check(err)
+	check(s.DeleteNode(ctx, "gone"))
 
 	check(s.SetAffiliation(ctx, news.ID, "member@example.org", hub.AffMember))
 	check(s.SetAffiliation(ctx, news.ID, "owner@example.org", hub.AffOwner))
@@ -242,6 +249,7 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		Behind     []hub.Node
 		Upstreams  []hub.Upstream
 		Relays     []hub.RelayTargetStatus
+		Deletions  []hub.NodeDeletion
 	}
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
@@ -287,6 +295,9 @@ func dumpStore(t *testing.T, ctx context.Context, s store.Store) string {
 		t.Fatal(err)
 	}
 	if dump.Relays, err = s.(hub.RelayStore).RelayStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dump.Deletions, err = s.NodeDeletions(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(dump)

@@ -123,8 +123,29 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// statementCtx returns the context a statement on q runs under, before
+// the per-query timeout. A statement of a transaction of SQLite's group
+// commit does not end with its caller's context: SQLite rolls back the
+// whole transaction, every other caller's savepoint with it, when a
+// writing statement is interrupted. Its caller's context is checked
+// before it starts instead, so a caller that gives up stops at its next
+// statement and its function's error rolls back its savepoint alone.
+func statementCtx(ctx context.Context, q querier) (context.Context, error) {
+	if t, ok := q.(*txn); ok && t.grouped {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return context.WithoutCancel(ctx), nil
+	}
+	return ctx, nil
+}
+
 // exec runs one statement under the per-query timeout.
 func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	ctx, err := statementCtx(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if st := s.prepared(ctx, q, query); st != nil {
@@ -203,6 +224,10 @@ func (s *sqlStore) writeCount(ctx context.Context, query string, args ...any) (i
 // queryRow runs a query that returns one row and scans it into dest;
 // sql.ErrNoRows when there is none.
 func (s *sqlStore) queryRow(ctx context.Context, q querier, query string, args []any, dest ...any) error {
+	ctx, err := statementCtx(ctx, q)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	return s.rowContext(ctx, q, query, args).Scan(dest...)
@@ -219,6 +244,10 @@ func (s *sqlStore) rowContext(ctx context.Context, q querier, query string, args
 // query runs a query and calls each for every row, under one per-query
 // timeout covering the reading of the rows.
 func (s *sqlStore) query(ctx context.Context, q querier, query string, args []any, each func(*sql.Rows) error) error {
+	ctx, err := statementCtx(ctx, q)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	return s.queryEach(ctx, q, query, args, each)

@@ -101,7 +101,11 @@
 //     transaction. Hot single-statement writes (the XMPP cursor, delivery
 //     state, pings' due times) go through it too. A transaction that
 //     finds the connection idle and nothing queued runs alone on its
-//     caller's goroutine.
+//     caller's goroutine. Grouped statements run detached from their
+//     callers' contexts (checked between statements instead), since
+//     SQLite rolls back a whole transaction when a writing statement in
+//     it is interrupted; a group whose transaction is lost anyway runs
+//     its callers again one by one.
 //
 // Every statement runs under Options.QueryTimeout, with one exception: the
 // one-row UPDATEs by key that SaveDeliveryStates (deliverystates.go) runs

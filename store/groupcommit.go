@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -56,8 +57,9 @@ type groupCommitter struct {
 	// yet run; a caller runs its own only when there are none.
 	waiting atomic.Int64
 	// grouped counts the transactions that were committed in a group of
-	// more than one (tests).
-	grouped atomic.Int64
+	// more than one, and lost the groups whose transaction was lost and
+	// whose callers were run again one by one (tests).
+	grouped, lost atomic.Int64
 }
 
 // groupTx is one caller's transaction.
@@ -167,80 +169,125 @@ func (g *groupCommitter) loop() {
 }
 
 // run commits one group and tells every caller its outcome.
+//
+// The group's transaction belongs to no caller: its statements run
+// detached from their callers' contexts (statementCtx), each under the
+// per-query timeout, and a caller's context is checked before its
+// function starts and between its statements instead. SQLite rolls back
+// the whole transaction, savepoints included, when a writing statement in
+// it is interrupted (a statement that outran the per-query timeout) or
+// fails in some other ways (a full disk): a caller's cancellation would
+// otherwise undo the writes of every other caller of its group. When the
+// transaction is gone anyway (a savepoint that cannot be rolled back to
+// or released, a failed commit), the callers without an error of their
+// own are run again one by one, each in a transaction of its own, so
+// only the caller whose statement failed sees an error. Functions may be
+// run again: PostgreSQL's retries already ask that of them.
 func (g *groupCommitter) run(batch []*groupTx) {
 	defer func() {
 		for _, r := range batch {
 			close(r.done)
 		}
 	}()
+	if len(batch) == 1 {
+		g.runAlone(batch[0])
+		return
+	}
+	for _, r := range g.runGroup(batch) {
+		g.runAlone(r)
+	}
+}
+
+// begin starts a transaction of the write connection for n callers.
+func (g *groupCommitter) begin(n int) (*sql.Tx, *txn, context.Context, context.CancelFunc, error) {
 	s := g.s
-	// The group's transaction belongs to no caller: one caller's cancelled
-	// context must not roll back the others' writes.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*s.timeout*time.Duration(min(len(batch), 4)))
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*s.timeout*time.Duration(min(n, 4)))
 	s.writeStmts.prepareWanted(ctx)
 	sqlTx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		for _, r := range batch {
-			r.err = fmt.Errorf("begin transaction: %w", err)
-		}
-		return
+		cancel()
+		return nil, nil, nil, nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	tx := newTxn(sqlTx, s.writeStmts)
-	alone := len(batch) == 1
+	tx.grouped = true
+	return sqlTx, tx, ctx, cancel, nil
+}
+
+// runAlone runs one caller's function in a transaction of its own.
+func (g *groupCommitter) runAlone(r *groupTx) {
+	if r.err = r.ctx.Err(); r.err != nil {
+		return
+	}
+	sqlTx, tx, _, cancel, err := g.begin(1)
+	if err != nil {
+		r.err = err
+		return
+	}
+	defer cancel()
+	if r.err = r.fn(tx); r.err != nil {
+		_ = sqlTx.Rollback()
+		return
+	}
+	if err := sqlTx.Commit(); err != nil {
+		r.err = fmt.Errorf("commit: %w", err)
+	}
+}
+
+// runGroup runs batch in one transaction, each caller in a savepoint of
+// its own, and returns the callers to run again on their own because the
+// transaction was lost.
+func (g *groupCommitter) runGroup(batch []*groupTx) (again []*groupTx) {
+	s := g.s
+	sqlTx, tx, ctx, cancel, err := g.begin(len(batch))
+	if err != nil {
+		for _, r := range batch {
+			r.err = err
+		}
+		return nil
+	}
+	defer cancel()
+	// lost rolls back what is left of the transaction and returns the
+	// callers without an error of their own.
+	lost := func(err error) []*groupTx {
+		_ = sqlTx.Rollback()
+		g.lost.Add(1)
+		s.log.Warn("group commit lost its transaction; running its callers one by one",
+			"callers", len(batch), "err", err)
+		var out []*groupTx
+		for _, r := range batch {
+			if r.err == nil {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	committed := make([]*groupTx, 0, len(batch))
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
 		}
-		if alone {
-			if r.err = r.fn(tx); r.err != nil {
-				_ = sqlTx.Rollback()
-				return
-			}
-			committed = append(committed, r)
-			continue
-		}
 		if _, err := s.exec(ctx, tx, `SAVEPOINT grouped`); err != nil {
-			g.fail(sqlTx, batch, fmt.Errorf("savepoint: %w", err))
-			return
+			return lost(fmt.Errorf("savepoint: %w", err))
 		}
 		if r.err = r.fn(tx); r.err != nil {
 			if _, err := s.exec(ctx, tx, `ROLLBACK TO grouped`); err != nil {
-				g.fail(sqlTx, batch, fmt.Errorf("roll back to savepoint: %w", err))
-				return
+				return lost(fmt.Errorf("roll back to savepoint: %w", err))
 			}
 		} else {
 			committed = append(committed, r)
 		}
 		if _, err := s.exec(ctx, tx, `RELEASE grouped`); err != nil {
-			g.fail(sqlTx, batch, fmt.Errorf("release savepoint: %w", err))
-			return
+			return lost(fmt.Errorf("release savepoint: %w", err))
 		}
 	}
 	if len(committed) == 0 {
 		_ = sqlTx.Rollback()
-		return
+		return nil
 	}
 	if err := sqlTx.Commit(); err != nil {
-		for _, r := range committed {
-			r.err = fmt.Errorf("commit: %w", err)
-		}
-		return
+		return lost(fmt.Errorf("commit: %w", err))
 	}
-	if len(batch) > 1 {
-		g.grouped.Add(int64(len(committed)))
-	}
-}
-
-// fail rolls the group back and gives every caller without an error of
-// its own err.
-func (g *groupCommitter) fail(sqlTx interface{ Rollback() error }, batch []*groupTx, err error) {
-	_ = sqlTx.Rollback()
-	for _, r := range batch {
-		if r.err == nil {
-			r.err = err
-		}
-	}
+	g.grouped.Add(int64(len(committed)))
+	return nil
 }

@@ -170,6 +170,172 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 	}
 }
 
+// slowInsertSQL inserts one ping after counting to $1 in a recursive CTE:
+// a writing statement that takes as long as $1 says.
+const slowInsertSQL = `INSERT INTO pings (dialect, url, received_at)
+	WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $1)
+	SELECT 'rest', 'http://slow.example/', $2 FROM c WHERE x = $1`
+
+// slowCount returns a count that slowInsertSQL takes at least d to reach.
+func slowCount(t *testing.T, s *sqlStore, d time.Duration) int64 {
+	t.Helper()
+	for n := int64(1 << 18); ; n *= 2 {
+		start := time.Now()
+		var x int64
+		if err := s.read.QueryRowContext(context.Background(),
+			`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $1) SELECT max(x) FROM c`, n).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) >= d {
+			return n
+		}
+	}
+}
+
+// groupWithSlowCaller commits three callers in one group: two pings
+// around a transaction whose only statement is slowInsertSQL counting to
+// n, and whose context is cancelled 30 ms after it starts. It returns the
+// errors of the three and the URLs of the pings stored.
+func groupWithSlowCaller(t *testing.T, s *sqlStore, n int64) (errA, errSlow, errC error, urls map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	wg.Go(func() { errA = s.RecordPing(ctx, &hub.Ping{Dialect: "rest", URL: "http://a.example/"}) })
+	waitQueued(t, s, 1)
+	wg.Go(func() {
+		slowCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errSlow = s.inTx(slowCtx, func(tx *txn) error {
+			// Cut it mid-statement: its caller gives up meanwhile.
+			stop := time.AfterFunc(30*time.Millisecond, cancel)
+			defer stop.Stop()
+			_, err := s.exec(slowCtx, tx, slowInsertSQL, n, s.timeArg(time.Now()))
+			return err
+		})
+	})
+	waitQueued(t, s, 2)
+	wg.Go(func() { errC = s.RecordPing(ctx, &hub.Ping{Dialect: "rest", URL: "http://c.example/"}) })
+	waitQueued(t, s, 3)
+	release()
+	wg.Wait()
+	pings, _, err := s.Pings(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls = map[string]bool{}
+	for _, p := range pings {
+		urls[p.URL] = true
+	}
+	return errA, errSlow, errC, urls
+}
+
+// TestGroupCommitCallerCancelledMidStatement: a caller that gives up
+// while its writing statement runs inside a group does not interrupt the
+// statement, so SQLite keeps the group's transaction and every other
+// caller's writes commit, without an error.
+func TestGroupCommitCallerCancelledMidStatement(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	n := slowCount(t, s, 300*time.Millisecond)
+	errA, errSlow, errC, urls := groupWithSlowCaller(t, s, n)
+	if errA != nil || errC != nil {
+		t.Fatalf("the other callers of the group: %v, %v", errA, errC)
+	}
+	if !urls["http://a.example/"] || !urls["http://c.example/"] {
+		t.Fatalf("pings stored: %v", urls)
+	}
+	// The slow caller's transaction is all or nothing like any other.
+	if (errSlow == nil) != urls["http://slow.example/"] {
+		t.Fatalf("slow caller: %v, its ping stored: %v", errSlow, urls["http://slow.example/"])
+	}
+	if got := s.group.lost.Load(); got != 0 {
+		t.Errorf("%d group transactions lost", got)
+	}
+}
+
+// TestGroupCommitRunsSurvivorsAfterLostTransaction: a statement cut by
+// the per-query timeout makes SQLite roll back the group's whole
+// transaction; the other callers are run again on their own and commit,
+// and only the slow caller sees an error.
+func TestGroupCommitRunsSurvivorsAfterLostTransaction(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{QueryTimeout: 300 * time.Millisecond})
+	errA, errSlow, errC, urls := groupWithSlowCaller(t, s, 1<<50)
+	if errA != nil || errC != nil {
+		t.Fatalf("the other callers of the group: %v, %v", errA, errC)
+	}
+	if errSlow == nil || urls["http://slow.example/"] {
+		t.Fatalf("slow caller: %v, its ping stored: %v", errSlow, urls["http://slow.example/"])
+	}
+	if !urls["http://a.example/"] || !urls["http://c.example/"] {
+		t.Fatalf("pings stored: %v", urls)
+	}
+	if got := s.group.lost.Load(); got != 1 {
+		t.Errorf("%d group transactions lost, want 1", got)
+	}
+	// The write connection is usable afterwards.
+	if err := s.RecordPing(context.Background(), &hub.Ping{Dialect: "rest", URL: "http://d.example/"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCommitShutdownKeepsDeliverySaves: at shutdown the run context
+// ends while a large ApplyFetch runs in a group with a delivery's state
+// save, the shutdown-safe write queued after it. The fetch may be left
+// out, but the save commits.
+func TestGroupCommitShutdownKeepsDeliverySaves(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestSQLite(t, Options{})
+	src, _, err := s.EnsureSource(ctx, "https://example.org/feed.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &hub.Node{Name: "n", NodeConfig: hub.DefaultNodeConfig(), SourceID: src.ID}
+	if err := s.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1:9/hook", State: hub.SubActive}
+	if _, err := s.PutSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]hub.Entry, 20000)
+	for i := range entries {
+		id := fmt.Sprintf("https://example.org/entry/%d", i)
+		entries[i] = hub.Entry{ID: id, Title: id, Payload: []byte(`<entry xmlns="http://www.w3.org/2005/Atom"/>`)}
+	}
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	var fetchErr, saveErr error
+	wg.Go(func() {
+		_, fetchErr = s.ApplyFetch(run, hub.FetchOutcome{SourceID: src.ID, Changed: true, Entries: entries,
+			State: hub.SourceState{URL: src.URL, IsFeed: true, Baselined: true, LastFetchAt: time.Now(), LastStatus: 200}})
+	})
+	waitQueued(t, s, 1)
+	wg.Go(func() {
+		saveErr = s.SaveDeliveryState(context.WithoutCancel(run), sub.ID, hub.DeliveryState{Cursor: 7, LastStatus: 200})
+	})
+	waitQueued(t, s, 2)
+	release()
+	time.Sleep(20 * time.Millisecond) // the fetch is under way: shutdown
+	stop()
+	wg.Wait()
+	t.Logf("the fetch cut by shutdown: %v", fetchErr)
+	if saveErr != nil {
+		t.Fatalf("delivery save in the fetch's group: %v (fetch: %v)", saveErr, fetchErr)
+	}
+	got, err := s.Subscription(ctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cursor != 7 {
+		t.Fatalf("cursor %d after the save, want 7 (fetch: %v)", got.Cursor, fetchErr)
+	}
+	if s.group.lost.Load() != 0 {
+		t.Error("the group's transaction was lost")
+	}
+}
+
 // TestClosedStoreRefusesWrites: after Close, writes fail at once instead
 // of waiting for a committer that is gone.
 func TestClosedStoreRefusesWrites(t *testing.T) {

@@ -154,6 +154,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededRevokes(t, s, k)
 				checkSeededUnused(t, s, k)
 				checkSeededBodies(t, s)
+				checkSeededDeletions(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -354,6 +355,27 @@ func checkSeededBodies(t *testing.T, s *sqlStore) {
 	}
 	if _, err := s.read.ExecContext(ctx, `SELECT body FROM sources`); err == nil {
 		t.Fatal("sources still has a body column")
+	}
+}
+
+// checkSeededDeletions: a node deletion recorded by version 20 is read
+// back with its subscribers.
+func checkSeededDeletions(t *testing.T, s *sqlStore, k int) {
+	t.Helper()
+	dels, err := s.NodeDeletions(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k < 20 {
+		if len(dels) != 0 {
+			t.Fatalf("deletions before version 20: %+v", dels)
+		}
+		return
+	}
+	if len(dels) != 1 || dels[0].Node.Name != "deleted-node" || len(dels[0].Subscribers) != 1 ||
+		dels[0].Subscribers[0].Address != "reader@example.org/home" || dels[0].Subscribers[0].Options.Format != hub.FormatMessage ||
+		!dels[0].DeletedAt.Equal(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)) {
+		t.Fatalf("seeded deletion: %+v", dels)
 	}
 }
 

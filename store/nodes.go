@@ -70,6 +70,9 @@ func (b boundRow) Scan(dest ...any) error {
 }
 
 func rowOf(s *sqlStore, ctx context.Context, q querier, query string, args []any) boundRow {
+	if sctx, err := statementCtx(ctx, q); err == nil {
+		ctx = sctx
+	} // else ctx has ended: database/sql refuses the query before it starts
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	return boundRow{row: s.rowContext(ctx, q, query, args), cancel: cancel}
 }
@@ -194,14 +197,24 @@ func (s *sqlStore) SetNodeSource(ctx context.Context, name string, sourceID int6
 }
 
 // DeleteNode removes the node; its log, items, subscriptions and
-// affiliations go with it (ON DELETE CASCADE).
+// affiliations go with it (ON DELETE CASCADE). A node with XMPP
+// subscriptions leaves its NodeDeletion (deletions.go) in the same
+// transaction.
 func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
-	count, err := s.execCount(ctx, s.write, `DELETE FROM nodes WHERE name = $1`, name)
+	err := s.inTx(ctx, func(tx *txn) error {
+		var n hub.Node
+		if err := s.queryRow(ctx, tx, `SELECT id, name, title, notification_type FROM nodes WHERE name = $1`+s.forUpdate(),
+			[]any{name}, &n.ID, &n.Name, &n.Title, &n.NotificationType); err != nil {
+			return notFound(err, fmt.Sprintf("node %q", name))
+		}
+		if err := s.recordNodeDeletion(ctx, tx, n); err != nil {
+			return err
+		}
+		_, err := s.exec(ctx, tx, `DELETE FROM nodes WHERE id = $1`, n.ID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("delete node %q: %w", name, err)
-	}
-	if count == 0 {
-		return fmt.Errorf("node %q: %w", name, hub.ErrNotFound)
 	}
 	return nil
 }

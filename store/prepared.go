@@ -153,6 +153,10 @@ type txn struct {
 	*sql.Tx
 	stmts *stmtCache // nil: nothing kept (PostgreSQL)
 	bound map[*sql.Stmt]*sql.Stmt
+	// grouped marks a transaction of SQLite's group commit, whose
+	// statements run detached from their callers' contexts
+	// (statementCtx).
+	grouped bool
 }
 
 func newTxn(tx *sql.Tx, stmts *stmtCache) *txn {

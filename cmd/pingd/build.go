@@ -34,6 +34,9 @@ type parts struct {
 	relayer    *delivery.Relayer // nil without relay targets
 	upstreams  *upstream.Manager // nil without upstream push
 	api        *httpapi.API
+	// pagePings' look-ups run beside the requests that start them; serve
+	// joins them before the store closes.
+	pagePings *discovery.PagePings
 }
 
 // outboundIdleConns is how many kept-alive connections the outbound client
@@ -388,7 +391,8 @@ func buildParts(ctx context.Context, cfg *Config, log *slog.Logger) (p *parts, l
 	p.relayer = relayer
 	// Weblog pings that name a homepage followed by no node reach the
 	// feed the page links to.
-	h.AddPingListener(discovery.NewPagePings(ctx, h, out.resolver, log))
+	p.pagePings = discovery.NewPagePings(ctx, h, out.resolver, log)
+	h.AddPingListener(p.pagePings)
 	if p.api, err = buildAPI(cfg, st, h, p.component, relayNames, out, log); err != nil {
 		return nil, false, err
 	}

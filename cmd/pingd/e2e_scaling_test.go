@@ -400,6 +400,56 @@ func TestScalingProsodyFailover(t *testing.T) {
 	}
 }
 
+// TestScalingDeleteThroughStandby: against Prosody only the leader holds
+// the XMPP connection; a node deleted through the standby's admin API
+// still reaches its XMPP subscriber as a delete notification, sent by the
+// leader from the deletion the standby recorded in the database.
+func TestScalingDeleteThroughStandby(t *testing.T) {
+	db := testPostgres(t)
+	p := testenv.StartProsody(t, testenv.ProsodyOptions{})
+	p.Register("reader", "pw")
+	feed := newFeedServer(t, feedItem{"old", "Old"})
+	d1 := newInstance(t, prosodyServer(p), db)
+	d2 := newInstance(t, prosodyServer(p), db)
+	d1.Start(true)
+	waitFor(t, 10*time.Second, "the first to lead", d1.leads)
+	d2.Start(true)
+	if code := d2.api("POST", "/api/nodes", map[string]any{"node": "news", "source": feed.URL}, nil); code != 201 {
+		t.Fatalf("create node through the standby: HTTP %d", code)
+	}
+	d2.waitBaselined("news")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := testenv.Dial(ctx, t, p, "reader", "pw", "r")
+	if resp := subscribe(t, ctx, c, p.ComponentDomain, "news"); !strings.Contains(resp, `subscription="subscribed"`) {
+		t.Fatalf("subscribe: %s", resp)
+	}
+	if d2.leads() {
+		t.Fatal("the standby leads while the first process lives")
+	}
+	if code := d2.api("DELETE", "/api/nodes/news", nil, nil); code != 204 && code != 200 {
+		t.Fatalf("delete node through the standby: HTTP %d", code)
+	}
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case raw := <-c.Stanzas:
+			var msg struct {
+				Event struct {
+					Delete *struct {
+						Node string `xml:"node,attr"`
+					} `xml:"delete"`
+				} `xml:"http://jabber.org/protocol/pubsub#event event"`
+			}
+			if xml.Unmarshal(raw, &msg) == nil && msg.Event.Delete != nil && msg.Event.Delete.Node == "news" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no delete notification within 15 s of a delete through the standby")
+		}
+	}
+}
+
 // TestScalingWebhooksAndPollsOnce runs three pingd processes on one
 // PostgreSQL with no XMPP server: sources created through all of them are
 // fetched once each for their baseline, and a fan-out of webhook

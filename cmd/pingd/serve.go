@@ -55,8 +55,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	handlers := &joinedHandler{h: p.api}
 	srv := &http.Server{
-		Handler:           p.api,
+		Handler:           handlers,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -84,15 +85,53 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		// Requests still running past the wait: closing their
+		// connections ends their contexts.
 		log.Warn("HTTP shutdown", "err", serr)
+		_ = srv.Close()
 	}
 	stopWork()
 	wg.Wait()
+	// Nothing may use the store once it closes: the requests still
+	// running and the page look-ups pings started are joined first.
+	handlers.close()
+	p.pagePings.Close()
 	log.Info("pingd stopped")
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// joinedHandler serves HTTP requests until close, which waits for those
+// under way: http.Server.Shutdown stops waiting for them at its deadline,
+// and they use the store, which closes next.
+type joinedHandler struct {
+	h       http.Handler
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+func (j *joinedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	j.running.Add(1)
+	j.mu.Unlock()
+	defer j.running.Done()
+	j.h.ServeHTTP(w, r)
+}
+
+// close refuses further requests and waits for those under way.
+func (j *joinedHandler) close() {
+	j.mu.Lock()
+	j.closed = true
+	j.mu.Unlock()
+	j.running.Wait()
 }
 
 // runBackground starts the background work of every part in wg; it stops

@@ -138,6 +138,55 @@ func testNodeDeleteCascades(t *testing.T, s store.Store) {
 	must(s.Subscription(ctx, otherSub.ID))(t)
 }
 
+// testNodeDeletionRecorded: deleting a node with XMPP subscriptions
+// records, in the same transaction, what they are to be told (the node's
+// name, title and notification type, each XMPP subscriber's address and
+// options), kept until forgotten; a node without XMPP subscriptions
+// records nothing.
+func testNodeDeletionRecorded(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := &hub.Node{Name: "doomed", NodeConfig: hub.DefaultNodeConfig()}
+	n.Title, n.NotificationType = "Doomed ✓", hub.NotifyNormal
+	noErr(t, s.CreateNode(ctx, n))
+	quiet := newNode(t, s, "quiet")
+	for _, sub := range []*hub.Subscription{
+		{NodeID: n.ID, Kind: hub.KindXMPP, Address: "a@example.org/x", BareJID: "a@example.org", State: hub.SubActive,
+			Options: hub.Options{Format: hub.FormatMessage, MessageType: hub.NotifyChat}},
+		{NodeID: n.ID, Kind: hub.KindXMPP, Address: "b@example.org", BareJID: "b@example.org", State: hub.SubActive},
+		{NodeID: n.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1/cb", State: hub.SubActive},
+		{NodeID: quiet.ID, Kind: hub.KindWebhook, Address: "http://127.0.0.1/cb", State: hub.SubActive},
+	} {
+		must(s.PutSubscription(ctx, sub))(t)
+	}
+	noErr(t, s.DeleteNode(ctx, "doomed"))
+	noErr(t, s.DeleteNode(ctx, "quiet"))
+	dels := must(s.NodeDeletions(ctx, 10))(t)
+	if len(dels) != 1 {
+		t.Fatalf("%d deletions recorded, want doomed's alone: %+v", len(dels), dels)
+	}
+	d := dels[0]
+	if d.ID == 0 || d.Node.ID != n.ID || d.Node.Name != "doomed" || d.Node.Title != "Doomed ✓" ||
+		d.Node.NotificationType != hub.NotifyNormal || d.DeletedAt.IsZero() {
+		t.Fatalf("deletion %+v", d)
+	}
+	if len(d.Subscribers) != 2 || d.Subscribers[0].Address != "a@example.org/x" || d.Subscribers[1].Address != "b@example.org" ||
+		d.Subscribers[0].Kind != hub.KindXMPP || d.Subscribers[0].Options.Format != hub.FormatMessage ||
+		d.Subscribers[0].Options.MessageType != hub.NotifyChat || d.Subscribers[1].Options.Format == hub.FormatMessage {
+		t.Fatalf("subscribers %+v", d.Subscribers)
+	}
+	// A node of the same name made afterwards is a new node: the
+	// deletion stays as it was.
+	newNode(t, s, "doomed")
+	if again := must(s.NodeDeletions(ctx, 10))(t); len(again) != 1 || again[0].Node.ID != n.ID {
+		t.Fatalf("deletions after a new node of the name: %+v", again)
+	}
+	noErr(t, s.ForgetNodeDeletions(ctx, []int64{d.ID}))
+	noErr(t, s.ForgetNodeDeletions(ctx, []int64{d.ID})) // gone already: no error
+	if left := must(s.NodeDeletions(ctx, 10))(t); len(left) != 0 {
+		t.Fatalf("deletions left after forgetting: %+v", left)
+	}
+}
+
 // testNodeIDsNotReused: the id of a deleted node, even the highest, is
 // never given to a new one, so that what is recorded late for the old
 // node (an XMPP acknowledgement naming its id and cursor) cannot land on

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeCreateAndRead", testNodeCreateAndRead},
 		{"NodeUpdates", testNodeUpdates},
 		{"NodeDeleteCascades", testNodeDeleteCascades},
+		{"NodeDeletionRecorded", testNodeDeletionRecorded},
 		{"OpenNodes", testOpenNodes},
 		{"AppendSequences", testAppendSequences},
 		{"AppendValidates", testAppendValidates},
