@@ -76,8 +76,9 @@
 //
 // The senders, one file each: webhook.go (GetPingd), websub.go (WebSub:
 // verification with the lease, denial notices, content in the topic's own
-// format, X-Hub-Signature), rsscloud.go (the challenge GET or test
-// notification before a registration is active, http-post, XML-RPC and
+// format, X-Hub-Signature), rsscloud.go (the challenge GET, or the test
+// notification, which is also how an xml-rpc registration naming a domain
+// is checked, before a registration is active, http-post, XML-RPC and
 // SOAP 1.1 notify calls, suspension after three errors in a row) and
 // cnws.go (<resourceChange> posts; removal on a false status or an HTTP
 // error, ageing when the host cannot be reached). webhook.go's patches

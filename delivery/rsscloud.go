@@ -46,10 +46,11 @@ func (c *RSSCloud) Policy() Policy {
 	return Policy{RetryWindow: c.window(), SuspendAfter: rsscloud.SuspendAfter}
 }
 
-// Verify checks a registration before it is stored as active. With a
-// domain the callback must echo a random challenge sent with the URL in a
-// GET (so nobody registers a host that did not ask); without one, a test
-// notification must succeed. It returns the registration's expiry.
+// Verify checks a registration before it is stored as active. An
+// http-post or SOAP registration with a domain must echo a random
+// challenge sent with the URL in a GET (so nobody registers a host that
+// did not ask); any other, an XML-RPC one with a domain included, must
+// accept a test notification (rsscloud.Challenged). It returns the registration's expiry.
 // rssCloud has no unsubscribe; such a request is confirmed as is.
 func (c *RSSCloud) Verify(ctx context.Context, sub *hub.Subscription, node *hub.Node, mode string) (time.Time, error) {
 	if mode != "subscribe" {
@@ -58,7 +59,7 @@ func (c *RSSCloud) Verify(ctx context.Context, sub *hub.Subscription, node *hub.
 	vctx, cancel := context.WithTimeout(ctx, rsscloud.VerifyTimeout)
 	defer cancel()
 	resource := cloudResource(sub, node)
-	if sub.Options.Verify[rsscloud.VerifyDomain] != "" {
+	if rsscloud.Challenged(sub.Options.Protocol, sub.Options.Verify[rsscloud.VerifyDomain]) {
 		if err := c.challenge(vctx, sub.Address, resource); err != nil {
 			return time.Time{}, fmt.Errorf("rssCloud challenge: %w", err)
 		}

@@ -17,7 +17,9 @@
 // (a node's subscribers and status, the relay targets); json.go holds
 // the JSON reading and writing every JSON answer uses.
 //
-// The subscription dialects that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC),
+// The subscription dialects that name a URL are rsscloud.go (pleaseNotify, REST and XML-RPC;
+// each resource read first through hub.ReadResource; REST answers in XML,
+// or JSON by Accept, negotiate.go, as for the REST ping of pings.go),
 // cnws.go (POST /cnws) and websub.go (the WebSub hub at /websub); they map
 // a URL to its node (pingd's own node URLs included), store the
 // subscription through the hub and leave verification and notification to

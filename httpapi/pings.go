@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
@@ -214,14 +215,26 @@ func (a *API) rpcRSSCloudPing(ctx context.Context, req *RPCRequest) (any, error)
 
 // restPing is POST /ping with the form fields url and (optional) name.
 // An XML body is an XML-RPC call: several ping services took XML-RPC at
-// /ping, and clients configured for them post there.
+// /ping, and clients configured for them post there. The answer is the
+// rssCloud REST one, <result success="…" msg="…"/> (or its JSON form for
+// Accept: application/json), which the rssCloud clients that post here
+// read; a browser, which prefers text/html, gets a page.
 func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "text/xml" || mt == "application/xml" {
 		a.serveRPC(w, r)
 		return
 	}
-	if !a.limitBody(w, r, func(msg string) { writePingPage(w, http.StatusRequestEntityTooLarge, "Request too large", msg, "") }) {
+	format := negotiateFormat(r.Header.Get("Accept"), formatXML, formatJSON, formatHTML)
+	fail := func(code int, title, msg string) {
+		if format == formatHTML {
+			w.Header().Add("Vary", "Accept")
+			writePingPage(w, code, title, msg, "")
+			return
+		}
+		writeCloudResult(w, format, rsscloud.ElemResult, code, false, msg)
+	}
+	if !a.limitBody(w, r, func(msg string) { fail(http.StatusRequestEntityTooLarge, "Request too large", msg) }) {
 		return
 	}
 	var err error
@@ -232,13 +245,47 @@ func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if isTooLarge(err) {
-			writePingPage(w, http.StatusRequestEntityTooLarge, "Request too large", a.tooLargeMessage(), "")
+			fail(http.StatusRequestEntityTooLarge, "Request too large", a.tooLargeMessage())
 		} else {
-			writePingPage(w, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error(), "")
+			fail(http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
 		}
 		return
 	}
-	a.htmlPing(w, r, DialectREST, r.Form.Get("name"), r.Form.Get("url"))
+	if format == formatHTML {
+		w.Header().Add("Vary", "Accept")
+		a.htmlPing(w, r, DialectREST, r.Form.Get("name"), r.Form.Get("url"))
+		return
+	}
+	a.cloudPing(w, r, format, r.Form.Get("name"), r.Form.Get("url"))
+}
+
+// cloudPing records a REST ping and answers it as rssCloud clients
+// expect: HTTP 200 with success="true", or with success="false" when the
+// url is missing (what rssCloud servers answer); a url that is not one is
+// 400, 429 with Retry-After when rate limited, 500 when the ping could not
+// be recorded, each with success="false" and why.
+func (a *API) cloudPing(w http.ResponseWriter, r *http.Request, format, name, rawURL string) {
+	answer := func(code int, ok bool, msg string) {
+		writeCloudResult(w, format, rsscloud.ElemResult, code, ok, msg)
+	}
+	rawURL = strings.TrimSpace(rawURL)
+	if rawURL == "" {
+		answer(http.StatusOK, false, rsscloud.MissingParamsMessage("url"))
+		return
+	}
+	_, err := a.ping(r.Context(), hub.Ping{Dialect: DialectREST, Name: name, Remote: clientIP(r)}, []string{rawURL})
+	var limited *RateLimitError
+	switch {
+	case err == nil:
+		answer(http.StatusOK, true, rsscloud.MsgPinged)
+	case errors.As(err, &limited):
+		setRetryAfter(w, limited.RetryAfter)
+		answer(limited.status(), false, "Too many pings: "+limited.What+"; please wait before pinging again.")
+	case errors.Is(err, hub.ErrInvalid):
+		answer(http.StatusBadRequest, false, err.Error())
+	default:
+		answer(http.StatusInternalServerError, false, "The ping could not be recorded; please try again later.")
+	}
 }
 
 // getPing is GET /ping?url=…[&name=…], the HTTP GET ping of the ping

@@ -3,11 +3,14 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,8 +347,10 @@ func TestRESTPings(t *testing.T) {
 	src := e.followedSource("blog", "http://127.0.0.1:1/feed.xml", "")
 	e.clock.Advance(time.Minute)
 
+	// A browser (text/html preferred) gets a page; rssCloud clients get
+	// <result/> (TestRESTPingRSSCloudAnswers).
 	form := url.Values{"url": {"http://127.0.0.1:1/feed.xml"}, "name": {"<Blog & Co>"}}
-	resp := e.do(http.MethodPost, "/ping", "", strings.NewReader(form.Encode()), "Content-Type", "application/x-www-form-urlencoded")
+	resp := e.do(http.MethodPost, "/ping", "", strings.NewReader(form.Encode()), "Content-Type", "application/x-www-form-urlencoded", "Accept", browserAccept)
 	wantStatus(t, resp, http.StatusOK)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
@@ -396,7 +401,7 @@ func TestRESTPings(t *testing.T) {
 		{http.MethodGet, "/pingSiteForm?name=x", ""},
 		{http.MethodGet, "/pingSiteForm?url=" + url.QueryEscape("<script>x</script>"), ""},
 	} {
-		resp := e.do(tc.method, tc.path, "", strings.NewReader(tc.body), "Content-Type", "application/x-www-form-urlencoded")
+		resp := e.do(tc.method, tc.path, "", strings.NewReader(tc.body), "Content-Type", "application/x-www-form-urlencoded", "Accept", browserAccept)
 		wantStatus(t, resp, http.StatusBadRequest)
 		b := string(readBody(t, resp))
 		if !strings.Contains(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, "<h1>") || strings.Contains(b, "<script>") {
@@ -410,6 +415,90 @@ func TestRESTPings(t *testing.T) {
 	wantStatus(t, resp, http.StatusMethodNotAllowed)
 	if allow := resp.Header.Get("Allow"); allow != "GET, HEAD, POST" {
 		t.Errorf("Allow = %q", allow)
+	}
+}
+
+// browserAccept is the Accept header browsers send with a page request.
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// TestRESTPingRSSCloudAnswers: POST /ping as rssCloud clients send it (a
+// form, with no Accept, */*, or Accept: application/json) is answered
+// <result success="…" msg="…"/> in text/xml, or {"success", "msg"} in
+// JSON; without url it is HTTP 200 with success false (a url that is not
+// one is a 400 with success false). Browsers still get
+// the page, and the weblogs.com GET forms are untouched (TestGETPing,
+// TestRESTPings).
+func TestRESTPingRSSCloudAnswers(t *testing.T) {
+	e := newEnv(t)
+	const feed = "http://127.0.0.1:1/feed.xml"
+	src := e.followedSource("blog", feed, "")
+	type result struct {
+		XMLName xml.Name `xml:"result"`
+		Success string   `xml:"success,attr"`
+		Msg     string   `xml:"msg,attr"`
+	}
+	post := func(body string, accept ...string) *http.Response {
+		h := []string{"Content-Type", "application/x-www-form-urlencoded"}
+		if len(accept) > 0 {
+			h = append(h, "Accept", accept[0])
+		}
+		return e.do(http.MethodPost, "/ping", "", strings.NewReader(body), h...)
+	}
+	xmlAnswer := func(name string, resp *http.Response, code int, success, msg string) {
+		t.Helper()
+		b := readBody(t, resp)
+		var r result
+		if err := xml.Unmarshal(b, &r); err != nil || resp.StatusCode != code || r.Success != success || r.Msg != msg ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/xml") {
+			t.Errorf("%s: HTTP %d %s %q (%v); want %d success=%s msg=%q", name, resp.StatusCode, resp.Header.Get("Content-Type"), b, err, code, success, msg)
+		}
+	}
+	jsonAnswer := func(name string, resp *http.Response, code int, success bool, msg string) {
+		t.Helper()
+		b := readBody(t, resp)
+		var r map[string]any
+		if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != code || len(r) != 2 || r["success"] != success || r["msg"] != msg ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: HTTP %d %s %q (%v); want %d {success: %v, msg: %q}", name, resp.StatusCode, resp.Header.Get("Content-Type"), b, err, code, success, msg)
+		}
+	}
+	body := url.Values{"url": {feed}}.Encode()
+	for i, accept := range []string{"", "*/*", "text/xml", "application/xml, text/xml"} {
+		e.clock.Advance(time.Minute)
+		var resp *http.Response
+		if accept == "" {
+			resp = post(body)
+		} else {
+			resp = post(body, accept)
+		}
+		xmlAnswer("Accept "+accept, resp, 200, "true", "Thanks for the ping.")
+		if p := e.pings(); len(p) != i+1 || p[0].Dialect != DialectREST {
+			t.Fatalf("Accept %q: recorded pings %+v", accept, p)
+		}
+	}
+	e.wantDue(src.ID, true)
+	e.clock.Advance(time.Minute)
+	jsonAnswer("JSON", post(body, "application/json"), 200, true, "Thanks for the ping.")
+
+	const missing = "The following parameters were missing from the request body: url."
+	xmlAnswer("no url", post(""), 200, "false", missing)
+	jsonAnswer("no url, JSON", post("", "application/json"), 200, false, missing)
+	resp := post("url="+url.QueryEscape("javascript:alert(1)"), "application/json")
+	if b := readBody(t, resp); resp.StatusCode != 400 || !strings.Contains(string(b), `"success":false`) {
+		t.Errorf("invalid url, JSON: HTTP %d %s", resp.StatusCode, b)
+	}
+	if p := e.pings(); len(p) != 5 {
+		t.Errorf("refused pings were recorded: %+v", p)
+	}
+
+	// A browser still gets the page, with the page's statuses.
+	resp = post("", browserAccept)
+	wantStatus(t, resp, http.StatusBadRequest)
+	if b := string(readBody(t, resp)); !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(b, "<h1>Ping refused</h1>") {
+		t.Errorf("browser without url: %s", b)
+	}
+	if v := resp.Header.Values("Vary"); !slices.Contains(v, "Accept") {
+		t.Errorf("Vary = %q", v)
 	}
 }
 

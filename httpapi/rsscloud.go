@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -20,10 +21,13 @@ import (
 )
 
 // rssCloud registration (pleaseNotify): REST at /pleaseNotify and XML-RPC
-// as rssCloud.pleaseNotify and xmlStorageSystem.rssPleaseNotify. The
-// answer comes only after the registration is checked and stored: the
-// delivery engine does the check (a challenge GET when a domain is named,
-// a test notification otherwise) and the handler waits for its outcome.
+// as rssCloud.pleaseNotify and xmlStorageSystem.rssPleaseNotify. Each
+// resource is read first (hub.ReadResource): one that cannot be read is
+// refused before anything is stored or anyone is called. The answer comes
+// only after the registration is checked and stored: the delivery engine
+// does the check (a challenge GET when an http-post registration names a
+// domain, a test notification otherwise) and the handler waits for its
+// outcome. REST answers are XML, or JSON for Accept: application/json.
 
 // cloudVerifyWait bounds how long pleaseNotify waits for the check of its
 // registrations; it exceeds the check's own timeout so that a slow
@@ -40,7 +44,13 @@ func (a *API) rssCloudRoutes(r *mux.Router) {
 type cloudOutcome struct {
 	OK  bool
 	Msg string
+	// Unreadable: refused because a resource could not be read, which
+	// XML-RPC callers are told with a fault, as rssCloud servers do.
+	Unreadable bool
 }
+
+// cloudReadParallel bounds the resources of one registration read at once.
+const cloudReadParallel = 8
 
 // pleaseNotify registers the callback for every URL, waits for the checks
 // and says how it went. Only a failure to store is returned as an error;
@@ -68,6 +78,10 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 		}
 	}
 	log := a.log.With("callback", redactCallback(callback), "protocol", reg.Protocol, "urls", len(reg.URLs))
+	if u, err := a.readResources(ctx, reg.URLs); err != nil {
+		log.InfoContext(ctx, "rssCloud registration refused: a resource could not be read", "url", u, "err", err)
+		return cloudOutcome{Msg: rsscloud.ReadResourceMessage(u), Unreadable: true}, nil
+	}
 	nodes := make([]*hub.Node, len(reg.URLs))
 	for i, u := range reg.URLs {
 		n, err := a.subscribedNode(ctx, u, remoteIP)
@@ -117,8 +131,41 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 		return cloudOutcome{Msg: fmt.Sprintf("The registration for %s was not accepted: %s.", strings.Join(failed, ", "), how)}, nil
 	}
 	log.InfoContext(ctx, "rssCloud registration stored")
-	return cloudOutcome{OK: true, Msg: "Thanks for the registration. It worked. When the resource changes we'll notify you. " +
-		"Register again within 24 hours: registrations expire after 25."}, nil
+	return cloudOutcome{OK: true, Msg: rsscloud.MsgRegistered}, nil
+}
+
+// readResources reads every URL of a registration but pingd's own node
+// URLs (their nodes were looked up already), a few at a time, all within
+// rsscloud.VerifyTimeout, and returns the first URL (in the request's
+// order) that could not be read, with why.
+func (a *API) readResources(ctx context.Context, urls []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, rsscloud.VerifyTimeout)
+	defer cancel()
+	errs := make([]error, len(urls))
+	sem := make(chan struct{}, cloudReadParallel)
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		if _, own := a.ownNodeName(u); own {
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			errs[i] = a.hub.ReadResource(ctx, u)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return urls[i], err
+		}
+	}
+	return "", nil
 }
 
 // cloudRequest is one stored registration request: a subscription, new or
@@ -179,61 +226,88 @@ func (a *API) awaitVerified(ctx context.Context, reqs []cloudRequest, wait time.
 }
 
 // restPleaseNotify is POST /pleaseNotify: the REST form, answered with
-// <notifyResult success="…" msg="…"/>.
+// <notifyResult success="…" msg="…"/>, or {"success": …, "msg": "…"} for
+// a client that prefers JSON.
 func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
-	if !a.limitBody(w, r, func(msg string) { writeNotifyResult(w, http.StatusRequestEntityTooLarge, false, msg) }) {
+	format := negotiateFormat(r.Header.Get("Accept"), formatXML, formatJSON)
+	answer := func(code int, ok bool, msg string) {
+		writeCloudResult(w, format, rsscloud.ElemNotifyResult, code, ok, msg)
+	}
+	if !a.limitBody(w, r, func(msg string) { answer(http.StatusRequestEntityTooLarge, false, msg) }) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
 		if isTooLarge(err) {
-			writeNotifyResult(w, http.StatusRequestEntityTooLarge, false, a.tooLargeMessage())
+			answer(http.StatusRequestEntityTooLarge, false, a.tooLargeMessage())
 		} else {
-			writeNotifyResult(w, http.StatusBadRequest, false, "The form could not be read: "+err.Error())
+			answer(http.StatusBadRequest, false, "The form could not be read: "+err.Error())
 		}
 		return
 	}
 	// r.Form: the body's fields and, for lenience, the query's.
 	reg, err := rsscloud.ParsePleaseNotifyForm(r.Form)
 	if err != nil {
-		writeNotifyResult(w, http.StatusBadRequest, false, err.Error())
+		answer(http.StatusBadRequest, false, err.Error())
 		return
 	}
 	out, err := a.pleaseNotify(r.Context(), r, reg, clientIP(r))
 	var limited *RateLimitError
 	if errors.As(err, &limited) {
 		setRetryAfter(w, limited.RetryAfter)
-		writeNotifyResult(w, limited.status(), false, limited.Error())
+		answer(limited.status(), false, limited.Error())
 		return
 	}
 	if err != nil {
 		a.log.ErrorContext(r.Context(), "rssCloud registration not stored", "err", err)
-		writeNotifyResult(w, http.StatusInternalServerError, false, "The registration could not be stored; please try again later.")
+		answer(http.StatusInternalServerError, false, "The registration could not be stored; please try again later.")
 		return
 	}
-	writeNotifyResult(w, http.StatusOK, out.OK, out.Msg)
+	answer(http.StatusOK, out.OK, out.Msg)
 }
 
-// writeNotifyResult answers as rssCloud REST clients expect.
-func writeNotifyResult(w http.ResponseWriter, code int, ok bool, msg string) {
-	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
+// writeCloudResult answers a REST call of the rssCloud family as its
+// clients expect: <element success="…" msg="…"/> in text/xml, or the same
+// as a JSON object when format is formatJSON.
+func writeCloudResult(w http.ResponseWriter, format, element string, code int, ok bool, msg string) {
+	h := w.Header()
+	h.Add("Vary", "Accept")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	var body []byte
+	if format == formatJSON {
+		h.Set("Content-Type", "application/json")
+		body = rsscloud.EncodeJSONResult(ok, msg)
+	} else {
+		h.Set("Content-Type", "text/xml; charset=utf-8")
+		body = rsscloud.EncodeResult(element, ok, msg)
+	}
 	w.WriteHeader(code)
-	_, _ = w.Write(rsscloud.EncodeNotifyResult(ok, msg))
+	_, _ = w.Write(body)
 }
 
 // rpcPleaseNotify is rssCloud.pleaseNotify(procedure, port, path,
 // protocol, urls[, domain]) and its xmlStorageSystem alias. It answers
-// true once every URL is registered and false when a check failed;
-// malformed calls get faults.
+// true once every URL is registered and false when a check failed; a
+// resource that cannot be read is a fault (rsscloud.FaultCode) with the
+// message rssCloud servers give, and malformed calls get invalid-params
+// faults.
 func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error) {
 	const signature = "(notifyProcedure, port, path, protocol, urlList[, domain])"
 	if err := wantParams(req, 5, 6, signature); err != nil {
 		return nil, err
 	}
-	procedure, err := stringParam(req, 0, "notifyProcedure")
+	protocol, err := stringParam(req, 3, "protocol")
 	if err != nil {
 		return nil, err
+	}
+	// The procedure means something only to the protocols that call one;
+	// for the others clients send whatever their library makes of "none":
+	// false, "", a placeholder. It is ignored, whatever its type.
+	var procedure string
+	if protocol == rsscloud.XMLRPC || protocol == rsscloud.SOAP {
+		if procedure, err = stringParam(req, 0, "notifyProcedure"); err != nil {
+			return nil, err
+		}
 	}
 	var port string
 	switch p := req.Params[1].(type) {
@@ -245,10 +319,6 @@ func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error)
 		return nil, xmlrpc.Errorf(xmlrpc.FaultInvalidParams, "%s: parameter 2 (port) must be an int, not %s", req.Method, xmlrpc.TypeName(p))
 	}
 	path, err := stringParam(req, 2, "path")
-	if err != nil {
-		return nil, err
-	}
-	protocol, err := stringParam(req, 3, "protocol")
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +350,9 @@ func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error)
 	out, err := a.pleaseNotify(ctx, req.HTTP, reg, req.Remote)
 	if err != nil {
 		return nil, err
+	}
+	if out.Unreadable {
+		return nil, &xmlrpc.Fault{Code: rsscloud.FaultCode, Message: out.Msg}
 	}
 	if !out.OK {
 		a.log.InfoContext(ctx, "rssCloud registration answered false", "method", req.Method, "why", out.Msg)

@@ -72,7 +72,9 @@
 // (creating, finding and deleting nodes, the implicit nodes of URLs),
 // items.go (publishing, retracting, purging, reading items),
 // subscriptions.go (subscribing, granting, the last published item),
-// baseline.go (a new source's first fetch and waiting for it), pings.go
+// baseline.go (a new source's first fetch and waiting for it),
+// readresource.go (ReadResource: whether a URL can be read, asked before
+// an rssCloud registration), pings.go
 // (pings and changes naming URLs) and run.go (a fetch and its outcome,
 // the maintenance loop). The other files, each named for what it holds: the domain
 // types and their rules in types.go (errors, Ping, URL validity),

@@ -463,7 +463,15 @@ func TestClientsCurl(t *testing.T) {
 
 	// Pings.
 	curl(t, "--get", "--data-urlencode", "name=Test blog", "--data-urlencode", "url="+e.newsFeed, base+"/pingSiteForm").want(t, "GET /pingSiteForm", 200)
-	curl(t, "--data", "nothing=here", base+"/ping").want(t, "POST /ping without url", 400)
+	// rssCloud's REST ping: curl accepts */*, so the answer is <result/>;
+	// without url it is 200 with success="false", as rssCloud clients expect.
+	if r := curl(t, "--data", "nothing=here", base+"/ping"); r.want(t, "POST /ping without url", 200) && !strings.Contains(r.Body, `<result success="false"`) {
+		t.Errorf("POST /ping without url: %s", r.Body)
+	}
+	if r := curl(t, "--header", "Accept: application/json", "--data-urlencode", "url="+e.feed.URL+"/json-ping.xml", base+"/ping"); r.want(t, "POST /ping for JSON", 200) &&
+		!strings.Contains(r.Body, `"success":true`) {
+		t.Errorf("POST /ping for JSON: %s", r.Body)
+	}
 	rateURL := e.feed.URL + "/rate-limited.xml"
 	limited := false
 	for i := range 30 {

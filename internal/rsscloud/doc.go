@@ -8,9 +8,11 @@
 // a registration's check and the key a named domain is recorded under),
 // the pleaseNotify registration (ParsePleaseNotifyForm for the REST form,
 // NewRegistration for the parameters as the XML-RPC and SOAP calls give
-// them, and the callback a registration names), the REST answer
-// (EncodeNotifyResult) and the notify call in each protocol
-// (EncodeNotification).
+// them, and the callback a registration names), which registrations are
+// checked with a challenge (Challenged), the REST answers in XML and JSON
+// with the wordings rssCloud clients read (answer.go: EncodeResult,
+// EncodeJSONResult, the messages, the fault code of rssCloud servers) and
+// the notify call in each protocol (EncodeNotification).
 //
 // It is a room of its own, as mellium gives each XEP its package, so that
 // the HTTP side, delivery and upstream share one definition of the

@@ -1,8 +1,6 @@
 package rsscloud
 
 import (
-	"bytes"
-	"encoding/xml"
 	"fmt"
 	"net"
 	"net/netip"
@@ -194,15 +192,4 @@ func (reg Registration) Callback(remoteIP string) (string, error) {
 		return "", fmt.Errorf("%w: callback %q: %v", hub.ErrInvalid, raw, err)
 	}
 	return u.String(), nil
-}
-
-// EncodeNotifyResult is the answer to a REST pleaseNotify, as rssCloud
-// clients expect it: <notifyResult success="true|false" msg="…"/>.
-func EncodeNotifyResult(ok bool, msg string) []byte {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	fmt.Fprintf(&b, `<notifyResult success="%t" msg="`, ok)
-	_ = xml.EscapeText(&b, []byte(msg))
-	b.WriteString("\"/>\n")
-	return b.Bytes()
 }

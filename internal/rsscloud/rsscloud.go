@@ -39,9 +39,20 @@ const (
 )
 
 // VerifyDomain is the key of hub.Options.Verify that holds the domain
-// a registration named: such a registration is checked with a challenge
-// GET instead of a test notification.
+// a registration named (see Challenged).
 const VerifyDomain = "domain"
+
+// Challenged reports whether a registration of protocol that named domain
+// is checked with a challenge GET (the callback echoes a random string)
+// rather than with a test notification. An XML-RPC responder cannot
+// answer a GET: such a subscriber proves it asked by answering a test call
+// of its procedure with boolean true, as rssCloud servers have always
+// checked them. A SOAP one keeps the challenge: its test call passes on
+// any 2xx without a SOAP Fault, which any web server gives, so it would
+// prove nothing about the named host.
+func Challenged(protocol, domain string) bool {
+	return domain != "" && protocol != XMLRPC
+}
 
 // ValidSOAPProcedure reports whether name can be the element name of a
 // SOAP call: an XML name without a prefix.
