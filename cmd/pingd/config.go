@@ -49,6 +49,7 @@ type Config struct {
 	PollInterval       time.Duration `opt:"poll-interval" env:"PINGD_POLL_INTERVAL" default:"1h" help:"how often a source is polled when its feed gives no hint (ttl, sy:updatePeriod, Cache-Control, Expires)"`
 	PollMinInterval    time.Duration `opt:"poll-min-interval" env:"PINGD_POLL_MIN_INTERVAL" default:"5m" help:"the shortest interval between two polls of a source that its feed's hints may ask for (at least 1m)"`
 	PollMaxInterval    time.Duration `opt:"poll-max-interval" env:"PINGD_POLL_MAX_INTERVAL" default:"24h" help:"the longest interval between two polls of a source (only a Retry-After answer may ask for more)"`
+	PingedInterval     time.Duration `opt:"pinged-interval" env:"PINGD_PINGED_INTERVAL" default:"12h" help:"how often a source that has pinged in the last week is still polled, in case a ping was lost (its pings fetch it at once; a feed's own hints may ask for longer); from --poll-min-interval to --poll-max-interval"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
 	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
 	DeliveryWorkers    int           `opt:"delivery-workers" env:"PINGD_DELIVERY_WORKERS" default:"32" help:"HTTP deliveries (webhooks, WebSub, rssCloud and CNWS notifications) sent at once"`
@@ -428,6 +429,9 @@ func (c *Config) validateTuning() []error {
 	}
 	if c.PollInterval < c.PollMinInterval || c.PollInterval > c.PollMaxInterval {
 		errs = append(errs, fmt.Errorf("PINGD_POLL_INTERVAL (--poll-interval) %s: want from --poll-min-interval (%s) to --poll-max-interval (%s)", c.PollInterval, c.PollMinInterval, c.PollMaxInterval))
+	}
+	if c.PingedInterval < c.PollMinInterval || c.PingedInterval > c.PollMaxInterval {
+		errs = append(errs, fmt.Errorf("PINGD_PINGED_INTERVAL (--pinged-interval) %s: want from --poll-min-interval (%s) to --poll-max-interval (%s)", c.PingedInterval, c.PollMinInterval, c.PollMaxInterval))
 	}
 	return errs
 }
