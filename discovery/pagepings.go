@@ -122,7 +122,7 @@ func (p *PagePings) PingRecorded(ctx context.Context, rec hub.PingRecord) {
 // lookAt starts a reading of pageURL for the client at remote when it is
 // due and the bounds allow it, and returns the remembered feeds to make
 // due now (ok: the caller must call running.Done when it has).
-func (p *PagePings) lookAt(pageURL, remote string) (feeds []string, ok bool) {
+func (p *PagePings) lookAt(pageURL, remote string) ([]string, bool) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -144,11 +144,12 @@ func (p *PagePings) lookAt(pageURL, remote string) (feeds []string, ok bool) {
 				p.remember(pageURL, m, now)
 			}
 			m.readAt, m.reading = now, true
+			// The feeds remembered are made due now, by the caller; the
+			// reading makes due what it finds besides.
+			marked := slices.Clone(m.feeds)
 			// Added under mu, which Close takes before it waits: no
 			// look-up starts unseen.
-			p.running.Go(func() { p.read(lk, pageURL, m) })
-			// The reading makes what it finds due.
-			return nil, false
+			p.running.Go(func() { p.read(lk, pageURL, m, marked) })
 		}
 	}
 	if m == nil || len(m.feeds) == 0 {
@@ -182,9 +183,8 @@ func (p *PagePings) remember(pageURL string, m *pageMemo, now time.Time) {
 }
 
 // read reads the page in the look-up lk, remembers the feed it leads to,
-// and makes it due; when the page cannot be read, the feeds remembered
-// from before are made due.
-func (p *PagePings) read(lk *ratelimit.Lookup, pageURL string, m *pageMemo) {
+// and makes it due unless it is among those made due already (marked).
+func (p *PagePings) read(lk *ratelimit.Lookup, pageURL string, m *pageMemo, marked []string) {
 	res, err := p.resolver.ResolveSource(lk.Context(), pageURL)
 	// The requests are over: the address may read another page.
 	lk.End()
@@ -192,7 +192,8 @@ func (p *PagePings) read(lk *ratelimit.Lookup, pageURL string, m *pageMemo) {
 	m.reading = false
 	switch {
 	case err != nil:
-		// Kept: a page that fails now led to those feeds before.
+		// Kept: a page that fails now led to those feeds before (made
+		// due already, by the ping).
 	case res.FromPage:
 		feed := res.FeedURL
 		if c, err := hub.CanonicalURL(feed); err == nil {
@@ -202,7 +203,12 @@ func (p *PagePings) read(lk *ratelimit.Lookup, pageURL string, m *pageMemo) {
 	default:
 		m.feeds = nil // the URL is a feed itself, followed by no node
 	}
-	feeds := slices.Clone(m.feeds)
+	var feeds []string
+	for _, f := range m.feeds {
+		if !slices.Contains(marked, f) {
+			feeds = append(feeds, f)
+		}
+	}
 	p.mu.Unlock()
 	if err != nil && p.base.Err() == nil {
 		p.log.Debug("read the page of a ping", "page", pageURL, "err", err)
