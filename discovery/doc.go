@@ -43,7 +43,9 @@
 // page's source is its best feed; Follow discovers that feed too, for
 // everything a page leads to. PagePings (pagepings.go) is the hub's ping
 // listener that, for a weblog ping matching no followed source, looks at
-// the page it names for a followed feed (rate- and concurrency-bound); its
+// the page it names for a followed feed (rate- and concurrency-bound, per
+// client address too) and remembers the feeds a page led to, so that every
+// later ping of the page reaches them; its
 // owner closes it before the store, which ends and joins the look-ups
 // under way. These parsers take outside input and are
 // fuzzed; the XML ones read through internal/xmlguard, which bounds what

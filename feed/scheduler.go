@@ -47,7 +47,7 @@ const (
 	// DefaultMaxInterval makes every source polled at least daily.
 	DefaultMaxInterval = 24 * time.Hour
 	// DefaultPingedInterval polls a source that pings twice a day, in case
-	// a ping was lost.
+	// a ping was lost (pingd's --pinged-interval, PINGD_PINGED_INTERVAL).
 	DefaultPingedInterval = 12 * time.Hour
 	// DefaultPingTrust and DefaultMaxRetryAfter are a week.
 	DefaultPingTrust     = 7 * 24 * time.Hour

@@ -65,7 +65,8 @@ type Config struct {
 	SubscribeBurst int
 	// A subscription request naming a URL no node follows creates an
 	// implicit node, which costs a token of the client IP's bucket of new
-	// implicit nodes; default 20 an hour in bursts of 5.
+	// implicit nodes; default 300 an hour, all at once if need be (the
+	// burst, when zero, is an hour's worth).
 	ImplicitNodesPerHour float64
 	ImplicitNodeBurst    int
 	// PollInterval is the poll interval of sources that give no hint,
@@ -121,10 +122,11 @@ const (
 	DefaultPingHostRate   = 10
 	DefaultPingHostBurst  = 100
 	DefaultListRate       = 1
-	// As many new URLs an hour as one XMPP user may have pingd follow
-	// (component.DefaultNodesPerHour).
-	DefaultImplicitNodesPerHour = 20
-	DefaultImplicitNodeBurst    = 5
+	// A feed reader moving its subscriptions to pingd brings hundreds of
+	// URLs at once, and a hub test suite one new topic per test: 300 an
+	// hour, an hour's worth at once. What bounds the database is the cap
+	// on all implicit nodes (hub.DefaultMaxImplicitNodes), whoever asks.
+	DefaultImplicitNodesPerHour = 300
 	DefaultListBurst            = 20
 	// A node's consumers ask one at a time; a burst of 20 lets a crowd
 	// arriving together through.
@@ -221,7 +223,7 @@ func New(cfg Config) (*API, error) {
 		cfg.ImplicitNodesPerHour = DefaultImplicitNodesPerHour
 	}
 	if cfg.ImplicitNodeBurst <= 0 {
-		cfg.ImplicitNodeBurst = DefaultImplicitNodeBurst
+		cfg.ImplicitNodeBurst = max(1, int(cfg.ImplicitNodesPerHour))
 	}
 	if cfg.ListRate <= 0 {
 		cfg.ListRate = DefaultListRate

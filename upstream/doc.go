@@ -26,7 +26,11 @@
 //     every 24 hours; when the source has no subscriber left it
 //     unsubscribes at the hub (a cloud registration just lapses). Only the
 //     process that leads (Config.Leading) sends these requests. Failures
-//     are retried after an hour.
+//     are retried after an hour. A hub or cloud that is pingd itself
+//     (internal/nodeurl's IsOwnEndpoint against Config.PublicURL, in any
+//     spelling) is never subscribed to: a publisher using pingd as its
+//     hub reaches it directly, and every publish would come back as a
+//     push.
 //   - Handler serves the callbacks: /upstream/websub/{id} answers the hub's
 //     verification of intent for the subscription it knows and takes content
 //     distributions signed with its secret (X-Hub-Signature, checked by

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/nodeurl"
 	"github.com/pingd/pingd/internal/ratelimit"
 )
 
@@ -215,6 +216,11 @@ func (m *Manager) Check(ctx context.Context) {
 			return
 		}
 		u := &ups[i]
+		if m.own(u.Endpoint) {
+			// Made before pingd recognised itself: dropped, never renewed.
+			m.delete(ctx, u)
+			continue
+		}
 		subscribed, err := m.hasSubscribers(ctx, u.SourceID)
 		if err != nil {
 			m.log.WarnContext(ctx, "count subscribers", "source", u.SourceID, "err", err)
@@ -248,6 +254,17 @@ func (m *Manager) consider(ctx context.Context, now time.Time, ad advert, have m
 	if err != nil || !subscribed {
 		return
 	}
+	// A publisher that uses pingd as its hub or cloud names pingd: its
+	// pings and publishes reach pingd directly, and a subscription there
+	// would only send every change back to pingd as a push.
+	if ad.hub != "" && m.own(ad.hub) {
+		m.log.DebugContext(ctx, "a source names pingd itself as its hub: not subscribing to it", "source", ad.feedURL, "hub", ad.hub)
+		ad.hub = ""
+	}
+	if ad.cloud != "" && m.own(ad.cloud) {
+		m.log.DebugContext(ctx, "a source names pingd itself as its cloud: not registering with it", "source", ad.feedURL, "cloud", parseCloud(ad.cloud).url)
+		ad.cloud = ""
+	}
 	switch {
 	case ad.hub != "":
 		topic := ad.self
@@ -280,6 +297,12 @@ func (m *Manager) consider(ctx context.Context, now time.Time, ad advert, have m
 		u.Endpoint, u.Topic = ad.cloud, ad.feedURL
 		m.subscribe(ctx, now, u)
 	}
+}
+
+// own reports whether endpoint (a hub, or a stored cloud endpoint) is one
+// of pingd's own, in any spelling.
+func (m *Manager) own(endpoint string) bool {
+	return nodeurl.IsOwnEndpoint(m.cfg.PublicURL, parseCloud(endpoint).url)
 }
 
 // subscribe asks for (or renews) u, storing it first so the callback that

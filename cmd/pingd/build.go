@@ -111,6 +111,7 @@ func schedulerConfig(cfg *Config) feed.SchedulerConfig {
 		MinInterval:     cfg.PollMinInterval,
 		DefaultInterval: cfg.PollInterval,
 		MaxInterval:     cfg.PollMaxInterval,
+		PingedInterval:  cfg.PingedInterval,
 	}
 }
 

@@ -49,6 +49,7 @@ type Config struct {
 	PollInterval       time.Duration `opt:"poll-interval" env:"PINGD_POLL_INTERVAL" default:"1h" help:"how often a source is polled when its feed gives no hint (ttl, sy:updatePeriod, Cache-Control, Expires)"`
 	PollMinInterval    time.Duration `opt:"poll-min-interval" env:"PINGD_POLL_MIN_INTERVAL" default:"5m" help:"the shortest interval between two polls of a source that its feed's hints may ask for (at least 1m)"`
 	PollMaxInterval    time.Duration `opt:"poll-max-interval" env:"PINGD_POLL_MAX_INTERVAL" default:"24h" help:"the longest interval between two polls of a source (only a Retry-After answer may ask for more)"`
+	PingedInterval     time.Duration `opt:"pinged-interval" env:"PINGD_PINGED_INTERVAL" default:"12h" help:"how often a source that has pinged in the last week is still polled, in case a ping was lost (its pings fetch it at once; a feed's own hints may ask for longer); from --poll-min-interval to --poll-max-interval"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
 	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
 	DeliveryWorkers    int           `opt:"delivery-workers" env:"PINGD_DELIVERY_WORKERS" default:"32" help:"HTTP deliveries (webhooks, WebSub, rssCloud and CNWS notifications) sent at once"`
@@ -84,7 +85,7 @@ type Config struct {
 	LookupTimeout         time.Duration `opt:"lookup-timeout" env:"PINGD_LOOKUP_TIMEOUT" default:"10s" help:"how long one page look-up (every request of it) may take; at most 4 run at once, 2 per JID"`
 
 	// Bounds on what strangers make pingd keep.
-	ImplicitNodesPerHour         int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"20" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour (in bursts of 5); subscribing to a URL a node follows already is not counted"`
+	ImplicitNodesPerHour         int `opt:"implicit-nodes-per-hour" env:"PINGD_IMPLICIT_NODES_PER_HOUR" default:"300" help:"new nodes one client IP may have pingd create by subscribing over HTTP (WebSub, rssCloud, CNWS) to URLs no node follows yet, per hour, an hour's worth at once (a feed reader moving its subscriptions); subscribing to a URL a node follows already is not counted; --max-implicit-nodes bounds them all"`
 	MaxImplicitNodes             int `opt:"max-implicit-nodes" env:"PINGD_MAX_IMPLICIT_NODES" default:"100000" help:"at most this many nodes created for URLs someone subscribed to (HTTP or XMPP); beyond it new ones are refused (HTTP 503) until unused ones are removed; 0: none at all, pingd serves the nodes of its owners only"`
 	MaxAccountSubscriptions      int `opt:"max-account-subscriptions" env:"PINGD_MAX_ACCOUNT_SUBSCRIPTIONS" default:"1000" help:"at most this many XMPP subscriptions of one account (a bare JID: all its resources, on every node, however made: XEP-0060, chat, ad-hoc, an owner's grant); beyond it new ones are refused (policy-violation, or a sentence in chat), renewals never; PINGD_ADMINS are not limited"`
 	MaxNodeResources             int `opt:"max-node-resources" env:"PINGD_MAX_NODE_RESOURCES" default:"10" help:"at most this many XMPP subscriptions of one account to one node (its resources, each subscribed by its full JID); beyond it new ones are refused like those past --max-account-subscriptions"`
@@ -428,6 +429,9 @@ func (c *Config) validateTuning() []error {
 	}
 	if c.PollInterval < c.PollMinInterval || c.PollInterval > c.PollMaxInterval {
 		errs = append(errs, fmt.Errorf("PINGD_POLL_INTERVAL (--poll-interval) %s: want from --poll-min-interval (%s) to --poll-max-interval (%s)", c.PollInterval, c.PollMinInterval, c.PollMaxInterval))
+	}
+	if c.PingedInterval < c.PollMinInterval || c.PingedInterval > c.PollMaxInterval {
+		errs = append(errs, fmt.Errorf("PINGD_PINGED_INTERVAL (--pinged-interval) %s: want from --poll-min-interval (%s) to --poll-max-interval (%s)", c.PingedInterval, c.PollMinInterval, c.PollMaxInterval))
 	}
 	return errs
 }

@@ -226,7 +226,7 @@ func TestImplicitNodeOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 20 || cfg.MaxCallbackHostSubscriptions != 10000 ||
+	if err := cfg.Validate(); err != nil || cfg.MaxImplicitNodes != 0 || cfg.ImplicitNodesPerHour != 300 || cfg.MaxCallbackHostSubscriptions != 10000 ||
 		cfg.MaxAccountSubscriptions != 1000 || cfg.MaxNodeResources != 10 {
 		t.Fatalf("Validate = %v; max %d, per hour %d", err, cfg.MaxImplicitNodes, cfg.ImplicitNodesPerHour)
 	}

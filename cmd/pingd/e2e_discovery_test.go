@@ -111,6 +111,15 @@ func TestPagesStandForTheirFeeds(t *testing.T) {
 	if !strings.Contains(m.Body, "Pinged by its homepage") {
 		t.Fatalf("notification after a homepage ping: %q", m.Body)
 	}
+	// A second ping of the homepage moments later reaches the feed too:
+	// the page's feed is remembered, though the page is not read again.
+	feed.Add(feedItem{"new-2", "Pinged again within minutes"})
+	if body := d.xmlrpc("weblogUpdates.ping", "A weblog", single.URL+"/"); !strings.Contains(body, "flerror") {
+		t.Fatalf("second ping answer: %s", body)
+	}
+	if m := nextChat(t, reader, 20*time.Second); !strings.Contains(m.Body, "Pinged again within minutes") {
+		t.Fatalf("notification after a second homepage ping: %q", m.Body)
+	}
 
 	// pingd discover, human and JSON.
 	out, err := exec.Command(pingdBinary(t), "discover", "--allow-private", home.URL+"/").CombinedOutput()

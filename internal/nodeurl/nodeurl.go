@@ -125,3 +125,36 @@ func parseBase(publicURL string) (string, error) {
 	u.RawQuery, u.Fragment, u.RawFragment, u.User = "", "", "", nil
 	return strings.TrimRight(u.String(), "/"), nil
 }
+
+// PathRPC is pingd's XML-RPC and SOAP endpoint (weblogUpdates, rssCloud).
+const PathRPC = "/RPC2"
+
+// IsOwnEndpoint reports whether raw names one of pingd's own push
+// endpoints under the public URL (its WebSub hub, its rssCloud
+// pleaseNotify and /RPC2), in any spelling: scheme and host case, a
+// default or zero-padded port, a trailing slash, a query or fragment. The
+// scheme is not compared: http and https of pingd's host are pingd. A
+// feed naming pingd as its hub must not make pingd subscribe to itself.
+func IsOwnEndpoint(publicURL, raw string) bool {
+	base, err1 := hub.CanonicalURL(publicURL)
+	canon, err2 := hub.CanonicalURL(raw)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	b, err1 := url.Parse(base)
+	u, err2 := url.Parse(canon)
+	if err1 != nil || err2 != nil || !strings.EqualFold(b.Host, u.Host) {
+		return false
+	}
+	prefix := strings.TrimRight(b.EscapedPath(), "/")
+	rest, ok := strings.CutPrefix(strings.TrimRight(u.EscapedPath(), "/"), prefix)
+	if !ok {
+		return false
+	}
+	for _, p := range []string{PathWebSub, PathPleaseNotify, PathRPC} {
+		if strings.EqualFold(rest, p) {
+			return true
+		}
+	}
+	return false
+}

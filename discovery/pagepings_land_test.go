@@ -1,0 +1,178 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/weblogs"
+	"github.com/pingd/pingd/store"
+)
+
+// pingSite is a loopback weblog: its homepage at / links /feed.xml, whose
+// own <link> names another address (as feeds often do), so only the page
+// connects a ping of the homepage to the feed. /slow/ waits for release.
+type pingSite struct {
+	*httptest.Server
+	mu      sync.Mutex
+	hits    map[string]int
+	release chan struct{}
+}
+
+func newPingSite(t *testing.T) *pingSite {
+	s := &pingSite{hits: map[string]int{}, release: make(chan struct{})}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		switch r.URL.Path {
+		case "/", "/other/", "/slow/":
+			if r.URL.Path == "/slow/" {
+				<-s.release
+			}
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html><head><link rel="alternate" type="application/rss+xml" href="/feed.xml"></head></html>`)
+		case "/feed.xml":
+			w.Header().Set("Content-Type", "application/rss+xml")
+			fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>A weblog</title><link>http://weblog.example/</link>`+
+				`<item><guid>1</guid><title>One</title></item></channel></rss>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+		s.Close()
+	})
+	return s
+}
+
+func (s *pingSite) hitsOf(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+// pingHub is a hub on a fresh SQLite store, with pp listening to its pings.
+func pingHub(t *testing.T) (*hub.Hub, *PagePings) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hub.New(hub.Config{Store: st, BaselineWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := NewPagePings(ctx, h, testClient(), nil)
+	h.AddPingListener(pp)
+	t.Cleanup(func() {
+		pp.Close()
+		st.Close()
+	})
+	return h, pp
+}
+
+func weblogPing(t *testing.T, h *hub.Hub, pageURL, remote string) {
+	t.Helper()
+	if _, err := h.Ping(context.Background(), hub.Ping{Dialect: weblogs.DialectWeblogUpdates, Remote: remote}, []string{pageURL}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryPingOfAHomepageReachesItsFeed: the page's feed is remembered,
+// so a second weblogUpdates.ping of the homepage a moment after the first
+// makes the feed due again (its ping time moves on), while the page itself
+// is read only once in pageRecheck.
+func TestEveryPingOfAHomepageReachesItsFeed(t *testing.T) {
+	ctx := context.Background()
+	site := newPingSite(t)
+	h, _ := pingHub(t)
+	n, _, err := h.CreateNode(ctx, hub.NodeSpec{Name: "blog", Source: site.URL + "/feed.xml", Config: hub.DefaultNodeConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pingedAfter := func(after time.Time) time.Time {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			src, err := h.Source(ctx, n.SourceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.LastPingAt.After(after) {
+				return src.LastPingAt
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the ping of the homepage did not reach its feed (last ping %v)", src.LastPingAt)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for i := range 3 {
+		var last time.Time
+		if i > 0 {
+			src, err := h.Source(ctx, n.SourceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = src.LastPingAt
+			time.Sleep(5 * time.Millisecond) // a distinct ping time
+		}
+		weblogPing(t, h, site.URL+"/", "127.0.0.1")
+		pingedAfter(last)
+	}
+	if got := site.hitsOf("/"); got != 1 {
+		t.Errorf("the homepage was read %d times for three pings in a minute, want 1", got)
+	}
+}
+
+// TestPagePingsBoundPerAddress: one client address reads one page at a
+// time; a ping refused for that is not remembered as read, so the next
+// ping of that page, once the address's look-up is over, reads it.
+func TestPagePingsBoundPerAddress(t *testing.T) {
+	site := newPingSite(t)
+	h, _ := pingHub(t)
+	weblogPing(t, h, site.URL+"/slow/", "192.0.2.7")
+	deadline := time.Now().Add(10 * time.Second)
+	for site.hitsOf("/slow/") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first page was never read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	weblogPing(t, h, site.URL+"/other/", "192.0.2.7")
+	// Another address is not held up by the first one's look-up.
+	weblogPing(t, h, site.URL+"/", "192.0.2.8")
+	for site.hitsOf("/") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("another address's page was never read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := site.hitsOf("/other/"); got != 0 {
+		t.Fatalf("one address had %d look-ups run beside its first", got)
+	}
+	// The refusal is not remembered as a reading: once the address's
+	// look-up is over, a ping of the page reads it (a reading remembered
+	// would hold it off for ten minutes).
+	close(site.release)
+	for site.hitsOf("/other/") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the page refused before was not read on a later ping")
+		}
+		weblogPing(t, h, site.URL+"/other/", "192.0.2.7")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
