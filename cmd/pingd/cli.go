@@ -401,6 +401,7 @@ func printStatus(w *tabwriter.Writer, st obj) {
 	if str(src, "gone") == "true" {
 		fmt.Fprintln(w, "gone\tyes: the source answered 410 or an empty XML redirect; polling stopped")
 	}
+	fmt.Fprintf(w, "last ping\t%s\n", orDash(str(src, "last_ping")))
 	fmt.Fprintf(w, "last fetch\t%s HTTP %s, %s bytes, %s new\n", orDash(str(src, "last_fetch")), orDash(str(src, "last_status")), str(src, "last_bytes"), str(src, "last_new_items"))
 	if e := str(src, "last_error"); e != "" {
 		fmt.Fprintf(w, "last error\t%s (%s in a row)\n", e, str(src, "consecutive_errors"))
