@@ -67,3 +67,35 @@ func TestFetchClass(t *testing.T) {
 		}
 	}
 }
+
+// TestStateReadOncePerInterval: scrapes in a burst share one reading of
+// the database, and a failing reading leaves the figures out.
+func TestStateReadOncePerInterval(t *testing.T) {
+	var reads int
+	fail := false
+	SetStateReader(func(context.Context) (State, error) {
+		reads++
+		if fail {
+			return State{}, errors.New("down")
+		}
+		return State{Nodes: 3}, nil
+	})
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	for range 20 {
+		if b := scrape(); !strings.Contains(b, "\npingd_nodes 3\n") || !strings.Contains(b, "\npingd_state_reading_ok 1\n") {
+			t.Fatalf("scrape:\n%s", b)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("20 scrapes read the database %d times, want once", reads)
+	}
+	fail = true
+	SetStateReader(func(context.Context) (State, error) { reads++; return State{}, errors.New("down") })
+	if b := scrape(); strings.Contains(b, "\npingd_nodes ") || !strings.Contains(b, "\npingd_state_reading_ok 0\n") {
+		t.Fatalf("scrape with the database down:\n%s", b)
+	}
+}
