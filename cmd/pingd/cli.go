@@ -410,8 +410,14 @@ func printStatus(w *tabwriter.Writer, st obj) {
 }
 
 func whitelistCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	const whitelistUsage = "usage: pingd whitelist add|remove NODE JID | list NODE"
 	if len(args) == 0 {
-		return errors.New("usage: pingd whitelist add|remove|list NODE [JID]")
+		return errors.New(whitelistUsage)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, whitelistUsage)
+		return nil
 	}
 	c, err := newCLI("whitelist", args[1:], stdout, stderr, getenv, nil)
 	if err != nil {

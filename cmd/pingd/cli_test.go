@@ -149,6 +149,12 @@ func TestCLIHelpAndDiscoverLoopback(t *testing.T) {
 	if code := run([]string{"--help"}, &out, &errOut, func(string) string { return "" }); code != 0 || !strings.Contains(out.String(), "--allow-private") {
 		t.Fatalf("--help: exit %d\n%s", code, out.String())
 	}
+	for _, cmd := range [][]string{{"node", "--help"}, {"whitelist", "--help"}, {"node", "help"}} {
+		out.Reset()
+		if code := run(cmd, &out, &errOut, func(string) string { return "" }); code != 0 || !strings.Contains(out.String(), "pingd") {
+			t.Errorf("%v: exit %d\n%s", cmd, code, out.String())
+		}
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	out.Reset()
