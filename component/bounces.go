@@ -88,6 +88,7 @@ func (svc *service) notificationBounced(ctx context.Context, msg *element) {
 		return
 	}
 	cond, reason := bounceCondition(msg)
+	svc.bounced.Add(1)
 	out, err := svc.hub.NotificationBounced(ctx, nodeID, from.String(), permanentBounces[cond], reason)
 	switch {
 	case errors.Is(err, hub.ErrNotFound):

@@ -81,6 +81,10 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	}
 	e.publish("demo", "g1")
 	s := bounces(1)
+	// /metrics counts the bounce (pingd_xmpp_notifications_bounced_total).
+	if uni, _, bounced := e.comp.NotificationCounts(); bounced != 1 || uni < 1 {
+		t.Errorf("notification counts: %d sent, %d bounced; want at least 1 and 1", uni, bounced)
+	}
 	if !strings.Contains(s.LastError, "service-unavailable") || !s.FirstFailureAt.Equal(clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("after one bounce: errors %d since %v, %q", s.ConsecutiveErrors, s.FirstFailureAt, s.LastError)
 	}

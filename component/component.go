@@ -362,6 +362,13 @@ func (c *Component) Connected() bool { return c.connected.Load() }
 // after the first (pingd_component_reconnects_total).
 func (c *Component) Reconnections() int64 { return max(c.connections.Load()-1, 0) }
 
+// NotificationCounts returns the notification stanzas this process wrote,
+// one per subscriber and through the XEP-0033 multicast service, and the
+// notifications answered with an error (bounces), for /metrics.
+func (c *Component) NotificationCounts() (unicast, multicast, bounced int64) {
+	return c.dispatcher.sentUnicast.Load(), c.dispatcher.sentMulticast.Load(), c.service.bounced.Load()
+}
+
 // Wake tells the dispatcher that the node's log grew (0: look at every
 // node). It never blocks.
 func (c *Component) Wake(nodeID int64) { c.dispatcher.work.add(nodeID) }

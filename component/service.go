@@ -54,6 +54,9 @@ type service struct {
 	stanzaIDs *stanzaIDs
 	limit     *stanzaLimit
 	shrunk    *atomic.Int64
+	// bounced counts the notifications answered with an error (for
+	// /metrics; Component.NotificationCounts).
+	bounced atomic.Int64
 }
 
 // The IQ plumbing of the XEP-0030 and XEP-0060 service answered on the

@@ -22,6 +22,7 @@ func (a *API) adminRoutes(r *mux.Router) {
 	r.Handle(node+"/whitelist/{jid}", a.admin(a.deleteWhitelist)).Methods(http.MethodDelete)
 	r.Handle(node+"/subscribers", a.admin(a.getSubscribers)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(node+"/status", a.admin(a.getStatus)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/api/status", a.admin(a.getAPIStatus)).Methods(http.MethodGet, http.MethodHead)
 }
 
 // admin wraps an admin handler: the per-client rate limit first (so
@@ -33,14 +34,29 @@ func (a *API) admin(h http.HandlerFunc) http.Handler {
 			writeJSONError(w, http.StatusTooManyRequests, "too many requests; retry later")
 			return
 		}
+		// Reads also take the token as the password of HTTP Basic, as the
+		// status page's admin view does, so a browser that logged in there
+		// reads the API too. Changes take only the Bearer header, which a
+		// browser never sends by itself (no cross-site requests ride on a
+		// remembered Basic login).
+		read := r.Method == http.MethodGet || r.Method == http.MethodHead
 		token, ok := bearerToken(r)
+		if !ok && read {
+			_, token, ok = r.BasicAuth()
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pingd"`)
+			if read {
+				w.Header().Add("WWW-Authenticate", `Basic realm="pingd"`)
+			}
 			writeJSONError(w, http.StatusUnauthorized, "missing bearer token")
 			return
 		}
 		if !a.hub.IsAdminToken(token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pingd", error="invalid_token"`)
+			if read {
+				w.Header().Add("WWW-Authenticate", `Basic realm="pingd"`)
+			}
 			writeJSONError(w, http.StatusUnauthorized, "wrong bearer token")
 			return
 		}

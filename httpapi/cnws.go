@@ -59,6 +59,7 @@ func (a *API) cnws(w http.ResponseWriter, r *http.Request) {
 func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.ReceivedChange) {
 	ctx := r.Context()
 	if limited := a.allowPing(ch.ResourceID); limited != nil {
+		a.countPing(DialectCNWS, limited)
 		setRetryAfter(w, limited.RetryAfter)
 		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
 		return
@@ -73,6 +74,7 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.Receiv
 	// The resource is recorded as submitted, also when it names one of
 	// pingd's own feeds: changes.xml lists what the publisher sent.
 	n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectCNWS, URL: ch.ResourceID, Remote: clientIP(r)}, urls, note)
+	a.countPing(DialectCNWS, err)
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())

@@ -50,7 +50,8 @@ var errPingNotStored = errors.New("the ping could not be recorded")
 // p.URL is the URL recorded (urls[0] when empty), every one of urls is
 // matched against the known sources. It returns how many sources will be
 // fetched.
-func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) {
+func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err error) {
+	defer func() { a.countPing(p.Dialect, err) }()
 	if len(p.Name) > weblogs.MaxNameBytes {
 		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, weblogs.MaxNameBytes)
 	}
@@ -65,7 +66,7 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (int, error) 
 	}
 	// A ping another pingd relayed is not relayed again (the loop guard).
 	p.Relayed = ctx.Value(relayedKey{}) != nil
-	n, err := a.hub.Ping(ctx, p, urls, nil)
+	n, err = a.hub.Ping(ctx, p, urls, nil)
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			return 0, err

@@ -108,6 +108,10 @@ type Config struct {
 	// (Forwarded, X-Forwarded-For) name the client (clientaddr.go); none:
 	// the client is always the TCP peer and the headers are ignored.
 	TrustedProxies []netip.Prefix
+	// ObservePing, when set, is told of every ping: its dialect and
+	// outcome (PingAccepted, PingRefused, PingRateLimited, PingError),
+	// for /metrics (pingmetrics.go).
+	ObservePing func(dialect, outcome string)
 }
 
 // Defaults of Config.

@@ -44,9 +44,13 @@ type statusPageView struct {
 // process holds now: fetches running, claimed sources waiting for their
 // host, hosts left alone after a 429 or 503.
 type fetchLimitsView struct {
-	Workers, PerHost                     int
-	Spacing, Interval                    string
-	Running, WaitingForHost, HostsPaused int
+	Workers        int    `json:"workers"`
+	PerHost        int    `json:"per_host"`
+	Spacing        string `json:"spacing"`
+	Interval       string `json:"interval,omitempty"`
+	Running        int    `json:"running"`
+	WaitingForHost int    `json:"waiting_for_host"`
+	HostsPaused    int    `json:"hosts_paused"`
 }
 
 type problemView struct {

@@ -126,6 +126,7 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 		}
 		limitedKeys[key] = true
 		if limited := a.allowPing(key); limited != nil {
+			a.countPing(DialectWebSub, limited)
 			setRetryAfter(w, limited.RetryAfter)
 			writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before publishing again")
 			return
@@ -134,6 +135,7 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 	// One ping per topic: each is its own entry of changes.xml.
 	for _, t := range topics {
 		n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectWebSub, URL: t.submitted, Remote: clientIP(r)}, t.fetch, nil)
+		a.countPing(DialectWebSub, err)
 		if err != nil {
 			if errors.Is(err, hub.ErrInvalid) {
 				writeText(w, http.StatusBadRequest, err.Error())

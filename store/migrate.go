@@ -93,6 +93,7 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 	if target <= 0 || target > len(ms) {
 		target = len(ms)
 	}
+	from, count := -1, 0
 	for _, m := range ms[:target] {
 		applied := false
 		fkOff := m.foreignKeysOff && s.backend == backendSQLite
@@ -160,8 +161,18 @@ func (s *sqlStore) migrate(ctx context.Context, target int) error {
 			return err
 		}
 		if applied {
-			s.log.InfoContext(ctx, "database migrated", "backend", s.backend, "version", m.version, "migration", m.name)
+			// One line per migration is noise on a fresh database (every
+			// migration runs); the summary below is the operator's line.
+			s.log.DebugContext(ctx, "database migrated", "backend", s.backend, "version", m.version, "migration", m.name)
+			if from < 0 {
+				from = m.version - 1
+			}
+			count++
 		}
+	}
+	if count > 0 {
+		s.log.InfoContext(ctx, fmt.Sprintf("database at version %d", target), "backend", s.backend,
+			"version", target, "migrated_from", from, "migrations", count)
 	}
 	return nil
 }

@@ -468,3 +468,31 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateLogsOneLine: migrating a fresh database logs one summary
+// line at info ("database at version N"), the migrations one by one at
+// debug only, and nothing at info when there is nothing to migrate.
+func TestMigrateLogsOneLine(t *testing.T) {
+	for _, bc := range backendCases() {
+		t.Run(bc.name, func(t *testing.T) {
+			s, _ := bc.connect(t)
+			var buf bytes.Buffer
+			s.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			if err := s.migrate(context.Background(), 0); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			want := fmt.Sprintf("database at version %d", latestVersion(bc.name))
+			if len(lines) != 1 || !strings.Contains(lines[0], want) || !strings.Contains(lines[0], "migrated_from=0") {
+				t.Fatalf("migrating a fresh database logged %d lines at info, want one with %q:\n%s", len(lines), want, buf.String())
+			}
+			buf.Reset()
+			if err := s.migrate(context.Background(), 0); err != nil {
+				t.Fatal(err)
+			}
+			if buf.Len() != 0 {
+				t.Fatalf("a second start logged:\n%s", buf.String())
+			}
+		})
+	}
+}

@@ -328,6 +328,7 @@ func buildAPI(cfg *Config, st store.Store, h *hub.Hub, comp *component.Component
 	ac.CheckHost = out.checkHost
 	ac.Resolver = out.resolver
 	ac.RelayTargets = relayNames
+	ac.ObservePing = observePing
 	api, err := httpapi.New(ac)
 	if err != nil {
 		return nil, err

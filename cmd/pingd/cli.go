@@ -104,7 +104,14 @@ func (e *apiError) Error() string {
 	case http.StatusUnauthorized:
 		return "the admin API refused the token (set PINGD_ADMIN_TOKEN or --admin-token to the daemon's admin token)"
 	case http.StatusNotFound:
-		return "not found: " + e.Message
+		// The API says `node "x": not found`; say it once, as a sentence.
+		if m, ok := strings.CutSuffix(e.Message, ": not found"); ok {
+			return m + " not found"
+		}
+		if strings.Contains(e.Message, "not found") {
+			return e.Message
+		}
+		return e.Message + ": not found"
 	}
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
@@ -212,20 +219,98 @@ func orDash(s string) string {
 	return s
 }
 
+// nodeUsage is the help of `pingd node`.
+const nodeUsage = `Usage: pingd node COMMAND [options]
+
+  create NAME [--source URL] [--title T] [--access open|whitelist]
+                  make a node (a source URL makes pingd follow that feed);
+                  prints the node's publish token, shown only then
+  list            every node
+  show NAME       a node's status: subscribers, source, last and next fetch
+  set NAME [--title T] [--access open|whitelist] [--max-items N]
+           [--payloads true|false] [--send-last on_sub|never]
+           [--notification-type normal|headline]
+                  change a node's settings (only the options given)
+  delete NAME     delete a node, its items and its subscriptions
+  token NAME      issue a new publish token (the old one stops working)
+
+Every command takes --server URL (default http://PINGD_HTTP_ADDR), the admin
+token from PINGD_ADMIN_TOKEN or --admin-token, and --json for JSON output.
+`
+
 func nodeCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
-		return errors.New("usage: pingd node create|list|show|delete|token …")
+		fmt.Fprint(stderr, nodeUsage)
+		return errUsage
 	}
-	var source, title, access string
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, nodeUsage)
+		return nil
+	}
+	var source, title, access, payloads, sendLast, notifType string
+	var maxItems int
+	var nfs *flag.FlagSet
 	c, err := newCLI("node", args[1:], stdout, stderr, getenv, func(fs *flag.FlagSet) {
+		nfs = fs
 		fs.StringVar(&source, "source", "", "")
 		fs.StringVar(&title, "title", "", "")
 		fs.StringVar(&access, "access", "", "")
+		fs.StringVar(&access, "access-model", "", "")
+		fs.IntVar(&maxItems, "max-items", 0, "")
+		fs.StringVar(&payloads, "payloads", "", "")
+		fs.StringVar(&sendLast, "send-last", "", "")
+		fs.StringVar(&notifType, "notification-type", "", "")
+		fs.Usage = func() { fmt.Fprint(stderr, nodeUsage) }
 	})
 	if err != nil {
 		return err
 	}
 	switch args[0] {
+	case "set":
+		if err := c.need(1, "node set NAME [--title T] [--access open|whitelist] [--max-items N] [--payloads true|false] [--send-last on_sub|never] [--notification-type normal|headline]"); err != nil {
+			return err
+		}
+		// Only the options given go into the PATCH: the rest stay as they are.
+		body := obj{}
+		var bad error
+		nfs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "title":
+				body["title"] = title
+			case "access", "access-model":
+				body["access_model"] = access
+			case "max-items":
+				body["max_items"] = maxItems
+			case "payloads":
+				b, err := parseBool(payloads)
+				if err != nil {
+					bad = fmt.Errorf("--payloads: %w", err)
+				}
+				body["deliver_payloads"] = b
+			case "send-last":
+				body["send_last_published_item"] = sendLast
+			case "notification-type":
+				body["notification_type"] = notifType
+			case "source":
+				bad = errors.New("the source of a node cannot be changed; delete the node and create it again")
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+		if len(body) == 0 {
+			return errors.New("usage: pingd node set NAME with at least one of --title, --access, --max-items, --payloads, --send-last, --notification-type")
+		}
+		var n obj
+		if err := c.call("PATCH", nodePath(c.args[0]), body, &n); err != nil {
+			return err
+		}
+		return c.show(n, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "node\t%s\ntitle\t%s\naccess\t%s\nmax items\t%s\npayloads\t%s\nsend last\t%s\nnotification type\t%s\n",
+				str(n, "name"), orDash(str(n, "title")), str(n, "access_model"), str(n, "max_items"),
+				str(n, "deliver_payloads"), orDash(str(n, "send_last_published_item")), orDash(str(n, "notification_type")))
+		})
 	case "create":
 		if err := c.need(1, "node create NAME [--source URL] [--title TITLE] [--access open|whitelist]"); err != nil {
 			return err
@@ -284,7 +369,7 @@ func nodeCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 			fmt.Fprintf(w, "token\t%s\t(the old token no longer works)\n", str(t, "token"))
 		})
 	}
-	return fmt.Errorf("unknown node command %q (want create, list, show, delete or token)", args[0])
+	return fmt.Errorf("unknown node command %q (want create, list, show, set, delete or token; see pingd node --help)", args[0])
 }
 
 func printStatus(w *tabwriter.Writer, st obj) {
@@ -316,6 +401,7 @@ func printStatus(w *tabwriter.Writer, st obj) {
 	if str(src, "gone") == "true" {
 		fmt.Fprintln(w, "gone\tyes: the source answered 410 or an empty XML redirect; polling stopped")
 	}
+	fmt.Fprintf(w, "last ping\t%s\n", orDash(str(src, "last_ping")))
 	fmt.Fprintf(w, "last fetch\t%s HTTP %s, %s bytes, %s new\n", orDash(str(src, "last_fetch")), orDash(str(src, "last_status")), str(src, "last_bytes"), str(src, "last_new_items"))
 	if e := str(src, "last_error"); e != "" {
 		fmt.Fprintf(w, "last error\t%s (%s in a row)\n", e, str(src, "consecutive_errors"))
@@ -324,8 +410,14 @@ func printStatus(w *tabwriter.Writer, st obj) {
 }
 
 func whitelistCommand(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	const whitelistUsage = "usage: pingd whitelist add|remove NODE JID | list NODE"
 	if len(args) == 0 {
-		return errors.New("usage: pingd whitelist add|remove|list NODE [JID]")
+		return errors.New(whitelistUsage)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, whitelistUsage)
+		return nil
 	}
 	c, err := newCLI("whitelist", args[1:], stdout, stderr, getenv, nil)
 	if err != nil {
@@ -443,9 +535,12 @@ func statusCommand(args []string, stdout, stderr io.Writer, getenv func(string) 
 		fmt.Fprintf(w, "pingd\t%s\n", c.server)
 		fmt.Fprintf(w, "store (healthz)\t%s\n", st["healthz"])
 		fmt.Fprintf(w, "XMPP component (readyz)\t%s\n", st["readyz"])
-		if nodesErr == nil {
+		switch {
+		case nodesErr == nil:
 			fmt.Fprintf(w, "nodes\t%d\n", len(list.Nodes))
-		} else {
+		case st["healthz"] == "unreachable":
+			fmt.Fprintln(w, "nodes\tunknown")
+		default:
 			fmt.Fprintf(w, "nodes\tunknown: %v\n", nodesErr)
 		}
 	}); err != nil {
@@ -453,8 +548,11 @@ func statusCommand(args []string, stdout, stderr io.Writer, getenv func(string) 
 	}
 	// The exit status is the daemon's health only, so that it serves as a
 	// container health check without the admin token.
-	if st["healthz"] != "ok" {
-		return errors.New("pingd is not healthy")
+	switch st["healthz"] {
+	case "ok":
+		return nil
+	case "unreachable":
+		return fmt.Errorf("cannot reach pingd at %s (is it running? set --server or PINGD_SERVER)", c.server)
 	}
-	return nil
+	return errors.New("pingd is not healthy")
 }

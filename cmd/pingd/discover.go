@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +52,12 @@ func discoverCommand(args []string, stdout, stderr io.Writer, getenv func(string
 	}
 	f, err := c.Follow(ctx, fs.Arg(0))
 	if err != nil {
+		// Name the way out: a developer trying pingd locally meets this first.
+		var refused *netguard.RefusedError
+		if errors.As(err, &refused) {
+			return fmt.Errorf("discover %s: refused: %s is %s; run with --allow-private (or PINGD_ALLOW_PRIVATE=1) for local testing",
+				fs.Arg(0), refused.Addr, refused.Kind)
+		}
 		return err
 	}
 	if *asJSON {

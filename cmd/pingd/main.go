@@ -83,12 +83,15 @@ Usage:
   pingd config [options]   print the effective configuration (secrets redacted)
   pingd migrate-db --from sqlite:PATH --to postgres://…   copy an installation to PostgreSQL
   pingd version            print the version
-  pingd discover [--json] URL   what a page or feed offers: feeds, hubs, clouds, GetPingd services
+  pingd discover [--json] [--allow-private] URL
+                           what a page or feed offers: feeds, hubs, clouds, GetPingd services
 
 Admin commands (talk to a running pingd's admin API at --server, default
 http://PINGD_HTTP_ADDR, with PINGD_ADMIN_TOKEN; --json for JSON output):
   pingd node create NAME [--source URL] [--title T] [--access open|whitelist]
   pingd node list | show NAME | delete NAME | token NAME
+  pingd node set NAME [--title T] [--access open|whitelist] [--max-items N] …
+                           change a node's settings (pingd node --help: all of them)
   pingd whitelist add|remove NODE JID | list NODE
   pingd subscribers NODE   every subscriber of a node, of every kind
   pingd ping URL           tell pingd that URL changed

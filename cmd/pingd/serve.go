@@ -51,6 +51,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	metrics.SetComponentState(p.component.Connected)
 	metrics.SetComponentReconnects(p.component.Reconnections)
 	metrics.SetComponentBudget(p.component.StanzaBudget)
+	metrics.SetXMPPCounts(p.component.NotificationCounts)
+	metrics.SetStateReader(metricsState(p.store))
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (PINGD_HTTP_ADDR): %w", cfg.HTTPAddr, err)

@@ -3,6 +3,8 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +20,10 @@ var Registry = prometheus.NewRegistry()
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 var (
-	// Pings counts pings by dialect and outcome (accepted, invalid, rate_limited, error).
+	// Pings counts pings by dialect and outcome (accepted, refused,
+	// rate_limited, error).
 	Pings = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pingd_pings_total", Help: "Pings received, by dialect and outcome.",
+		Name: "pingd_pings_total", Help: "Pings received, by dialect and outcome (accepted, refused, rate_limited: answered 429, error).",
 	}, []string{"dialect", "outcome"})
 	// Fetches counts source fetches by status class (2xx, 226, 304, 3xx, 4xx, 410, 5xx, error).
 	Fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -74,15 +77,17 @@ var componentReconnectsTotal = prometheus.NewCounterFunc(prometheus.CounterOpts{
 })
 
 func init() {
-	// The runtime and process series are prefixed too: every series is pingd_….
-	prometheus.WrapRegistererWithPrefix("pingd_", Registry).MustRegister(
+	// The Go runtime and process series keep their standard names (go_…,
+	// process_…), which dashboards and alerts expect; every series of
+	// pingd's own is pingd_….
+	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	Registry.MustRegister(
 		Pings, Fetches, FetchDuration, ItemsPublished, Notifications, DeliveryDuration,
 		Retries, PingToPublish, PublishToNotification, componentConnected, componentReconnectsTotal,
-		stanzaBudget, stanzasShrunk,
+		stanzaBudget, stanzasShrunk, xmppCollector{}, stateCollector{},
 	)
 }
 
@@ -163,3 +168,43 @@ var (
 		return 0
 	})
 )
+
+// IsStandardSeries reports whether a sample line of /metrics belongs to
+// one of StandardFamilies.
+func IsStandardSeries(line string) bool {
+	standard, err := StandardFamilies()
+	if err != nil {
+		return false
+	}
+	name, _, _ := strings.Cut(line, " ")
+	name, _, _ = strings.Cut(name, "{")
+	if standard[name] {
+		return true
+	}
+	// A histogram's or summary's lines carry a suffix.
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && standard[base] {
+			return true
+		}
+	}
+	return false
+}
+
+// StandardFamilies are the names of the Go runtime and process series
+// (go_…, process_…) /metrics serves beside pingd's own, as the standard
+// collectors name them here: the only series not named pingd_….
+func StandardFamilies() (map[string]bool, error) { return standardFamilies() }
+
+var standardFamilies = sync.OnceValues(func() (map[string]bool, error) {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mfs, err := r.Gather()
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(mfs))
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	return names, nil
+})
