@@ -1128,7 +1128,7 @@ func TestChatCommands(t *testing.T) {
 		}
 	}
 	expect("help", "subscribe NODE", "last NODE [n]", "nodes")
-	expect("what?", "subscribe NODE") // unknown: the help text
+	expect("what?", "I did not understand “what?”. Commands: subscribe") // unknown: said so, and a short list
 	expect("nodes", "demo — Demo feed", "closed (whitelist)", "http://pingd.test/feeds/demo")
 	expect("list", "no subscriptions")
 	expect("subscribe nope", `no node called "nope"`)

@@ -281,7 +281,7 @@ func TestParseChatCommand(t *testing.T) {
 		{"subscribe my node", chatCommand{Name: "subscribe", Arg: "my node"}, false},
 		{"last demo 3", chatCommand{Name: "last", Arg: "demo 3", Count: 3, HasCount: true}, true},
 		{"last demo", chatCommand{Name: "last", Arg: "demo"}, false},
-		{"what is this", chatCommand{Name: "help", Arg: "is this"}, false},
+		{"what is this", chatCommand{Name: "unknown", Word: "what"}, false},
 		{"", chatCommand{Name: "help"}, false},
 	}
 	for _, tc := range cases {
