@@ -233,7 +233,7 @@ func TestClientsSlixmpp(t *testing.T) {
 		t.Errorf("subscriptions after subscribing twice: %+v, want only %+v", subs, first)
 	}
 	// Subscription options (XEP-0060 §6.3): read, changed, and the defaults.
-	for step, want := range map[string]string{"subscription_options": "0", "subscription_options_set": "1", "subscription_options_default": "0"} {
+	for step, want := range map[string]string{"subscription_options": "1", "subscription_options_set": "0", "subscription_options_default": "1"} {
 		if got, ok := field[slixForm](t, report, step); ok && (got.FormType != "form" ||
 			got.Fields["FORM_TYPE"] != nsPubsubTest+"#subscribe_options" || got.Fields["pubsub#include_body"] != want) {
 			t.Errorf("%s: %s %v, want a subscribe_options form with include_body %s", step, got.FormType, got.Fields, want)

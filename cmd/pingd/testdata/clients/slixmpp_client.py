@@ -292,7 +292,7 @@ class Scenario:
             form = Form()
             form["type"] = "submit"
             form.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/pubsub#subscribe_options")
-            form.add_field(var="pubsub#include_body", ftype="boolean", value=True)
+            form.add_field(var="pubsub#include_body", ftype="boolean", value=False)
             iq = c.Iq(sto=comp, stype="set")
             iq["pubsub"]["options"]["node"] = node
             iq["pubsub"]["options"]["jid"] = c.boundjid.bare
