@@ -170,7 +170,7 @@ func TestClientsSlixmpp(t *testing.T) {
 			"item-ids": "items_by_id", "manage-subscriptions": "owner_subscriptions",
 			"member-affiliation": "owned_subscribe_as_member", "meta-data": "disco_info_node",
 			"modify-affiliations": "owner_affiliation_member", "outcast-affiliation": "outcast_subscribe",
-			"persistent-items": "items_all", "publish": "owner_publish",
+			"persistent-items": "items_all", "publish": "owner_publish", "publish-options": "owner_publish_options",
 			"publisher-affiliation": "publisher_publish", "purge-nodes": "owner_purge",
 			"retract-items": "owner_retract", "retrieve-affiliations": "owner_affiliations",
 			"retrieve-default": "owner_default_config", "retrieve-items": "items_all",
@@ -348,6 +348,12 @@ func TestClientsSlixmpp(t *testing.T) {
 		}
 	}
 	wantIDs("owner_items_after_publish", "p1")
+	if got, ok := field[struct {
+		IDs []string `json:"ids"`
+	}](t, report, "owner_publish_options"); ok && !slices.Equal(got.IDs, []string{"po1"}) {
+		t.Errorf("publish with a precondition the node meets: %+v", got)
+	}
+	wantError("owner_publish_options_unmet", "cancel", "conflict", "precondition-not-met")
 	wantEvents("owner_retract", slixEvent{Kind: "retract", Node: "slix-owned", ID: "p1"})
 	wantIDs("owner_items_after_retract")
 	wantError("owner_retract_unknown", "cancel", "item-not-found", "")
