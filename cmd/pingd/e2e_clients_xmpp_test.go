@@ -409,7 +409,7 @@ func TestClientsSlixmpp(t *testing.T) {
 		}
 	}
 	chat("help", "help", "nodes", "list", "subscribe", "unsubscribe", "last")
-	chat("gibberish", "help", "subscribe")
+	chat("gibberish", "did not understand", "help", "subscribe")
 	chat("nodes", "news", "private")
 	chat("list_empty", "no subscriptions")
 	chat("subscribe", "subscribed", "news")
