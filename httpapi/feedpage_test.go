@@ -36,16 +36,22 @@ func (e *env) feedPage(path string) (*html.Node, string) {
 	return doc, string(b)
 }
 
-// entryLinks returns the links of the page's entry list, in order, as
-// href → text pairs.
+// entryLinks returns the entries of the page's list, in order, as
+// (link, title) pairs; the link is "" for an entry shown without one.
 func entryLinks(doc *html.Node) [][2]string {
 	var out [][2]string
 	for _, ul := range docFind(doc, docByTag("ul")) {
 		if !hasClass(ul, "entries") {
 			continue
 		}
-		for _, a := range docFind(ul, docByTag("a")) {
-			out = append(out, [2]string{attrOf(a, "href"), docText(a)})
+		for _, li := range docFind(ul, docByTag("li")) {
+			for _, t := range docFind(li, func(n *html.Node) bool { return n.Type == html.ElementNode && hasClass(n, "title") }) {
+				href := ""
+				if t.Data == "a" {
+					href = attrOf(t, "href")
+				}
+				out = append(out, [2]string{href, docText(t)})
+			}
 		}
 	}
 	return out
@@ -97,7 +103,7 @@ func TestFeedPageListsRecentEntries(t *testing.T) {
 	if links[0][1] != hostile {
 		t.Errorf("newest entry shows %q, want the title as text %q", links[0][1], hostile)
 	}
-	if strings.HasPrefix(links[0][0], "javascript:") {
+	if links[0][0] != "" || strings.Contains(raw, "javascript:") {
 		t.Errorf("a javascript: link reached the page: %q", links[0][0])
 	}
 	if strings.Contains(raw, "<script>") {

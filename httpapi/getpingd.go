@@ -114,7 +114,7 @@ func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, it := range items {
-			page.Entries = append(page.Entries, discovery.PageEntry{Title: it.Title, Link: it.Link, Updated: it.Updated})
+			page.Entries = append(page.Entries, discovery.PageEntry{Title: it.Title, Link: hub.WebLink(it.Link), Updated: it.Updated})
 		}
 	}
 	h.Set("Content-Security-Policy", discovery.DescriptorPageCSP)
