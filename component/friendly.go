@@ -102,8 +102,6 @@ func invalidURLAnswer(u string, err error) string {
 	switch {
 	case errors.As(err, &refused):
 		return fmt.Sprintf("pingd cannot follow %s: %s is %s, and pingd fetches public addresses only.", u, refused.Addr, refused.Kind)
-	case errors.Is(err, hub.ErrImplicitNodesFull):
-		return fmt.Sprintf("pingd cannot follow %s: it follows as many feeds for subscribers as its operator allows.", u)
 	case errors.Is(err, hub.ErrExists):
 		return fmt.Sprintf("pingd cannot follow %s: the node names for it are taken by other nodes.", u)
 	}
