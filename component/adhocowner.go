@@ -31,7 +31,7 @@ func createNodeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Da
 func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
 	name := f.value(cmdFieldNode)
 	if err := hub.ValidNodeName(name); err != nil {
-		return errNote(fmt.Sprintf("%q cannot be a node name: %v", name, err)), nil
+		return errNote(fmt.Sprintf("%q cannot be a node name: %s.", name, invalidText(err))), nil
 	}
 	cfg := hub.DefaultNodeConfig()
 	cfg.Title = f.value(cmdFieldTitle)
@@ -46,7 +46,7 @@ func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submitt
 	case errors.Is(err, hub.ErrExists):
 		return errNote(fmt.Sprintf("A node called %q exists already.", name)), nil
 	case errors.Is(err, hub.ErrInvalid):
-		return errNote(fmt.Sprintf("The node was not created: %v", err)), nil
+		return errNote(fmt.Sprintf("The node was not created: %s.", invalidText(err))), nil
 	case err != nil:
 		return commandAnswer{}, err
 	}
@@ -100,7 +100,7 @@ func runSetSource(ctx context.Context, svc *service, sender jid.JID, f *submitte
 	updated, err := svc.hub.SetNodeSourceURL(ctx, n.Name, src)
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
-		return errNote(fmt.Sprintf("The source was not changed: %v", err)), nil
+		return errNote(fmt.Sprintf("The source was not changed: %s.", invalidText(err))), nil
 	case err != nil:
 		return commandAnswer{}, err
 	}

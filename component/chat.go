@@ -25,7 +25,9 @@ const (
 
 // chatCommand is a parsed chat body.
 type chatCommand struct {
-	Name string // help, nodes, list, subscribe, unsubscribe, last
+	Name string // help, nodes, list, subscribe, unsubscribe, last, unknown
+	// Word is the first word of a command not understood, as sent.
+	Word string
 	// Arg is everything after the command word (a node name may contain
 	// spaces); Count is last's optional trailing number.
 	Arg      string
@@ -33,7 +35,8 @@ type chatCommand struct {
 	HasCount bool
 }
 
-// parseChatCommand reads a chat body. Unknown commands become help.
+// parseChatCommand reads a chat body. An empty one asks for help; a word
+// pingd does not know is "unknown", answered with a short list.
 func parseChatCommand(body string) chatCommand {
 	if len(body) > maxChatBody {
 		body = body[:maxChatBody]
@@ -52,8 +55,10 @@ func parseChatCommand(body string) chatCommand {
 				cmd.Count, cmd.HasCount = n, true
 			}
 		}
-	default:
+	case "":
 		cmd.Name = "help"
+	default:
+		cmd = chatCommand{Name: "unknown", Word: word}
 	}
 	return cmd
 }
@@ -160,6 +165,8 @@ func (svc *service) runChatCommand(ctx context.Context, sender jid.JID, cmd chat
 		answer, err = svc.chatUnsubscribe(ctx, bare, cmd.Arg)
 	case "last":
 		answer, err = svc.chatLast(ctx, bare, cmd)
+	case "unknown":
+		answer = chatUnknown(cmd.Word)
 	default:
 		answer = svc.chatHelp()
 	}
@@ -178,6 +185,19 @@ func (svc *service) chatHelp() string {
 		"unsubscribe NODE — stop them\n" +
 		"last NODE [n] — the newest n items of NODE (" + strconv.Itoa(defaultLastItems) + " if you leave n out)\n" +
 		"help — this text"
+}
+
+// maxEchoedWord bounds how much of a word pingd did not understand it
+// repeats.
+const maxEchoedWord = 40
+
+// chatUnknown answers a command pingd does not know: it says so, quoting
+// the word, and lists the commands in a line (help has the rest).
+func chatUnknown(word string) string {
+	if r := []rune(word); len(r) > maxEchoedWord {
+		word = string(r[:maxEchoedWord]) + "…"
+	}
+	return "I did not understand “" + word + "”. Commands: subscribe NODE-OR-URL, unsubscribe NODE, list, nodes, last NODE, help."
 }
 
 // nodeLink is the node's page on pingd's HTTP side.

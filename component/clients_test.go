@@ -99,7 +99,8 @@ func TestReadableNotifications(t *testing.T) {
 	if got := chatSay(t, e, alice, "subscribe demo"); !strings.Contains(got, `Subscribed to "demo"`) {
 		t.Fatalf("subscribe answered %q", got)
 	}
-	// A plain XEP-0060 subscription gets no body unless it asks.
+	// A plain XEP-0060 subscription (a client's service browser) gets a
+	// readable body beside the event by default.
 	result(t, e.request(bob, "set", subscribePayload("demo", bob.JID.String())))
 
 	if _, err := e.hub.Publish(e.ctx, "demo", "", []hub.Entry{{
@@ -126,8 +127,8 @@ func TestReadableNotifications(t *testing.T) {
 		t.Errorf("the XEP-0066 link is %q in %s", u, msg.standalone())
 	}
 	plain := nextMessage(t, bob, 10*time.Second, isEvent)
-	if b := bodyOf(plain); b != "" {
-		t.Errorf("a plain XEP-0060 subscriber got a body %q", b)
+	if b := bodyOf(plain); b != body {
+		t.Errorf("a plain XEP-0060 subscriber got the body %q, want the readable text %q", b, body)
 	}
 	if plain.attr("id") != msg.attr("id") {
 		t.Errorf("the event's id %q is not the plain message's %q: one id per item", plain.attr("id"), msg.attr("id"))
@@ -139,8 +140,8 @@ func TestReadableNotifications(t *testing.T) {
 	if serr != nil {
 		t.Fatalf("options form: %v in %s", serr, opts.standalone())
 	}
-	if v := form.Values[fieldIncludeBody]; len(v) != 1 || v[0] != "0" {
-		t.Errorf("include_body before = %v, want 0", v)
+	if v := form.Values[fieldIncludeBody]; len(v) != 1 || v[0] != "1" {
+		t.Errorf("include_body before = %v, want 1 (the default)", v)
 	}
 	if v := form.Values["FORM_TYPE"]; len(v) != 1 || v[0] != formSubscribeOptions {
 		t.Errorf("FORM_TYPE = %v", v)
@@ -475,6 +476,20 @@ func TestPresence(t *testing.T) {
 	if av := waitPresence(alice, ""); !strings.Contains(bodyOfStatus(av), "help") {
 		t.Errorf("available presence %s", av.standalone())
 	}
+	// And from a full JID, which clients such as Gajim need to show pingd
+	// online; chat to that JID reaches the service.
+	full := e.p.ComponentDomain + "/pingd"
+	if av := waitPresence(alice, ""); av.attr("from") != full || !strings.Contains(bodyOfStatus(av), "help") {
+		t.Errorf("second available presence %s, want one from %s", av.standalone(), full)
+	}
+	var hb xmlBuf
+	hb.open("message", "type", "chat", "to", full).element("body", "help").close("message")
+	if _, err := alice.SendRaw(e.ctx, hb.String()); err != nil {
+		t.Fatal(err)
+	}
+	if ans := nextMessage(t, alice, 10*time.Second, func(el *element) bool { return el.attr("type") == "chat" }); !strings.Contains(bodyOf(ans), "subscribe NODE") {
+		t.Errorf("help to %s answered %s", full, ans.standalone())
+	}
 	if it := rosterItem(); it == nil || it.attr("subscription") != "to" {
 		t.Fatalf("after the approval alice's roster has %v", it)
 	}
@@ -482,11 +497,17 @@ func TestPresence(t *testing.T) {
 	// answers with its presence.
 	phone := e.dial("alice", "phone")
 	waitPresence(phone, "")
+	if av := waitPresence(phone, ""); av.attr("from") != full {
+		t.Errorf("the probe's second answer %s, want one from %s", av.standalone(), full)
+	}
 
 	if _, err := alice.SendRaw(e.ctx, fmt.Sprintf(`<presence type="unsubscribe" to=%q/>`, e.p.ComponentDomain)); err != nil {
 		t.Fatal(err)
 	}
 	waitPresence(alice, "unavailable")
+	if un := waitPresence(alice, "unavailable"); un.attr("from") != full {
+		t.Errorf("second unavailable presence %s, want one from %s", un.standalone(), full)
+	}
 	if it := rosterItem(); it != nil && it.attr("subscription") != "none" {
 		t.Errorf("after unsubscribing alice's roster has subscription %q", it.attr("subscription"))
 	}

@@ -28,6 +28,7 @@ var pubsubFeatures = []string{
 	"outcast-affiliation",
 	"persistent-items",
 	"publish",
+	"publish-options",
 	"publisher-affiliation",
 	"purge-nodes",
 	"retract-items",

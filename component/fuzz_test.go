@@ -158,6 +158,10 @@ func FuzzChatCommand(f *testing.F) {
 		cmd := parseChatCommand(body)
 		switch cmd.Name {
 		case "help", "nodes", "list", "subscribe", "unsubscribe", "last":
+		case "unknown":
+			if cmd.Word == "" {
+				t.Fatalf("parseChatCommand(%q): unknown without the word", body)
+			}
 		default:
 			t.Fatalf("parseChatCommand(%q) gave unknown command %q", body, cmd.Name)
 		}

@@ -165,7 +165,7 @@ func (nc *nodeCreation) checkSourceHost(ctx context.Context, rawURL string) stri
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
 	if err := nc.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
-		return fmt.Sprintf("pingd cannot follow %s: %v; it fetches public addresses only.", rawURL, err)
+		return invalidURLAnswer(rawURL, err)
 	}
 	return ""
 }

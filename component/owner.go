@@ -159,6 +159,7 @@ func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 		case "subscribed":
 			if _, _, err := svc.hub.GrantSubscription(ctx, hub.Subscription{
 				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
+				Options: xep60SubscriptionOptions,
 			}); err != nil {
 				return err
 			}

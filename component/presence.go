@@ -13,6 +13,17 @@ import (
 // request would make the user's client ask them a question for nothing.
 // Whether an offline subscriber's notifications wait on the server follows
 // the notification's message type (docs/clients.md).
+//
+// Each presence pingd sends goes from its bare JID and from a full JID,
+// the component's JID with the resource presenceResource. RFC 6121 §4.7.1
+// has a contact's available presence come from a full JID (a server
+// answering a probe sends one per available resource, §4.3.2), and some
+// clients show a contact online only for one (Gajim); a component may
+// send from any JID at its domain (XEP-0114), and RFC 6120 §8.1.2.1
+// leaves a presence's from to the sending entity. The bare JID's presence
+// stays for clients that took it so far. Chat to the full JID is the
+// service's (isServiceAddress).
+const presenceResource = "pingd"
 
 // receivePresence takes one presence off the stream (on the reader) and
 // queues the answers, in order with the sender's chat and commands.
@@ -55,16 +66,30 @@ func (svc *service) answerPresence(ctx context.Context, cn *connection, p *eleme
 		svc.log.InfoContext(ctx, "presence subscription approved", "jid", to)
 	case "unsubscribe":
 		b.empty("presence", "type", "unsubscribed", "from", self, "to", to)
-		b.empty("presence", "type", "unavailable", "from", self, "to", to)
+		for _, f := range presenceSenders(self) {
+			b.empty("presence", "type", "unavailable", "from", f, "to", to)
+		}
 	case "probe":
 		svc.availablePresence(&b, self, from.String())
 	}
 	svc.send(ctx, cn, b.Bytes())
 }
 
-// availablePresence writes pingd's presence to one contact.
+// availablePresence writes pingd's presence to one contact, from each of
+// presenceSenders(from).
 func (svc *service) availablePresence(b *xmlBuf, from, to string) {
-	b.open("presence", "from", from, "to", to)
-	b.element("status", `pingd: send "help" for commands`)
-	b.close("presence")
+	for _, f := range presenceSenders(from) {
+		b.open("presence", "from", f, "to", to)
+		b.element("status", `pingd: send "help" for commands`)
+		b.close("presence")
+	}
+}
+
+// presenceSenders are the JIDs pingd's presence goes from when answering
+// as self: self, and, when self is a bare JID, self with presenceResource.
+func presenceSenders(self string) []string {
+	if j, err := jid.Parse(self); err == nil && j.Resourcepart() == "" {
+		return []string{self, self + "/" + presenceResource}
+	}
+	return []string{self}
 }

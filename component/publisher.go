@@ -41,6 +41,10 @@ func (svc *service) publish(ctx context.Context, sender jid.JID, node string, re
 	entries := make([]hub.Entry, 0, len(reqs))
 	index := make([]int, 0, len(reqs)) // request of each entry
 	for i, r := range reqs {
+		if serr := preconditionsMet(n, r.Preconditions); serr != nil {
+			errs[i] = serr
+			continue
+		}
 		entry, err := svc.publishedEntry(n, r.Item)
 		if err != nil {
 			return failAll(err)

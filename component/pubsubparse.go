@@ -92,7 +92,11 @@ func parsePubsub(typ stanza.IQType, p *element) (*request, *stanzaError) {
 			return nil, err
 		}
 		if companion != nil && len(companion.Children) > 0 {
-			return nil, unsupported("publish-options")
+			pre, serr := parsePublishOptions(companion)
+			if serr != nil {
+				return nil, serr
+			}
+			r.Preconditions = pre
 		}
 		r.Op = opPublish
 		item, err := parsePublishItem(v)

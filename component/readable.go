@@ -47,15 +47,24 @@ func nodeName(n *hub.Node) string {
 }
 
 // renderPlain renders the rest of an item's plain message, after the "to"
-// value: the id, the readable body, the XEP-0066 link to the entry and,
-// when delay is set, an XEP-0203 delay (an item sent again later, such as
-// the last one to a new subscriber).
-func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, delay time.Time) []byte {
+// value: the id, the readable body and the XEP-0066 link to the entry.
+// published, when set, is the time of an item sent again later (the
+// newest one, to a new subscriber): the body says it in words, and the
+// message carries no XEP-0203 delay. The message answers the reader's
+// subscribe command, and a client that sorts a conversation by such a
+// stamp (Dino) would put the entry above the command, where the reader
+// never looks; XEP-0060 §6.1.7's delay is for the pubsub event, which
+// keeps it (renderEvent).
+func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, published time.Time) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
 	b.WriteString(`">`)
-	b.element("body", readableBody(n, ev))
+	body := readableBody(n, ev)
+	if !published.IsZero() {
+		body += "\n\n(Published " + published.UTC().Format("2 January 2006, 15:04 UTC") + ".)"
+	}
+	b.element("body", body)
 	if link := hub.WebLink(ev.Link); link != "" {
 		b.open("x", "xmlns", nsOOB).element("url", sanitizeText(link))
 		if t := collapseSpace(ev.Title); t != "" {
@@ -63,7 +72,6 @@ func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, delay tim
 		}
 		b.close("x")
 	}
-	writeDelay(&b, delay, d.domainStr)
 	b.close("message")
 	return b.Bytes()
 }

@@ -62,6 +62,9 @@ type request struct {
 	ItemIDs []string
 	// Item is the one item of a publish.
 	Item *publishItem
+	// Preconditions are a publish's publish-options (XEP-0060 §7.1.5):
+	// node configuration fields and the values the node must have.
+	Preconditions map[string][]string
 	// Configure is create's <configure/> element (may be nil).
 	Configure *element
 	// Form is the submitted form of a configure set, an options set, or

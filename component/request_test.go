@@ -71,7 +71,8 @@ func TestParseIQErrors(t *testing.T) {
 		{"publish not Atom", iq("set", `<pubsub `+ps+`><publish node="n"><item><foo xmlns="urn:test"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish Atom feed", iq("set", `<pubsub `+ps+`><publish node="n"><item><feed xmlns="http://www.w3.org/2005/Atom"/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
 		{"publish entry of no namespace", iq("set", `<pubsub `+ps+`><publish node="n"><item><entry xmlns=""/></item></publish></pubsub>`), stanza.BadRequest, "invalid-payload", ""},
-		{"publish options", iq("set", `<pubsub `+ps+`><publish node="n"><item><a xmlns="y"/></item></publish><publish-options><x xmlns="jabber:x:data" type="submit"/></publish-options></pubsub>`), stanza.FeatureNotImplemented, "unsupported", "publish-options"},
+		{"publish options of another form type", iq("set", `<pubsub `+ps+`><publish node="n"><item><entry xmlns="http://www.w3.org/2005/Atom"/></item></publish><publish-options><x xmlns="jabber:x:data" type="submit"><field var="FORM_TYPE"><value>urn:other</value></field></x></publish-options></pubsub>`), stanza.BadRequest, "", ""},
+		{"publish options without a form", iq("set", `<pubsub `+ps+`><publish node="n"><item><entry xmlns="http://www.w3.org/2005/Atom"/></item></publish><publish-options><y xmlns="urn:other"/></publish-options></pubsub>`), stanza.BadRequest, "", ""},
 		{"retract no item", iq("set", `<pubsub `+ps+`><retract node="n"/></pubsub>`), stanza.BadRequest, "item-required", ""},
 		{"retract no id", iq("set", `<pubsub `+ps+`><retract node="n"><item/></retract></pubsub>`), stanza.BadRequest, "item-required", ""},
 		{"retract no node", iq("set", `<pubsub `+ps+`><retract><item id="1"/></retract></pubsub>`), stanza.BadRequest, "nodeid-required", ""},
@@ -281,7 +282,7 @@ func TestParseChatCommand(t *testing.T) {
 		{"subscribe my node", chatCommand{Name: "subscribe", Arg: "my node"}, false},
 		{"last demo 3", chatCommand{Name: "last", Arg: "demo 3", Count: 3, HasCount: true}, true},
 		{"last demo", chatCommand{Name: "last", Arg: "demo"}, false},
-		{"what is this", chatCommand{Name: "help", Arg: "is this"}, false},
+		{"what is this", chatCommand{Name: "unknown", Word: "what"}, false},
 		{"", chatCommand{Name: "help"}, false},
 	}
 	for _, tc := range cases {

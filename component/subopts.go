@@ -34,6 +34,16 @@ const (
 	fieldDigestFrequency = "pubsub#digest_frequency"
 )
 
+// xep60SubscriptionOptions are the options of a subscription made by
+// XEP-0060 (a subscribe request, an owner's change of subscriptions)
+// before any form changes them: the pubsub#event, with a readable <body>
+// beside it (pubsub#include_body, whose default XEP-0060 leaves to the
+// service). A client that shows a headline's body but not the event then
+// shows the entry; one that reads the event reads it as before. Clients
+// that drop every message carrying a pubsub#event (Gajim, Profanity) show
+// neither: their readers subscribe by chat (docs/clients.md).
+var xep60SubscriptionOptions = hub.Options{IncludeBody: true}
+
 // subOptionsForm is the options form filled with opts for a subscription
 // to n (nil: any node), of type form, or result when answering a
 // subscribe-and-configure.
@@ -292,7 +302,7 @@ func (svc *service) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *requ
 	} else {
 		b.open("default")
 	}
-	renderForm(b, subOptionsForm(hub.Options{}, n, false))
+	renderForm(b, subOptionsForm(xep60SubscriptionOptions, n, false))
 	b.close("default").close("pubsub")
 	return nil
 }

@@ -18,7 +18,7 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	if err != nil {
 		return err
 	}
-	var opts hub.Options
+	opts := xep60SubscriptionOptions
 	if r.Form != nil {
 		var serr *stanzaError
 		if opts, serr = applySubOptionsForm(opts, r.Form); serr != nil {

@@ -31,7 +31,13 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 		return nil, `Which node or feed? Send "nodes" to see the nodes.`, nil
 	}
 	if !isWebURL(target) {
-		return svc.chatNode(ctx, target)
+		n, msg, err := svc.chatNode(ctx, target)
+		if n == nil && err == nil && create && target != "" {
+			// Subscribing takes a URL too: say so to whoever
+			// mistyped a node or did not know.
+			msg = fmt.Sprintf("There is no node called %q. Send \"nodes\" to see them, or subscribe to a feed or web page by its URL (subscribe https://example.org/feed.xml).", target)
+		}
+		return n, msg, err
 	}
 	// A node named by the URL, or one following it: no fetch needed.
 	if n, err := svc.hub.Node(ctx, target); err == nil {
@@ -93,7 +99,7 @@ func (svc *service) lookUp(ctx context.Context, bare, target string, create bool
 		if refused := (*ratelimit.LookupRefused)(nil); errors.As(err, &refused) {
 			return nil, lookupRefusedAnswer(target, refused)
 		}
-		return nil, fmt.Sprintf("pingd did not look at %s: %v", target, err)
+		return nil, fmt.Sprintf("pingd did not look at %s: it is busy. Please try again in a minute.", target)
 	}
 	defer lk.End()
 	lctx, stop := streamWork(lk.Context())
@@ -113,17 +119,12 @@ func (svc *service) lookUp(ctx context.Context, bare, target string, create bool
 		return nil, fmt.Sprintf("No node follows %s.", target)
 	case rerr != nil && lk.Context().Err() != nil && ctx.Err() == nil:
 		svc.log.InfoContext(ctx, "page look-up timed out", "jid", bare, "url", target, "requests", lk.Requests())
-		return nil, fmt.Sprintf("pingd could not find a feed at %s: the site did not answer in time.", target)
+		return nil, fmt.Sprintf("pingd could not reach %s: it did not answer in time.", hostOf(target))
 	case rerr != nil:
 		svc.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
-		return nil, fmt.Sprintf("pingd could not find a feed at %s: %v", target, rerr)
+		return nil, readErrorAnswer(target, rerr)
 	}
 	return res, ""
-}
-
-// invalidURLAnswer says why a URL cannot be followed.
-func invalidURLAnswer(u string, err error) string {
-	return fmt.Sprintf("pingd cannot follow %s: %v", u, err)
 }
 
 // nilUnlessInternal keeps an error only when it is pingd's own failure,

@@ -3,7 +3,6 @@ package discovery
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,8 +28,25 @@ const DefaultMaxBodyBytes = 2 << 20
 // maxDescriptors bounds the XRDS documents fetched for one URL.
 const maxDescriptors = 3
 
-// ErrNoFeed says an HTML page links to no feed.
-var ErrNoFeed = errors.New("the page links to no RSS or Atom feed")
+// ErrNoFeed says an HTML page links to no feed. It has a NoFeed method
+// so that callers that may not import this package (the component) can
+// tell it from other failures and answer people in their own words.
+var ErrNoFeed error = noFeed{}
+
+type noFeed struct{}
+
+func (noFeed) Error() string { return "the page links to no RSS or Atom feed" }
+func (noFeed) NoFeed() bool  { return true }
+
+// StatusError is a look-up's answer other than 2xx. HTTPStatus lets
+// callers that may not import this package read the code.
+type StatusError struct {
+	URL  string
+	Code int
+}
+
+func (e *StatusError) Error() string   { return fmt.Sprintf("discover %s: HTTP %d", e.URL, e.Code) }
+func (e *StatusError) HTTPStatus() int { return e.Code }
 
 // Discover fetches rawURL and reports the feeds, hubs, clouds and GetPingd
 // services it names, reading the XRDS documents of its descriptors.
@@ -100,7 +116,7 @@ func (c *Client) get(ctx context.Context, rawURL, accept string) (*http.Response
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, fmt.Errorf("discover %s: HTTP %d", rawURL, resp.StatusCode)
+		return nil, nil, &StatusError{URL: rawURL, Code: resp.StatusCode}
 	}
 	limit := c.MaxBodyBytes
 	if limit <= 0 {

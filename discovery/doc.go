@@ -7,9 +7,10 @@
 // Its room: NewDescriptor and XRDS (descriptor.go, xrds.go: the
 // document in the exact tree of the design, served as ContentTypeXRDS),
 // DescriptorPage (the HTML page at the descriptor URL, with the
-// DescriptorPageCSP it is served under; it shows people the chat command,
-// the xmpp: message and XEP-0060 subscribe URIs of xmppuri.go and the QR
-// code of qr.go), Snippets (what a
+// DescriptorPageCSP it is served under; from templates/descriptor.html and
+// its inline style sheet, it shows people the node's recent entries, the
+// chat command, the xmpp: roster, message and XEP-0060 subscribe URIs of
+// xmppuri.go and the QR code of qr.go), Snippets (what a
 // publisher pastes, JSON-friendly for the admin API) and PreferXRDS (Accept
 // negotiation between the page and the XRDS document).
 //

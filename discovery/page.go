@@ -2,39 +2,87 @@ package discovery
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
 	"html/template"
+	"slices"
+	"time"
 
 	"github.com/pingd/pingd/internal/getpingd"
 )
 
+// PageEntries caps the entries the descriptor page lists.
+const PageEntries = 10
+
+// Page is what the descriptor page shows besides the descriptor itself.
+type Page struct {
+	// Title names the node for people; empty means the node name.
+	Title string
+	// XRDSURL is the node's XRDS document; AtomURL and RSSURL its feeds.
+	XRDSURL, AtomURL, RSSURL string
+	// Entries are the node's recent entries, newest first; the page shows
+	// the first PageEntries, and none on a whitelist node (its page is
+	// public, its content is not).
+	Entries []PageEntry
+}
+
+// PageEntry is one entry as the page lists it.
+type PageEntry struct {
+	Title, Link string
+	Updated     time.Time
+}
+
 // DescriptorPage renders the HTML page served at the descriptor URL for
 // browsers and for clients that discover by the X-XRDS-Location <meta> tag
-// or the getpingd.updates.descriptor <link>. It explains in words how to
-// subscribe: first for people with any Jabber client (the chat command,
-// the xmpp: message URI with its QR code as inline SVG, the XEP-0060
-// subscribe URI), then the GetPingd requests. title names the node for
-// people; empty means the node name.
-func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
+// or the getpingd.updates.descriptor <link>. It is the page a reader
+// shares: the node's recent entries, then the ways to follow it in the
+// order they work in common clients (the chat command with the xmpp:
+// roster and message URIs and the QR code, then the XEP-0060 subscribe
+// URI, then the node's feeds), then the GetPingd requests for programs.
+func DescriptorPage(d Descriptor, p Page) []byte {
+	title := p.Title
 	if title == "" {
 		title = d.Node
 	}
-	messageURI := d.MessageURI()
+	messageURI, rosterURI := d.MessageURI(), d.RosterURI()
 	// A QR code holds up to 2,331 bytes at level M: every node name fits
 	// (255 bytes, 765 escaped). Without one the links still serve.
 	qrCode, qrErr := QRSVG(messageURI, "QR code of "+messageURI)
+	whitelist := d.Security == getpingd.SecurityWhitelist
+	var entries []pageEntry
+	if !whitelist {
+		for _, e := range newestFirst(p.Entries)[:min(len(p.Entries), PageEntries)] {
+			pe := pageEntry{Title: e.Title, Link: e.Link}
+			if pe.Title == "" {
+				pe.Title = "(untitled)"
+			}
+			if !e.Updated.IsZero() {
+				u := e.Updated.UTC()
+				pe.Date, pe.DateTime = u.Format("2 January 2006, 15:04 UTC"), u.Format(time.RFC3339)
+			}
+			entries = append(entries, pe)
+		}
+	}
 	var buf bytes.Buffer
 	err := pageTemplate.Execute(&buf, pageData{
 		Descriptor:       d,
+		CSS:              template.CSS(pageCSS),
+		Entries:          entries,
 		SubscribeURI:     template.URL(d.SubscribeURI()),
 		MessageURI:       template.URL(messageURI),
+		RosterURI:        template.URL(rosterURI),
 		MessageURIText:   messageURI,
+		RosterURIText:    rosterURI,
 		ChatCommand:      d.ChatCommand(),
 		QRCode:           qrCode,
 		HasQRCode:        qrErr == nil,
 		Title:            title,
-		XRDSURL:          xrdsURL,
+		XRDSURL:          p.XRDSURL,
+		AtomURL:          p.AtomURL,
+		RSSURL:           p.RSSURL,
 		PostURL:          d.PostURL(),
-		Whitelist:        d.Security == getpingd.SecurityWhitelist,
+		Whitelist:        whitelist,
 		HTTPType:         getpingd.ContentTypeHTTPSubscribe,
 		XMPPType:         getpingd.ContentTypeXMPPSubscribe,
 		DiffType:         getpingd.DiffPatchOps,
@@ -52,85 +100,79 @@ func DescriptorPage(d Descriptor, title, xrdsURL string) []byte {
 	return buf.Bytes()
 }
 
+// newestFirst orders entries by their dates, newest first, when every one
+// has a date: a feed's first fetch stores its entries in the feed's order,
+// which is not always by date. Otherwise the given order (newest
+// publication first) stands.
+func newestFirst(entries []PageEntry) []PageEntry {
+	for _, e := range entries {
+		if e.Updated.IsZero() {
+			return entries
+		}
+	}
+	out := slices.Clone(entries)
+	slices.SortStableFunc(out, func(a, b PageEntry) int { return b.Updated.Compare(a.Updated) })
+	return out
+}
+
+//go:embed templates/descriptor.html templates/descriptor.css
+var pageFiles embed.FS
+
+var (
+	// pageCSS goes verbatim into the page's <style> element, which
+	// DescriptorPageCSP allows by the hash of exactly that content.
+	pageCSS = mustRead("templates/descriptor.css")
+	// html/template escapes every value for its context (attribute, URL,
+	// text), so node names, entry titles and links cannot break out of
+	// the markup; a link of another scheme than http(s) or mailto
+	// becomes "#ZgotmplZ".
+	pageTemplate = template.Must(template.New("descriptor").Parse(mustRead("templates/descriptor.html")))
+)
+
 // DescriptorPageCSP is the Content-Security-Policy the descriptor page is
-// served with: the page has no style sheet, script, image or form (its QR
-// code is an inline SVG element drawn with presentation attributes, which
-// loads nothing), so nothing is allowed, and no other site may frame it. A change to the
-// template that needs more must widen this (by hash for inline styles, as
-// the status page does).
-const DescriptorPageCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// served with: the page has no script, image or form and one style
+// element, allowed by its hash (its QR code is an inline SVG element drawn
+// with presentation attributes, which loads nothing); nothing else is
+// allowed, and no other site may frame it.
+var DescriptorPageCSP = "default-src 'none'; style-src " + cspHash(pageCSS) + "; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+func mustRead(name string) string {
+	b, err := pageFiles.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot happen
+	}
+	return string(b)
+}
+
+// cspHash is the CSP source expression allowing an inline element whose
+// content is s.
+func cspHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
 
 type pageData struct {
 	Descriptor
-	// SubscribeURI and MessageURI are xmpp: URIs built and escaped by
-	// xmppuri.go; html/template would refuse the scheme otherwise.
-	SubscribeURI, MessageURI    template.URL
-	MessageURIText, ChatCommand string
+	CSS     template.CSS
+	Entries []pageEntry
+	// SubscribeURI, MessageURI and RosterURI are xmpp: URIs built and
+	// escaped by xmppuri.go; html/template would refuse the scheme
+	// otherwise.
+	SubscribeURI, MessageURI, RosterURI        template.URL
+	MessageURIText, RosterURIText, ChatCommand string
 	// QRCode is the SVG element QRSVG made of MessageURI.
 	QRCode                                     template.HTML
 	HasQRCode                                  bool
-	Title, XRDSURL, PostURL                    string
+	Title, XRDSURL, AtomURL, RSSURL, PostURL   string
 	Whitelist                                  bool
 	HTTPType, XMPPType, DiffType, XRDSType     string
 	XRDSHeader, RelDescriptor, MethodSubscribe string
 	ServiceSubscribe                           string
 }
 
-// html/template escapes every value for its context (attribute, URL,
-// text), so node names and URLs cannot break out of the markup.
-var pageTemplate = template.Must(template.New("descriptor").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="{{.XRDSHeader}}" content="{{.XRDSURL}}">
-<link rel="{{.RelDescriptor}}" href="{{.XRDSURL}}">
-<title>{{.Title}} — GetPingd descriptor</title>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-<h2>Follow it with any Jabber client</h2>
-<p>Send <code>{{.ChatCommand}}</code> to <code>{{.ComponentJID}}</code> from your Jabber client
-(Conversations, Dino, Gajim, Monal, Profanity, …): each new item then comes to you as a message.
-{{- if .Whitelist}} Only Jabber IDs on the node's whitelist may subscribe: ask its owner to add
-yours first.{{end}}</p>
-<p><a id="message-uri" href="{{.MessageURI}}">Open a chat with that message</a>
-(<code>{{.MessageURIText}}</code>){{if .HasQRCode}}, or scan this code with the Jabber client
-on your phone:{{else}}.{{end}}</p>
-{{if .HasQRCode}}<p id="qr">{{.QRCode}}</p>
-{{end -}}
-<p>A client that speaks XEP-0060 publish-subscribe can subscribe to the node itself:
-<a id="subscribe-uri" href="{{.SubscribeURI}}">{{.SubscribeURI}}</a>.</p>
-
-<h2>For programs: the GetPingd descriptor</h2>
-<p>This is the GetPingd descriptor of the publish-subscribe node <code>{{.Node}}</code>
-at <code>{{.ComponentJID}}</code>. Subscribe to it to be told of every change, without polling.</p>
-<p>The service description is the XRDS document at <a href="{{.XRDSURL}}">{{.XRDSURL}}</a>
-(<code>{{.XRDSType}}</code>, service type <code>{{.ServiceSubscribe}}</code>); this page
-points at it with the <code>{{.XRDSHeader}}</code> header and meta tag.</p>
-
-<h3>Over XMPP</h3>
-{{if .Whitelist -}}
-<p>The node is open to its whitelist only. First ask for your Jabber ID to be added: send
-<code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
-<code>Content-Type: {{.XMPPType}}</code>, an <code>Authorization: Bearer</code> token from the
-node's owner, and this body:</p>
-<pre>&lt;subscribe&gt;&lt;consumer jid="you@example.org"/&gt;&lt;/subscribe&gt;</pre>
-<p>Then subscribe to node <code>{{.Node}}</code> at <code>{{.ComponentJID}}</code> with any
-Jabber client (XEP-0060). An <code>&lt;unsubscribe&gt;</code> request with the same token
-removes the Jabber ID and its subscriptions.</p>
-{{- else -}}
-<p>Subscribe to node <code>{{.Node}}</code> at <code>{{.ComponentJID}}</code> with any Jabber
-client (XEP-0060); nothing else is needed.</p>
-{{- end}}
-
-<h3>Over HTTP (web hooks)</h3>
-<p>Send <code>{{.MethodSubscribe}} {{.DescriptorURL}}</code> (or <code>POST {{.PostURL}}</code>) with
-<code>Content-Type: {{.HTTPType}}</code> and this body:</p>
-<pre>&lt;subscribe&gt;&lt;url href="https://you.example.org/changed" method="POST" diff="none"/&gt;&lt;/subscribe&gt;</pre>
-<p>The callback is first asked to echo a <code>hub.challenge</code>. Each change then arrives with
-the method you named (<code>POST</code> or <code>NOTIFY</code>): an Atom feed of the new entries, or,
-with <code>diff="{{.DiffType}}"</code>, a patch against the previous state.
-{{- if .Whitelist}} On this node the request needs the <code>Authorization: Bearer</code> token too.{{end}}</p>
-</body>
-</html>
-`))
+type pageEntry struct {
+	Title, Date, DateTime string
+	// Link is checked by html/template for its scheme.
+	Link string
+}

@@ -87,7 +87,7 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 					t.Fatal(err)
 				}
 				title := `Gadget "news" <b>&</b> ` + node
-				page := DescriptorPage(d, title, links.XRDS)
+				page := DescriptorPage(d, Page{Title: title, XRDSURL: links.XRDS})
 				tags, gotTitle, body := parsePage(t, page)
 
 				meta := findTag(tags, "meta", "http-equiv", "X-XRDS-Location")
@@ -130,7 +130,7 @@ func TestDescriptorPageCarriesTheDiscoveryTags(t *testing.T) {
 
 func TestDescriptorPageDefaultsTheTitleToTheNode(t *testing.T) {
 	d := descriptorFor(t, "a<b>", hub.AccessOpen, "")
-	_, title, _ := parsePage(t, DescriptorPage(d, "", "https://x.example/xrds/a"))
+	_, title, _ := parsePage(t, DescriptorPage(d, Page{XRDSURL: "https://x.example/xrds/a"}))
 	if !strings.HasPrefix(title, "a<b>") {
 		t.Errorf("title = %q", title)
 	}

@@ -27,6 +27,15 @@ func (d Descriptor) MessageURI() string {
 	return "xmpp:" + escapeXMPPURI(d.ComponentJID, false) + "?message;body=" + escapeXMPPURI(d.ChatCommand(), true)
 }
 
+// RosterURI adds the component to the reader's contacts (XEP-0147 query
+// action "roster"): xmpp:pubsub.example.org?roster. Some clients open a
+// message URI only for a JID they already know (Gajim offers an empty
+// "Start chat" for an unknown one and drops the body), so the page offers
+// this first.
+func (d Descriptor) RosterURI() string {
+	return "xmpp:" + escapeXMPPURI(d.ComponentJID, false) + "?roster"
+}
+
 // escapeXMPPURI percent-encodes s for an xmpp: URI. A query value
 // (RFC 5122 §2.2, ivalue) keeps only unreserved characters, so that none
 // of ';', '=', '#', '&', '/' or a space in a node name ends or splits the

@@ -131,7 +131,7 @@ func TestDescriptorPageShowsHowToSubscribe(t *testing.T) {
 		for _, model := range []hub.AccessModel{hub.AccessOpen, hub.AccessWhitelist} {
 			t.Run(string(model)+"/"+node, func(t *testing.T) {
 				d := descriptorFor(t, node, model, "")
-				page := DescriptorPage(d, "", "https://pingd.example.org/base/xrds/x")
+				page := DescriptorPage(d, Page{XRDSURL: "https://pingd.example.org/base/xrds/x"})
 				root, err := html.Parse(bytes.NewReader(page))
 				if err != nil {
 					t.Fatal(err)

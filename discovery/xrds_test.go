@@ -365,7 +365,7 @@ func FuzzXRDS(f *testing.F) {
 		if got.XRDs[0].Services[0].URIs[0].Value != d.DescriptorURL {
 			t.Errorf("descriptor URL changed")
 		}
-		tags, _, _ := parsePage(t, DescriptorPage(d, node, d.DescriptorURL))
+		tags, _, _ := parsePage(t, DescriptorPage(d, Page{Title: node, XRDSURL: d.DescriptorURL}))
 		if l := findTag(tags, "link", "rel", getpingd.RelDescriptor); l == nil || l.attrs["href"] != d.DescriptorURL {
 			t.Errorf("page link = %+v", l)
 		}

@@ -51,7 +51,8 @@
 // Config.CheckHost is set (cmd/pingd sets it unless PINGD_ALLOW_PRIVATE);
 // the dial-time guard of internal/netguard stays the authority.
 //
-// GetPingd (getpingd.go): the descriptor page and XRDS document, and the
+// GetPingd (getpingd.go): the descriptor page (with the node's newest
+// items, read only for open nodes) and XRDS document, and the
 // subscription requests, dispatched on their Content-Type to the whitelist
 // Service or to the webhook parser (getpingd.ParseWebhookRequest); webhook
 // subscriptions are stored pending and verified by the delivery engine.

@@ -103,9 +103,23 @@ func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
 		return
 	}
+	page := discovery.Page{Title: n.Title, XRDSURL: links.XRDS, AtomURL: links.Atom, RSSURL: links.RSS}
+	// A whitelist node's page is public and its entries are not: they are
+	// not even read.
+	if n.AccessModel != hub.AccessWhitelist {
+		items, err := a.hub.Items(r.Context(), n, nil, discovery.PageEntries)
+		if err != nil {
+			a.log.ErrorContext(r.Context(), "descriptor page: items", "node", n.Name, "err", err)
+			writeText(w, http.StatusInternalServerError, "load items: internal error")
+			return
+		}
+		for _, it := range items {
+			page.Entries = append(page.Entries, discovery.PageEntry{Title: it.Title, Link: hub.WebLink(it.Link), Updated: it.Updated})
+		}
+	}
 	h.Set("Content-Security-Policy", discovery.DescriptorPageCSP)
 	h.Set("Referrer-Policy", "no-referrer")
-	writeBody(w, r, "text/html; charset=utf-8", discovery.DescriptorPage(d, n.Title, links.XRDS))
+	writeBody(w, r, "text/html; charset=utf-8", discovery.DescriptorPage(d, page))
 }
 
 // xrds serves the node's XRDS document, with the media type exactly as

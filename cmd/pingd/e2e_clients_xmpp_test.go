@@ -170,7 +170,7 @@ func TestClientsSlixmpp(t *testing.T) {
 			"item-ids": "items_by_id", "manage-subscriptions": "owner_subscriptions",
 			"member-affiliation": "owned_subscribe_as_member", "meta-data": "disco_info_node",
 			"modify-affiliations": "owner_affiliation_member", "outcast-affiliation": "outcast_subscribe",
-			"persistent-items": "items_all", "publish": "owner_publish",
+			"persistent-items": "items_all", "publish": "owner_publish", "publish-options": "owner_publish_options",
 			"publisher-affiliation": "publisher_publish", "purge-nodes": "owner_purge",
 			"retract-items": "owner_retract", "retrieve-affiliations": "owner_affiliations",
 			"retrieve-default": "owner_default_config", "retrieve-items": "items_all",
@@ -233,7 +233,7 @@ func TestClientsSlixmpp(t *testing.T) {
 		t.Errorf("subscriptions after subscribing twice: %+v, want only %+v", subs, first)
 	}
 	// Subscription options (XEP-0060 §6.3): read, changed, and the defaults.
-	for step, want := range map[string]string{"subscription_options": "0", "subscription_options_set": "1", "subscription_options_default": "0"} {
+	for step, want := range map[string]string{"subscription_options": "1", "subscription_options_set": "0", "subscription_options_default": "1"} {
 		if got, ok := field[slixForm](t, report, step); ok && (got.FormType != "form" ||
 			got.Fields["FORM_TYPE"] != nsPubsubTest+"#subscribe_options" || got.Fields["pubsub#include_body"] != want) {
 			t.Errorf("%s: %s %v, want a subscribe_options form with include_body %s", step, got.FormType, got.Fields, want)
@@ -348,6 +348,12 @@ func TestClientsSlixmpp(t *testing.T) {
 		}
 	}
 	wantIDs("owner_items_after_publish", "p1")
+	if got, ok := field[struct {
+		IDs []string `json:"ids"`
+	}](t, report, "owner_publish_options"); ok && !slices.Equal(got.IDs, []string{"po1"}) {
+		t.Errorf("publish with a precondition the node meets: %+v", got)
+	}
+	wantError("owner_publish_options_unmet", "cancel", "conflict", "precondition-not-met")
 	wantEvents("owner_retract", slixEvent{Kind: "retract", Node: "slix-owned", ID: "p1"})
 	wantIDs("owner_items_after_retract")
 	wantError("owner_retract_unknown", "cancel", "item-not-found", "")
@@ -403,7 +409,7 @@ func TestClientsSlixmpp(t *testing.T) {
 		}
 	}
 	chat("help", "help", "nodes", "list", "subscribe", "unsubscribe", "last")
-	chat("gibberish", "help", "subscribe")
+	chat("gibberish", "did not understand", "help", "subscribe")
 	chat("nodes", "news", "private")
 	chat("list_empty", "no subscriptions")
 	chat("subscribe", "subscribed", "news")

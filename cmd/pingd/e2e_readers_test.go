@@ -105,6 +105,10 @@ func TestProfanityShowsEntries(t *testing.T) {
 			jid := srv.register("reader", "pw")
 			prof := testenv.StartProfanity(t, srv.c2s, jid, "pw")
 
+			// A word pingd does not know is answered in a sentence, with the
+			// commands on one line.
+			prof.Type("/msg " + srv.x.Domain + " frobnicate")
+			prof.WaitFor("I did not understand", 20*time.Second)
 			prof.Type("/msg " + srv.x.Domain + " subscribe demo")
 			prof.WaitFor(`Subscribed to "demo"`, 20*time.Second)
 

@@ -117,10 +117,17 @@ def form_values(form):
 def iq_error(e):
     """What slixmpp tells an application about an error answer."""
     err = e.iq["error"]
+    pubsub_condition = err["pubsub"]["condition"]
+    if not pubsub_condition:
+        # slixmpp 1.8 knows no precondition-not-met (XEP-0060 §7.1.5):
+        # read the element itself.
+        for child in err.xml:
+            if child.tag.startswith("{http://jabber.org/protocol/pubsub#errors}"):
+                pubsub_condition = child.tag.split("}", 1)[1]
     return {
         "error_type": err["type"],
         "condition": err["condition"],
-        "pubsub_condition": err["pubsub"]["condition"],
+        "pubsub_condition": pubsub_condition,
         "unsupported": err["pubsub"]["unsupported"],
         "text": err["text"],
     }
@@ -292,7 +299,7 @@ class Scenario:
             form = Form()
             form["type"] = "submit"
             form.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/pubsub#subscribe_options")
-            form.add_field(var="pubsub#include_body", ftype="boolean", value=True)
+            form.add_field(var="pubsub#include_body", ftype="boolean", value=False)
             iq = c.Iq(sto=comp, stype="set")
             iq["pubsub"]["options"]["node"] = node
             iq["pubsub"]["options"]["jid"] = c.boundjid.bare
@@ -501,6 +508,30 @@ class Scenario:
 
         await self.step("owner_publish", publish("p1", "Published by slixmpp"))
         await self.step("owner_items_after_publish", items())
+
+        async def publish_with_precondition(item_id, same):
+            # XEP-0060 §7.1.5: publish only if the node's access model is
+            # the one it has (same) or the other one.
+            r = await ps.get_node_config(comp, node, timeout=IQ_TIMEOUT)
+            model = form_values(r["pubsub_owner"]["configure"]["form"])["pubsub#access_model"]
+            if not same:
+                model = "open" if model == "whitelist" else "whitelist"
+            form = Form()
+            form["type"] = "submit"
+            form.add_field(var="FORM_TYPE", ftype="hidden", value="http://jabber.org/protocol/pubsub#publish-options")
+            form.add_field(var="pubsub#access_model", value=model)
+            drain(reader.events)
+            r = await ps.publish(comp, node, id=item_id, payload=payload(item_id, "With a precondition"),
+                                 options=form, timeout=IQ_TIMEOUT)
+            ids = [it["id"] for it in r["pubsub"]["publish"]]
+            # Leave the node as the later steps expect it.
+            await collect(reader.events, 1, 10, 0.5)
+            await ps.retract(comp, node, item_id, timeout=IQ_TIMEOUT)
+            await collect(reader.events, 1, 10, 0.3)
+            return {"ids": ids}
+
+        await self.step("owner_publish_options", publish_with_precondition("po1", True))
+        await self.step("owner_publish_options_unmet", publish_with_precondition("po2", False))
 
         async def publish_without_id():
             drain(reader.events)
