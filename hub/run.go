@@ -82,6 +82,13 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 	}
 	applied, err := h.store.ApplyFetch(ctx, out)
 	h.signalFetched(src.ID)
+	if errors.Is(err, ErrLeaseLost) {
+		// The lease ran out during the fetch and another process took the
+		// source: its fetch is the one stored.
+		h.log.WarnContext(ctx, "fetch outcome not stored: the source's lease ran out and another process holds it",
+			"source", src.URL, "err", err)
+		return hostPausedUntil
+	}
 	if err != nil {
 		h.log.ErrorContext(ctx, "store fetch outcome", "source", src.URL, "err", err)
 		return hostPausedUntil
@@ -157,7 +164,7 @@ func (h *Hub) release(ctx context.Context, src *Source, at time.Time, reason str
 	defer cancel()
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st})
+	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner})
 	h.signalFetched(src.ID)
 	if err != nil {
 		h.log.WarnContext(wctx, "release an unfetched source; it is fetched when its lease runs out",
@@ -194,7 +201,7 @@ func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
 	now := h.now()
 	st := src.SourceState
 	st.LastFetchAt = now
-	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote}
+	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote, Owner: src.LeaseOwner}
 	switch {
 	case ferr != nil:
 		st.LastError = ferr.Error()

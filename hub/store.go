@@ -129,6 +129,10 @@ type Store interface {
 	// without nodes records its ids and publishes nothing. When new ids
 	// were recorded, the ids the fetch did not show beyond the newest
 	// MaxHiddenSeen are forgotten.
+	//
+	// It is the lease holder's write: when the source's lease is no
+	// longer o.Owner's (it ran out and another process took it), nothing
+	// is written and it returns ErrLeaseLost.
 	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
 	// ApplyUnchangedFetches stores several outcomes that change nothing
 	// but their sources' fetch state (FetchOutcome.Unchanged) in one
@@ -138,7 +142,8 @@ type Store interface {
 	// and a pending note left as they are. Each lease is released, and a
 	// ping stored while the fetch ran makes the source due again
 	// (NextFetchAfter, decided in the statement itself). Sources removed
-	// meanwhile are skipped. An outcome that is not Unchanged is refused
+	// meanwhile are skipped, and so are those whose lease is no longer
+	// their Owner's (see ApplyFetch). An outcome that is not Unchanged is refused
 	// with ErrInvalid and nothing is written.
 	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
 
@@ -226,13 +231,29 @@ type Store interface {
 	// deliveries read next.
 	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*NodeClaim, error)
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and
-	// releases its lease; ErrNotFound if it was removed meanwhile.
+	// releases its lease; ErrNotFound if it was removed meanwhile. It is
+	// the lease holder's write: it changes nothing unless the row's lease
+	// is still st.LeaseOwner's ("" for a row nobody leases), and reports
+	// ErrLeaseLost when another process holds or released it since. The
+	// cursor never moves back: the stored one is kept when it is further.
 	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
 	// SaveDeliveryStates does what SaveDeliveryState does for several
 	// subscriptions at once, in one transaction, skipping those removed
-	// meanwhile: all are saved or none. A subscription named twice gets
+	// meanwhile and those whose lease is no longer their state's
+	// LeaseOwner's: all are saved or none. A subscription named twice gets
 	// the last of its states.
 	SaveDeliveryStates(ctx context.Context, states []SavedDeliveryState) error
+	// RenewDeliveryLeases extends to `until` the delivery and change
+	// leases that owner holds of the subscriptions ids (one that ran out
+	// and nobody else took included), and returns how many: a process
+	// renews what it works on, so its leases can be short and a process
+	// that died frees its subscriptions soon.
+	RenewDeliveryLeases(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)
+	// ReleaseDeliveryLeases frees every delivery and change lease owner
+	// holds, whatever their time, and returns how many: a process
+	// starting under the name of one that died takes back what that one
+	// left leased, instead of waiting for the leases to run out.
+	ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error)
 	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
 	// and returns them.
 	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)

@@ -28,6 +28,11 @@ var (
 	// ErrCallbackHostFull: the callback's host has as many subscriptions
 	// as Config.MaxCallbackHostSubscriptions allows.
 	ErrCallbackHostFull = fmt.Errorf("%w: too many subscriptions with callbacks on this host", ErrLimit)
+	// ErrLeaseLost is returned by a write of a lease holder (a fetch's
+	// outcome, a delivery's state) whose lease is no longer its own: it
+	// ran out and another process took the row, so the write would
+	// overwrite that holder's work. Nothing was written.
+	ErrLeaseLost = errors.New("lease held by another process")
 )
 
 // Ping is one change notification received from a publisher.
