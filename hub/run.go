@@ -18,6 +18,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		// for its baseline fetch (awaitBaseline).
 		h.setFetchLoopOn(true)
 	}
+	h.reclaimOwnSourceLeases(ctx)
 	if h.cfg.Exclusive {
 		h.reclaimSourceLeases(ctx)
 	}
@@ -193,6 +194,27 @@ func (h *Hub) reclaimSourceLeases(ctx context.Context) {
 	}
 	if len(srcs) > 0 {
 		h.log.InfoContext(ctx, "took back fetches an earlier process left leased", "sources", len(srcs))
+	}
+}
+
+// reclaimOwnSourceLeases gives back, at start, the sources leased under
+// this hub's instance name: a process of that name died holding them, and
+// with a stable name (Config.Instance) its restart fetches them at once
+// instead of after their leases run out, on any store.
+func (h *Hub) reclaimOwnSourceLeases(ctx context.Context) {
+	srcs, err := h.store.SourcesLeasedBy(ctx, h.instance)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "look for fetches left leased under this instance name", "instance", h.instance, "err", err)
+		}
+		return
+	}
+	for i := range srcs {
+		h.giveBack(ctx, &srcs[i])
+	}
+	if len(srcs) > 0 {
+		h.log.InfoContext(ctx, "took back fetches a process of this instance name left leased",
+			"instance", h.instance, "sources", len(srcs))
 	}
 }
 

@@ -92,6 +92,10 @@ type Store interface {
 	// lease is held by someone other than owner and has not run out at
 	// now: a few, where Sources would read every source.
 	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]Source, error)
+	// SourcesLeasedBy lists, without their Body, the sources whose lease
+	// owner holds, run out or not: what a process of that name left
+	// leased when it died.
+	SourcesLeasedBy(ctx context.Context, owner string) ([]Source, error)
 	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
 	// a due time already sooner is kept), records the ping time, and, when
 	// note is set, keeps it for the next fetch. ErrNotFound.

@@ -147,6 +147,19 @@ func (s *sqlStore) SourcesLeasedByOthers(ctx context.Context, owner string, now 
 	return srcs, nil
 }
 
+// SourcesLeasedBy lists the sources whose lease owner holds, whatever its
+// time (a start under the name of a process that died).
+func (s *sqlStore) SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Source, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	srcs, err := s.sourcesWhere(ctx, s.read, `WHERE s.lease_owner = $1 ORDER BY s.id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("sources leased by %q: %w", owner, err)
+	}
+	return srcs, nil
+}
+
 // SourceBody reads the last body alone (a fetch merging a delta).
 func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
 	var body []byte

@@ -166,6 +166,13 @@ func testFetchFenced(t *testing.T, a, b store.Store) {
 	if seq := must(a.NodeByID(ctx, node.ID))(t).LastSeq; seq != before {
 		t.Fatalf("A's late fetch appended to the log: last seq %d, was %d", seq, before)
 	}
+	// Listed by the name holding it, run out or not (a restart of B).
+	if got := must(a.SourcesLeasedBy(ctx, "B"))(t); len(got) != 1 || got[0].ID != src.ID {
+		t.Fatalf("sources leased by B: %v", sourceIDs(got))
+	}
+	if got := must(a.SourcesLeasedBy(ctx, "A"))(t); len(got) != 0 {
+		t.Fatalf("sources leased by A, whose lease B took: %v", sourceIDs(got))
+	}
 	// B's fetch finds the entry new: A's late write did not record it.
 	applied := must(b.ApplyFetch(ctx, fetchOutcome(&cb[0], entry("old"), entry("new"))))(t)
 	if len(applied.New) != 1 || applied.New[0].ID != "new" || applied.Published != 1 {
