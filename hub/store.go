@@ -198,7 +198,9 @@ type Store interface {
 	// ReleaseSubscriptionChange gives back the lease of the verification of
 	// the change changeID, undecided (a verification cut off by shutdown,
 	// or put off for a busy host), so that it is claimed again.
-	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID string) error
+	// Only owner's lease is given back: one that ran out and was taken
+	// by another process stays that process's.
+	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error
 	// RefuseSubscriptionChange records that the subscriber did not verify
 	// the request changeID: a subscription not verified yet is deleted; a
 	// pending change is dropped (Outcome ChangeRefused) and the verified
