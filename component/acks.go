@@ -25,8 +25,12 @@ import (
 // (A component has no stream management; this is the acknowledgement the
 // protocol allows.)
 //
-// One marker is in flight at a time and covers every batch written before
-// it, so markers cost one stanza per round trip, not one per batch. Until
+// A marker covers every batch written before it. Each node's batch (at
+// most messagesPerFlush notifications) is followed by one, even while
+// others are in flight, so a cursor advances as soon as the server has
+// processed its batch: a leader that dies mid fan-out leaves only the
+// batches the server had not acknowledged to be written again. Other
+// markers (digests, a look at the window) wait for the one in flight. Until
 // its marker returns, the connection remembers how far each node was
 // written (sent), so nothing is written twice on it, and a bounded window
 // of batches waits. A lost connection forgets both: the next one starts
@@ -73,8 +77,14 @@ const (
 	// carries (64 bits).
 	cursorMACHex = 16
 	// maxUnacked bounds the batches written and not yet acknowledged on
-	// one connection; the dispatcher waits when it is reached.
-	maxUnacked = 4096
+	// one connection, maxUnackedMessages their messages (two node
+	// batches: one is processed while the other's marker comes back); the
+	// dispatcher waits when either is reached. What a dying leader leaves
+	// to be sent again is at most what the server had not acknowledged,
+	// so the bound on messages is also the bound on those duplicates
+	// (but for one event to more subscribers than it, a batch alone).
+	maxUnacked         = 4096
+	maxUnackedMessages = 2 * messagesPerFlush
 )
 
 // errAckTimeout drops a connection whose server does not return markers.
@@ -149,6 +159,18 @@ func (d *dispatcher) isAckMarker(iq *element) bool {
 // on a write.
 func (d *dispatcher) writeMarker(conn *connection) error {
 	id := conn.acks.nextMarker(false)
+	if id == "" {
+		return nil
+	}
+	return d.writeToSelf(conn, id)
+}
+
+// writeBatchMarker writes a marker right after a node's batch, even
+// while an earlier one is in flight: each batch is then acknowledged,
+// and its cursor recorded, as soon as the server has processed it, not
+// with the batches written after it.
+func (d *dispatcher) writeBatchMarker(conn *connection) error {
+	id := conn.acks.nextMarker(true)
 	if id == "" {
 		return nil
 	}

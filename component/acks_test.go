@@ -180,14 +180,14 @@ func TestAckWindow(t *testing.T) {
 	if id := w.nextMarker(false); id != "" {
 		t.Fatalf("marker %q with nothing written", id)
 	}
-	w.written(1, 5)
-	w.written(2, 3)
-	w.written(1, 7)
+	w.written(1, 5, 1)
+	w.written(2, 3, 1)
+	w.written(1, 7, 1)
 	m1 := w.nextMarker(false)
 	if m1 == "" {
 		t.Fatal("no marker for three batches")
 	}
-	w.written(2, 4)
+	w.written(2, 4, 1)
 	if id := w.nextMarker(false); id != "" {
 		t.Fatalf("second marker %q while %q is in flight", id, m1)
 	}
@@ -197,7 +197,7 @@ func TestAckWindow(t *testing.T) {
 	// Neither a marker number never written, nor one of another
 	// connection (a stale one, or a forgery without the nonce).
 	other := newAckWindow(time.Minute)
-	other.written(1, 9)
+	other.written(1, 9, 1)
 	for _, id := range []string{w.markerPrefix + "99", "pingd-ack-1", other.nextMarker(false), w.probeID()} {
 		if more := w.ack(id); more {
 			t.Errorf("%q acknowledged something", id)
@@ -305,7 +305,7 @@ func TestAckCursor(t *testing.T) {
 // and a late marker is overdue.
 func TestAckWindowUnrouted(t *testing.T) {
 	w := newAckWindow(time.Millisecond)
-	w.written(1, 5)
+	w.written(1, 5, 1)
 	if w.nextMarker(false) == "" {
 		t.Fatal("no marker")
 	}
@@ -319,7 +319,7 @@ func TestAckWindowUnrouted(t *testing.T) {
 	if cursors, _, _ := w.take(); len(cursors) != 1 || cursors[1] != 5 {
 		t.Fatalf("after giving up: %v, want node 1 at 5", cursors)
 	}
-	w.written(2, 3)
+	w.written(2, 3, 1)
 	if cursors, _, _ := w.take(); len(cursors) != 1 || cursors[2] != 3 {
 		t.Fatalf("written after giving up: %v, want node 2 at 3", cursors)
 	}
@@ -328,13 +328,13 @@ func TestAckWindowUnrouted(t *testing.T) {
 	}
 
 	r := newAckWindow(time.Millisecond)
-	r.written(1, 5)
+	r.written(1, 5, 1)
 	m := r.nextMarker(false)
 	r.ack(m)
 	if r.giveUpUnrouted() {
 		t.Error("gave up although a marker came back")
 	}
-	r.written(1, 6)
+	r.written(1, 6, 1)
 	r.nextMarker(false)
 	time.Sleep(5 * time.Millisecond)
 	if !r.overdue(time.Now()) {
@@ -465,4 +465,37 @@ func TestForgedAckMarkersAreIgnored(t *testing.T) {
 		f.forgeIQ("error", fmt.Sprintf("pingd-ack-%d", i))
 	}
 	f.checkNothingAcknowledged(t)
+}
+
+// TestAckWindowPerBatch: each node's batch gets a marker of its own even
+// while another is in flight, so the server's acknowledgement of the
+// first records its cursor without waiting for the later ones; and the
+// window holds at most maxUnackedMessages unacknowledged messages, the
+// most a leader that dies can leave to be sent again.
+func TestAckWindowPerBatch(t *testing.T) {
+	w := newAckWindow(time.Minute)
+	w.written(1, 10, messagesPerFlush)
+	m1 := w.nextMarker(true)
+	if w.full() {
+		t.Fatal("full after one batch")
+	}
+	w.written(1, 20, messagesPerFlush)
+	m2 := w.nextMarker(true)
+	if m1 == "" || m2 == "" || m1 == m2 {
+		t.Fatalf("markers %q and %q: want one per batch", m1, m2)
+	}
+	if !w.full() {
+		t.Fatalf("not full with %d messages unacknowledged", 2*messagesPerFlush)
+	}
+	w.ack(m1)
+	if cursors, _, _ := w.take(); cursors[1] != 10 {
+		t.Fatalf("after the first batch's marker: %v, want node 1 at 10", cursors)
+	}
+	if w.full() {
+		t.Fatal("still full after the first batch was acknowledged")
+	}
+	w.ack(m2)
+	if cursors, _, _ := w.take(); cursors[1] != 20 {
+		t.Fatalf("after the second batch's marker: %v, want node 1 at 20", cursors)
+	}
 }

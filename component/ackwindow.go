@@ -24,6 +24,8 @@ type ackWindow struct {
 	inFlightSince time.Time
 	// acked are acknowledged batches for the recorder.
 	acked []pendingBatch
+	// unacked counts the messages of the pending batches.
+	unacked int
 	// recorderWake and roomWake wake the recorder and a dispatcher that
 	// waits for room.
 	recorderWake, roomWake chan struct{}
@@ -55,6 +57,8 @@ type pendingBatch struct {
 	marker uint64
 	node   int64
 	cursor int64
+	// messages are the stanzas of a node's batch.
+	messages int
 	// digest, when set, is a digest written (digests.go) instead of a
 	// node's batch: acknowledged, its subscription's cursor is recorded.
 	digest *digestDone
@@ -111,8 +115,9 @@ func (w *ackWindow) ackCursor(node, seq int64) {
 	w.wake()
 }
 
-// written records a batch written to the stream (after the write).
-func (w *ackWindow) written(node, cursor int64) {
+// written records a batch of messages written to the stream (after the
+// write).
+func (w *ackWindow) written(node, cursor int64, messages int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -124,7 +129,8 @@ func (w *ackWindow) written(node, cursor int64) {
 		w.wake()
 		return
 	}
-	w.pending = append(w.pending, pendingBatch{node: node, cursor: cursor})
+	w.pending = append(w.pending, pendingBatch{node: node, cursor: cursor, messages: messages})
+	w.unacked += messages
 }
 
 // writtenDigest records a digest written to the stream (after the
@@ -227,17 +233,18 @@ func (w *ackWindow) giveUpUnrouted() bool {
 	}
 	w.bypass = true
 	w.acked = append(w.acked, w.pending...)
-	w.pending = nil
+	w.pending, w.unacked = nil, 0
 	w.inFlight = 0
 	w.wake()
 	return true
 }
 
-// full reports whether the window has no room for another batch.
+// full reports whether the window has no room for another batch: too
+// many batches, or too many messages, wait for their acknowledgement.
 func (w *ackWindow) full() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending) >= maxUnacked
+	return len(w.pending) >= maxUnacked || w.unacked >= maxUnackedMessages
 }
 
 // nextMarker claims the batches written since the last marker for a new
@@ -285,6 +292,7 @@ func (w *ackWindow) ack(id string) (more bool) {
 	w.routed = true
 	i := 0
 	for i < len(w.pending) && w.pending[i].marker != 0 && w.pending[i].marker <= n {
+		w.unacked -= w.pending[i].messages
 		i++
 	}
 	w.acked = append(w.acked, w.pending[:i]...)
@@ -338,7 +346,7 @@ func (w *ackWindow) close() (unacked int) {
 	defer w.mu.Unlock()
 	w.closed = true
 	unacked = len(w.pending)
-	w.pending = nil
+	w.pending, w.unacked = nil, 0
 	w.wake()
 	return unacked
 }

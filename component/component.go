@@ -190,6 +190,11 @@ type Component struct {
 	// standbyAt is when the lease was last found held by another process
 	// (Unix nanoseconds; 0 while leading or unable to ask).
 	standbyAt atomic.Int64
+	// leadingSince is when this process last took the lease (Unix
+	// nanoseconds); takeoverGrace how long after that it is ready
+	// without a connection (Ready).
+	leadingSince  atomic.Int64
+	takeoverGrace time.Duration
 
 	mu   sync.Mutex
 	conn *connection // the live connection, nil while disconnected
@@ -296,11 +301,12 @@ func New(cfg Config) (*Component, error) {
 		maxDelay:  cfg.MaxBackoff,
 		stanzaIDs: newStanzaIDs(),
 
-		leader:      cfg.Leader,
-		shared:      cfg.Shared,
-		leaderRetry: cfg.LeaderRetry,
-		sweepEvery:  cfg.SweepEvery,
-		ackTimeout:  cfg.AckTimeout,
+		leader:        cfg.Leader,
+		shared:        cfg.Shared,
+		leaderRetry:   cfg.LeaderRetry,
+		takeoverGrace: takeoverGrace,
+		sweepEvery:    cfg.SweepEvery,
+		ackTimeout:    cfg.AckTimeout,
 	}
 	c.dispatcher = &dispatcher{
 		hub:        c.hub,

@@ -72,7 +72,7 @@ type rendered struct {
 // stanza per subscriber, or, for the subscribers a multicast service
 // reaches, one stanza per batch of them addressed to the service
 // (XEP-0033).
-func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func(largest int)) error {
+func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Event, subs []hub.Subscription, written func(largest, messages int)) error {
 	mc := conn.multicast.Load()
 	if mc != nil && mc.disabled.Load() {
 		mc = nil
@@ -188,7 +188,7 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		written(0) // nothing for XMPP subscribers: the batch is done
+		written(0, 0) // nothing for XMPP subscribers: the batch is done
 		return nil
 	}
 	unicast, multicast, largest := 0, 0, 0
@@ -273,7 +273,7 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 			}
 		}
 		return nil
-	}, func() { written(largest) })
+	}, func() { written(largest, unicast+multicast) })
 	if err == nil && unicast+multicast > 0 {
 		d.sentUnicast.Add(int64(unicast))
 		d.sentMulticast.Add(int64(multicast))

@@ -38,17 +38,29 @@ func (c *Component) Leading() bool { return c.leading.Load() }
 // Ready reports whether this process is fit to take requests: while it is
 // connected to the XMPP server, or, when only the leader connects, while
 // it is a standby that can reach the database (a standby serves HTTP like
-// every instance and takes over the component when the leader goes).
+// every instance and takes over the component when the leader goes), and
+// while it is a leader taking over: for takeoverGrace after it took the
+// lease it is ready without a connection, as the XMPP server may still
+// hold the dead leader's session and refuse the new one for a moment; the
+// HTTP side, which the process served as a standby, serves on.
 func (c *Component) Ready() bool {
 	if c.Connected() {
 		return true
 	}
-	if c.leader == nil || c.shared || c.leading.Load() {
+	if c.leader == nil || c.shared {
 		return false
+	}
+	if c.leading.Load() {
+		return time.Since(time.Unix(0, c.leadingSince.Load())) < c.takeoverGrace
 	}
 	at := c.standbyAt.Load()
 	return at != 0 && time.Since(time.Unix(0, at)) < 3*c.leaderRetry+2*time.Second
 }
+
+// takeoverGrace is how long a process that took the lease is ready
+// without a connection to the XMPP server (Ready): after it, a leader
+// that cannot connect answers /readyz 503 like a single process.
+const takeoverGrace = 15 * time.Second
 
 // lead asks for the lease until ctx ends. While it holds the lease it runs
 // term (nil: nothing) with a context that ends when the lease is lost, and
@@ -86,7 +98,6 @@ func (c *Component) lead(ctx context.Context, term func(ctx context.Context)) {
 			}
 		default:
 			failing, standingBy = false, false
-			c.standbyAt.Store(0)
 			c.holdLease(ctx, lease, term)
 		}
 		// A little jitter keeps standbys that started together apart.
@@ -99,7 +110,9 @@ func (c *Component) lead(ctx context.Context, term func(ctx context.Context)) {
 // next is not refused by a server that still sees this connection).
 func (c *Component) holdLease(ctx context.Context, lease Lease, term func(ctx context.Context)) {
 	termCtx, cancel := context.WithCancel(ctx)
+	c.leadingSince.Store(time.Now().UnixNano())
 	c.leading.Store(true)
+	c.standbyAt.Store(0) // after leading is set: Ready stays true throughout
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		select {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,4 +150,88 @@ func TestLeaderHandover(t *testing.T) {
 			t.Errorf("no log line with %q and %q", want[0], want[1])
 		}
 	}
+}
+
+// fakeLease is a lease that is never lost until released.
+type fakeLease struct {
+	lost chan struct{}
+	once sync.Once
+}
+
+func (l *fakeLease) Lost() <-chan struct{} { return l.lost }
+func (l *fakeLease) Release()              { l.once.Do(func() { close(l.lost) }) }
+
+// TestReadyWhileTakingOver: a standby that takes the lease while the XMPP
+// server still refuses the component's name (it holds the dead leader's
+// session) stays ready for HTTP traffic, then, if it still cannot
+// connect after the takeover grace, answers not ready like a single
+// process that lost its server.
+func TestReadyWhileTakingOver(t *testing.T) {
+	// A server that takes the connection and closes it at once: every
+	// attempt fails, as Prosody's refusals of a name in use do.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(hub.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leasing atomic.Bool // false: another process holds the lease
+	comp, err := New(Config{
+		Hub: h, Store: st, Domain: "pubsub.localhost", Addr: ln.Addr().String(), Secret: "s",
+		PublicURL: "http://pingd.test", Logger: slog.New(slog.DiscardHandler),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Leader: func(context.Context) (Lease, error) {
+			if !leasing.Load() {
+				return nil, nil
+			}
+			return &fakeLease{lost: make(chan struct{})}, nil
+		},
+		LeaderRetry: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const grace = 1500 * time.Millisecond
+	comp.takeoverGrace = grace
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = comp.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFor(t, 5*time.Second, "the standby to be ready", comp.Ready)
+	leasing.Store(true) // the leader died: this process takes the lease
+	waitFor(t, 5*time.Second, "the takeover", comp.Leading)
+	took := time.Now()
+	// Throughout the grace, though every connection fails, ready.
+	for time.Since(took) < grace-300*time.Millisecond {
+		if comp.Connected() {
+			t.Fatal("connected to a server that closes every connection")
+		}
+		if !comp.Ready() {
+			t.Fatalf("not ready %v after taking the lease, while the XMPP server refuses", time.Since(took).Round(time.Millisecond))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Past it, a leader without its XMPP server is not ready.
+	waitFor(t, 5*time.Second, "not ready after the grace", func() bool { return !comp.Ready() })
 }

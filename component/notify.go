@@ -76,10 +76,15 @@ func (q *workQueue) take() (all bool, ids []int64) {
 }
 
 // Dispatch sizes: events read per batch, and the number of messages one
-// locked write may hold, so answers to requests are not held up for long.
+// batch (one locked write, followed by a marker of its own) may hold, so
+// answers to requests are not held up for long and a node's cursor
+// follows the server's acknowledgements closely: a leader that dies
+// leaves at most what the server had not acknowledged to be sent again,
+// not a whole burst (an event is never split: one to more subscribers
+// than this is a batch of its own).
 const (
 	eventBatch        = 256
-	messagesPerFlush  = 20000
+	messagesPerFlush  = 250
 	retryAfterFailure = time.Second
 	cursorTimeout     = 10 * time.Second
 )
@@ -252,12 +257,12 @@ func (d *dispatcher) deliverNode(ctx context.Context, conn *connection, nodeID i
 		last := events[len(events)-1].Seq
 		// The batch is recorded as written under the write's own lock, so
 		// a shutdown's last marker, written next, covers it.
-		written := func(largest int) {
+		written := func(largest, messages int) {
 			conn.noteWrite(largest)
-			conn.acks.written(n.ID, last)
+			conn.acks.written(n.ID, last, messages)
 		}
 		if d.shared {
-			written = func(largest int) {
+			written = func(largest, _ int) {
 				conn.noteWrite(largest)
 				conn.acks.markSent(n.ID, last)
 			}
@@ -272,7 +277,7 @@ func (d *dispatcher) deliverNode(ctx context.Context, conn *connection, nodeID i
 			if err := d.writeCursorMarker(conn, n.ID, last); err != nil {
 				return fmt.Errorf("%w: %w", errStream, err)
 			}
-		} else if err := d.writeMarker(conn); err != nil {
+		} else if err := d.writeBatchMarker(conn); err != nil {
 			return fmt.Errorf("%w: %w", errStream, err)
 		}
 		after = last

@@ -39,9 +39,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		wg.Wait()
 		e.states.close() // every answered delivery is recorded before Run returns
 	}()
-	if e.cfg.Exclusive {
-		e.reclaimLeases(ctx)
-	}
+	e.reclaimLeases(ctx)
+	wg.Go(func() { e.renewLeases(ctx) })
 	maxHeld := e.cfg.Workers * heldPerWorker
 	ticker := time.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
@@ -91,6 +90,7 @@ func (e *Engine) Run(ctx context.Context) error {
 					break
 				}
 				e.held.Add(int64(len(subs)))
+				e.track(subs)
 				// A subscription whose host has no free slot waits in that
 				// host's queue, served by the worker that holds the host's
 				// slot, so it holds no worker itself; when the queue is full
@@ -114,7 +114,7 @@ func (e *Engine) Run(ctx context.Context) error {
 							e.wakeAt(nodeID, at.Sub(now))
 						}
 						e.postpone(ctx, &sub, at)
-						e.done()
+						e.done(sub.ID)
 						continue
 					}
 					// Wait for a worker if none is free: this one holds its
@@ -158,13 +158,13 @@ func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
 		start := time.Now()
 		if ctx.Err() != nil {
 			e.giveBack(ctx, &job.sub)
-		} else if e.now().Before(job.claimed.Add(e.cfg.Lease - e.cfg.Timeout)) {
+		} else if e.leaseLive(job.claimed) {
 			e.serve(ctx, &job.sub, job.batch)
 		}
-		// Else it waited so long that its lease may run out before it is
-		// done: it is left for the lease to expire and be claimed again,
-		// rather than risk serving it twice.
-		e.done()
+		// Else its lease was not renewed for so long that it may have run
+		// out: it is left for another process (or this one) to claim
+		// again, rather than risk serving it twice.
+		e.done(job.sub.ID)
 		var ok bool
 		if job, ok = e.hosts.nextOrRelease(host, time.Since(start)); !ok {
 			return
@@ -172,8 +172,10 @@ func (e *Engine) serveHost(ctx context.Context, host string, job hostJob) {
 	}
 }
 
-// done records that a claimed subscription has been dealt with.
-func (e *Engine) done() {
+// done records that a claimed subscription has been dealt with: its
+// state is queued for the writer, which releases the lease.
+func (e *Engine) done(id int64) {
+	e.untrack(id)
 	if e.held.Add(-1) == 0 {
 		e.states.settled()
 	}
@@ -195,10 +197,23 @@ func (e *Engine) giveBack(ctx context.Context, sub *hub.Subscription) {
 		"subscriber", redactURL(sub.Address))
 }
 
-// reclaimLeases releases the leases of HTTP subscriptions held by anyone
-// but this engine. Only with Exclusive: then their holder is a process
-// that died (kill -9, a crash, a power cut) before it could save them.
+// reclaimLeases releases, at start, the leases a process of this name
+// left when it died (a restart under a stable Instance takes its work
+// back at once, on any store) and, with Exclusive, those of any other
+// name: then their holder is a process that died (kill -9, a crash, a
+// power cut) before it could save them.
 func (e *Engine) reclaimLeases(ctx context.Context) {
+	if n, err := e.cfg.Store.ReleaseDeliveryLeases(ctx, e.cfg.Instance); err != nil {
+		if ctx.Err() == nil {
+			e.log.WarnContext(ctx, "take back deliveries left leased under this instance name", "instance", e.cfg.Instance, "err", err)
+		}
+	} else if n > 0 {
+		e.log.InfoContext(ctx, "took back deliveries a process of this instance name left leased",
+			"instance", e.cfg.Instance, "leases", n)
+	}
+	if !e.cfg.Exclusive {
+		return
+	}
 	now := e.now()
 	n := 0
 	// One kind at a time: XMPP subscriptions, often the most numerous,
@@ -220,12 +235,79 @@ func (e *Engine) reclaimLeases(ctx context.Context) {
 			if s.LeaseOwner == "" || s.LeaseOwner == e.cfg.Instance || !s.LeaseUntil.After(now) {
 				continue
 			}
+			// Saved as the holder it names (s.LeaseOwner), which the
+			// store's fence asks for.
 			e.saveThen(ctx, s, s.DeliveryState, true) // served as soon as it is released
 			n++
 		}
 	}
 	if n > 0 {
 		e.log.InfoContext(ctx, "took back deliveries an earlier process left leased", "subscriptions", n)
+	}
+}
+
+// track records claimed subscriptions whose leases Run renews.
+func (e *Engine) track(subs []hub.Subscription) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	for _, s := range subs {
+		e.leases[s.ID]++
+	}
+}
+
+// untrack forgets one claimed entry of a subscription.
+func (e *Engine) untrack(id int64) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	if e.leases[id]--; e.leases[id] <= 0 {
+		delete(e.leases, id)
+	}
+}
+
+// leaseLive reports whether the lease of a subscription claimed at
+// `claimed` still has a renewal's margin: it was claimed, or last renewed,
+// less than two thirds of a lease ago. A delivery started later could
+// outlast it and be sent twice.
+func (e *Engine) leaseLive(claimed time.Time) bool {
+	since := claimed
+	if r := e.renewed.Load(); r > since.UnixNano() {
+		since = time.Unix(0, r)
+	}
+	return e.now().Before(since.Add(e.cfg.Lease - e.renewEvery()))
+}
+
+// renewEvery is how often the leases of what is held are renewed.
+func (e *Engine) renewEvery() time.Duration { return e.cfg.Lease / 3 }
+
+// renewLeases renews, every third of a lease until ctx ends, the leases
+// of every subscription claimed and not yet done with: a delivery to a
+// slow receiver keeps its lease, and a process that dies frees its
+// subscriptions one lease later.
+func (e *Engine) renewLeases(ctx context.Context) {
+	t := time.NewTicker(e.renewEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.leaseMu.Lock()
+		ids := make([]int64, 0, len(e.leases))
+		for id := range e.leases {
+			ids = append(ids, id)
+		}
+		e.leaseMu.Unlock()
+		now := e.now()
+		if len(ids) > 0 {
+			if _, err := e.cfg.Store.RenewDeliveryLeases(ctx, e.cfg.Instance, ids, now.Add(e.cfg.Lease)); err != nil {
+				if ctx.Err() == nil {
+					e.log.WarnContext(ctx, "renew delivery leases", "subscriptions", len(ids), "err", err)
+				}
+				continue
+			}
+		}
+		e.renewed.Store(now.UnixNano())
 	}
 }
 

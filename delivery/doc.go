@@ -35,9 +35,14 @@
 // Nothing a stopping process held stays stuck: a delivery cut off by
 // shutdown is given back unchanged (lease released, cursor where it was),
 // and what a receiver already answered is saved even after the context
-// ended. Leases of a process that died are taken back at start when
-// Config.Exclusive says this process is the store's only user (SQLite);
-// on a shared store they run out.
+// ended. Leases are short (Config.Lease, 15 s) and Run renews those of
+// what it holds every third of one, so a process that died frees its
+// subscriptions soon. At start the engine frees the leases held under
+// its own Config.Instance (a restart of a process that died) and, when
+// Config.Exclusive says it is the store's only user (SQLite), everyone's.
+// A save is the lease holder's: the store writes it only while the lease
+// is still the one the claim took (hub.DeliveryState.LeaseOwner), so a
+// process whose lease ran out cannot overwrite the next holder's state.
 //
 // What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
 // subscriptions in one query, at most 32 per worker held in memory), a
@@ -54,12 +59,15 @@
 // Per-host limits never hold a worker: a claimed subscription whose receiver
 // host has no free slot waits in that host's queue in memory, served by the
 // worker holding the host's slot; the queue holds as many as the host
-// answers in half the lease (by its recent answer times). Beyond that the
+// answers in one and a half request timeouts (by its recent answer
+// times). Beyond that the
 // subscriptions are given back with their next attempt put off until the
 // host has served about half its queue, and their node is looked at again
 // then, so a slow receiver with many subscriptions cannot hold up the
-// others. A request is bounded by Config.Timeout, well within the claim
-// lease, so a delivery is never handed out twice while it runs.
+// others. A request is bounded by Config.Timeout; its lease is renewed
+// while it runs, so a delivery is not handed out twice while it runs
+// unless renewals fail (then a subscription whose lease may have run out
+// is left to be claimed again rather than started).
 //
 // The engine, one topic a file: sender.go (the contract a subscriber
 // kind implements: Sender, its failure Policy, Delivery, Result),

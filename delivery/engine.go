@@ -26,11 +26,13 @@ type Config struct {
 	// hold up the others.
 	Workers int
 	PerHost int
-	// Lease is how long a claimed subscription stays ours (DefaultLease).
+	// Lease is how long a claimed subscription stays ours without a
+	// renewal (DefaultLease). Run renews the leases of what it holds
+	// every third of it, so a delivery may take longer than a lease while
+	// the process lives, and the subscriptions of a process that died are
+	// free again within one lease.
 	Lease time.Duration
-	// Timeout bounds one delivery request (default a quarter of Lease),
-	// so that a delivery ends well within its lease and is never handed
-	// out twice.
+	// Timeout bounds one delivery request (DefaultTimeout).
 	Timeout time.Duration
 	// MinBackoff and MaxBackoff bound the retry delays (DefaultMinBackoff
 	// and DefaultMaxBackoff).
@@ -62,8 +64,11 @@ const (
 	// a slow receiver holds at most that many workers.
 	DefaultPerHost = 4
 	// DefaultLease is how long a claimed subscription stays this
-	// process's; its deliveries time out at a quarter of it.
-	DefaultLease = 2 * time.Minute
+	// process's without a renewal: short, so that what a process that
+	// died held is served by the others within seconds.
+	DefaultLease = 15 * time.Second
+	// DefaultTimeout bounds one delivery request.
+	DefaultTimeout = 30 * time.Second
 	// DefaultMinBackoff and DefaultMaxBackoff bound the delay before a
 	// failed delivery is retried.
 	DefaultMinBackoff = 30 * time.Second
@@ -106,7 +111,18 @@ type Engine struct {
 	// published for a node since a subscription of it was claimed.
 	wakeSeq  uint64
 	lastWake map[int64]uint64
+	// leases counts, per subscription, the claimed entries of it not yet
+	// done with (a delivery and a change's verification may both be);
+	// Run renews their leases. renewed is when the last renewal of all
+	// of them succeeded (Unix nanoseconds of e.now()).
+	leaseMu sync.Mutex
+	leases  map[int64]int
+	renewed atomic.Int64
 }
+
+// queueFor is how long a busy host's queue in memory may take to drain:
+// one and a half request timeouts.
+func queueFor(timeout time.Duration) time.Duration { return timeout * 3 / 2 }
 
 // heldPerWorker bounds the claimed subscriptions held in memory, per
 // worker (a few hundred bytes each): enough that hosts whose queues are
@@ -144,8 +160,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
 	}
-	if cfg.Timeout <= 0 || cfg.Timeout > cfg.Lease/2 {
-		cfg.Timeout = cfg.Lease / 4
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = DefaultMinBackoff
@@ -166,13 +182,14 @@ func New(cfg Config) (*Engine, error) {
 		woken: map[int64]bool{},
 		hosts: &hostSlots{
 			max:      cfg.PerHost,
-			queueFor: (cfg.Lease - cfg.Timeout) / 2,
+			queueFor: queueFor(cfg.Timeout),
 			slots:    map[string]*hostSlot{},
 			answers:  map[string]time.Duration{},
 		},
 		rand:     rand.Float64,
 		freed:    make(chan struct{}, 1),
 		lastWake: map[int64]uint64{},
+		leases:   map[int64]int{},
 	}, nil
 }
 
@@ -319,7 +336,9 @@ func (e *Engine) saveThen(_ context.Context, sub *hub.Subscription, ds hub.Deliv
 // wake, the writer looks at the node once the state is written, if that is
 // not before due.
 func (e *Engine) queueState(sub *hub.Subscription, ds hub.DeliveryState, wake bool, due time.Time) {
-	ds.LeaseOwner, ds.LeaseUntil = "", time.Time{}
+	// The save is the lease holder's: the store writes it only while the
+	// lease is still the one the claim took (hub.DeliveryState).
+	ds.LeaseOwner, ds.LeaseUntil = sub.LeaseOwner, time.Time{}
 	e.states.save(pendingState{SavedDeliveryState: hub.SavedDeliveryState{ID: sub.ID, State: ds},
 		nodeID: sub.NodeID, wake: wake, due: due})
 }

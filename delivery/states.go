@@ -204,7 +204,14 @@ func (w *stateWriter) write(batch []pendingState) {
 			ctx, cancel := persistContext(context.Background())
 			err := w.cfg.store.SaveDeliveryState(ctx, st.ID, st.State)
 			cancel()
-			if err != nil && !errors.Is(err, hub.ErrNotFound) {
+			switch {
+			case err == nil, errors.Is(err, hub.ErrNotFound):
+			case errors.Is(err, hub.ErrLeaseLost):
+				// Its lease ran out and another process serves it now:
+				// that one's state stands (the delivery may be repeated).
+				w.cfg.log.Warn("delivery state not saved: the subscription's lease ran out and another process holds it",
+					"subscription", st.ID, "err", err)
+			default:
 				// Its lease runs out and the delivery is repeated: at
 				// least once.
 				w.cfg.log.Error("save delivery state", "subscription", st.ID, "err", err)

@@ -136,7 +136,7 @@ func (e *Engine) verifyChange(ctx context.Context, sender Sender, sub *hub.Subsc
 func (e *Engine) releaseChange(ctx context.Context, sub *hub.Subscription) {
 	ctx, cancel := persistContext(ctx)
 	defer cancel()
-	if err := e.cfg.Store.ReleaseSubscriptionChange(ctx, sub.ID, sub.Change.ID); err != nil {
+	if err := e.cfg.Store.ReleaseSubscriptionChange(ctx, sub.ID, sub.Change.ID, sub.Change.LeaseOwner); err != nil {
 		e.log.ErrorContext(ctx, "release the verification of a change", "subscription", sub.ID, "err", err)
 	}
 }

@@ -177,5 +177,5 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 func releaseOutcome(src *Source, at time.Time, reason string) FetchOutcome {
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	return FetchOutcome{SourceID: src.ID, State: st}
+	return FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner}
 }

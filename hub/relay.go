@@ -33,6 +33,9 @@ type Relay struct {
 	LastError     string
 	CreatedAt     time.Time
 	SentAt        time.Time
+	// LeaseOwner is the process that claimed it (ClaimRelays);
+	// FinishRelay records the attempt only while the lease is its own.
+	LeaseOwner string
 }
 
 // RelayTargetStatus sums up one target's relays.
@@ -56,7 +59,8 @@ type RelayStore interface {
 	// `until` for owner, oldest first.
 	ClaimRelays(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Relay, error)
 	// FinishRelay records an attempt's outcome: state, error, the next
-	// attempt (pending ones) and attempts; it releases the lease.
+	// attempt (pending ones) and attempts; it releases the lease. It
+	// changes nothing when the lease is no longer r.LeaseOwner's.
 	FinishRelay(ctx context.Context, r *Relay) error
 	// RelayStatus sums up every target's relays.
 	RelayStatus(ctx context.Context) ([]RelayTargetStatus, error)

@@ -18,6 +18,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		// for its baseline fetch (awaitBaseline).
 		h.setFetchLoopOn(true)
 	}
+	h.reclaimOwnSourceLeases(ctx)
 	if h.cfg.Exclusive {
 		h.reclaimSourceLeases(ctx)
 	}
@@ -82,6 +83,13 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 	}
 	applied, err := h.store.ApplyFetch(ctx, out)
 	h.signalFetched(src.ID)
+	if errors.Is(err, ErrLeaseLost) {
+		// The lease ran out during the fetch and another process took the
+		// source: its fetch is the one stored.
+		h.log.WarnContext(ctx, "fetch outcome not stored: the source's lease ran out and another process holds it",
+			"source", src.URL, "err", err)
+		return hostPausedUntil
+	}
 	if err != nil {
 		h.log.ErrorContext(ctx, "store fetch outcome", "source", src.URL, "err", err)
 		return hostPausedUntil
@@ -157,7 +165,7 @@ func (h *Hub) release(ctx context.Context, src *Source, at time.Time, reason str
 	defer cancel()
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st})
+	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner})
 	h.signalFetched(src.ID)
 	if err != nil {
 		h.log.WarnContext(wctx, "release an unfetched source; it is fetched when its lease runs out",
@@ -189,12 +197,33 @@ func (h *Hub) reclaimSourceLeases(ctx context.Context) {
 	}
 }
 
+// reclaimOwnSourceLeases gives back, at start, the sources leased under
+// this hub's instance name: a process of that name died holding them, and
+// with a stable name (Config.Instance) its restart fetches them at once
+// instead of after their leases run out, on any store.
+func (h *Hub) reclaimOwnSourceLeases(ctx context.Context) {
+	srcs, err := h.store.SourcesLeasedBy(ctx, h.instance)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "look for fetches left leased under this instance name", "instance", h.instance, "err", err)
+		}
+		return
+	}
+	for i := range srcs {
+		h.giveBack(ctx, &srcs[i])
+	}
+	if len(srcs) > 0 {
+		h.log.InfoContext(ctx, "took back fetches a process of this instance name left leased",
+			"instance", h.instance, "sources", len(srcs))
+	}
+}
+
 // outcome turns a fetch result into the state and events to store.
 func (h *Hub) outcome(src *Source, res *FetchResult, ferr error) FetchOutcome {
 	now := h.now()
 	st := src.SourceState
 	st.LastFetchAt = now
-	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote}
+	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote, Owner: src.LeaseOwner}
 	switch {
 	case ferr != nil:
 		st.LastError = ferr.Error()

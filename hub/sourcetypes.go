@@ -90,6 +90,12 @@ type FetchOutcome struct {
 	Entries []Entry
 	// Note, when set, is emitted as a change event even if nothing changed.
 	Note *ChangeNote
+	// Owner is the holder of the source's fetch lease the outcome releases
+	// (the claim's LeaseOwner; "" for a source nobody leased). The store
+	// writes the outcome only while the source's lease is still Owner's:
+	// one whose lease ran out and was taken by another process changes
+	// nothing (ErrLeaseLost).
+	Owner string
 }
 
 // Unchanged reports whether the outcome changes nothing but the source's

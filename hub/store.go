@@ -104,6 +104,10 @@ type Store interface {
 	// lease is held by someone other than owner and has not run out at
 	// now: a few, where Sources would read every source.
 	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]Source, error)
+	// SourcesLeasedBy lists, without their Body, the sources whose lease
+	// owner holds, run out or not: what a process of that name left
+	// leased when it died.
+	SourcesLeasedBy(ctx context.Context, owner string) ([]Source, error)
 	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
 	// a due time already sooner is kept), records the ping time, and, when
 	// note is set, keeps it for the next fetch. ErrNotFound.
@@ -141,6 +145,10 @@ type Store interface {
 	// without nodes records its ids and publishes nothing. When new ids
 	// were recorded, the ids the fetch did not show beyond the newest
 	// MaxHiddenSeen are forgotten.
+	//
+	// It is the lease holder's write: when the source's lease is no
+	// longer o.Owner's (it ran out and another process took it), nothing
+	// is written and it returns ErrLeaseLost.
 	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
 	// ApplyUnchangedFetches stores several outcomes that change nothing
 	// but their sources' fetch state (FetchOutcome.Unchanged) in one
@@ -150,7 +158,8 @@ type Store interface {
 	// and a pending note left as they are. Each lease is released, and a
 	// ping stored while the fetch ran makes the source due again
 	// (NextFetchAfter, decided in the statement itself). Sources removed
-	// meanwhile are skipped. An outcome that is not Unchanged is refused
+	// meanwhile are skipped, and so are those whose lease is no longer
+	// their Owner's (see ApplyFetch). An outcome that is not Unchanged is refused
 	// with ErrInvalid and nothing is written.
 	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
 
@@ -205,7 +214,9 @@ type Store interface {
 	// ReleaseSubscriptionChange gives back the lease of the verification of
 	// the change changeID, undecided (a verification cut off by shutdown,
 	// or put off for a busy host), so that it is claimed again.
-	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID string) error
+	// Only owner's lease is given back: one that ran out and was taken
+	// by another process stays that process's.
+	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error
 	// RefuseSubscriptionChange records that the subscriber did not verify
 	// the request changeID: a subscription not verified yet is deleted; a
 	// pending change is dropped (Outcome ChangeRefused) and the verified
@@ -242,13 +253,29 @@ type Store interface {
 	// deliveries read next.
 	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*NodeClaim, error)
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and
-	// releases its lease; ErrNotFound if it was removed meanwhile.
+	// releases its lease; ErrNotFound if it was removed meanwhile. It is
+	// the lease holder's write: it changes nothing unless the row's lease
+	// is still st.LeaseOwner's ("" for a row nobody leases), and reports
+	// ErrLeaseLost when another process holds or released it since. The
+	// cursor never moves back: the stored one is kept when it is further.
 	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
 	// SaveDeliveryStates does what SaveDeliveryState does for several
 	// subscriptions at once, in one transaction, skipping those removed
-	// meanwhile: all are saved or none. A subscription named twice gets
+	// meanwhile and those whose lease is no longer their state's
+	// LeaseOwner's: all are saved or none. A subscription named twice gets
 	// the last of its states.
 	SaveDeliveryStates(ctx context.Context, states []SavedDeliveryState) error
+	// RenewDeliveryLeases extends to `until` the delivery and change
+	// leases that owner holds of the subscriptions ids (one that ran out
+	// and nobody else took included), and returns how many: a process
+	// renews what it works on, so its leases can be short and a process
+	// that died frees its subscriptions soon.
+	RenewDeliveryLeases(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)
+	// ReleaseDeliveryLeases frees every delivery and change lease owner
+	// holds, whatever their time, and returns how many: a process
+	// starting under the name of one that died takes back what that one
+	// left leased, instead of waiting for the leases to run out.
+	ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error)
 	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
 	// and returns them.
 	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)

@@ -103,7 +103,12 @@ type DeliveryState struct {
 	LastError         string
 	LastDeliveredAt   time.Time
 	LastStatus        int
-	// LeaseOwner and LeaseUntil mark a claim by one pingd instance.
+	// LeaseOwner and LeaseUntil mark a claim by one pingd instance. In a
+	// state given to Store.SaveDeliveryState(s), LeaseOwner is the holder
+	// whose lease the save releases ("" for a subscription nobody
+	// leased): the store writes it only while the lease is still that
+	// holder's, so a process whose lease ran out and was taken by another
+	// cannot overwrite the next holder's state; LeaseUntil is ignored.
 	LeaseOwner string
 	LeaseUntil time.Time
 }

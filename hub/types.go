@@ -35,6 +35,11 @@ var (
 	// ErrNodeResourcesFull: as many resources of the account as
 	// Config.MaxNodeResources allows are subscribed to the node.
 	ErrNodeResourcesFull = fmt.Errorf("%w: too many resources of this account subscribed to the node", ErrLimit)
+	// ErrLeaseLost is returned by a write of a lease holder (a fetch's
+	// outcome, a delivery's state) whose lease is no longer its own: it
+	// ran out and another process took the row, so the write would
+	// overwrite that holder's work. Nothing was written.
+	ErrLeaseLost = errors.New("lease held by another process")
 )
 
 // Ping is one change notification received from a publisher.

@@ -234,9 +234,9 @@ func (s *sqlStore) RefuseSubscriptionChange(ctx context.Context, id int64, chang
 
 // ReleaseSubscriptionChange gives back the lease of an undecided change's
 // verification; see hub.Store.
-func (s *sqlStore) ReleaseSubscriptionChange(ctx context.Context, id int64, changeID string) error {
+func (s *sqlStore) ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error {
 	if _, err := s.writeCount(ctx, `UPDATE subscriptions SET `+freeChangeLeaseSQL+`
-		WHERE id = $1 AND change_id = $2`, id, changeID); err != nil {
+		WHERE id = $1 AND change_id = $2 AND change_lease_owner = $3`, id, changeID, owner); err != nil {
 		return fmt.Errorf("release the verification of a change of subscription %d: %w", id, err)
 	}
 	return nil

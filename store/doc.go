@@ -56,7 +56,12 @@
 //   - Claims (sources to fetch, subscriptions to deliver) are leases in the
 //     rows themselves. On PostgreSQL they are taken with FOR UPDATE SKIP
 //     LOCKED, so several pingd processes can share one database; nothing
-//     relies on an in-process lock. SQLite runs its writes through one
+//     relies on an in-process lock. The holder's writes (a delivery's
+//     state, a fetch's outcome, an unchanged fetch) are fenced: they
+//     match the row's lease_owner as well as its id, so a process whose
+//     lease ran out and was taken by another writes nothing
+//     (hub.ErrLeaseLost), and a delivery cursor never moves back
+//     (GREATEST; SQLite's MAX). SQLite runs its writes through one
 //     connection whose transactions begin IMMEDIATE, so writers queue
 //     rather than fail, and reads use separate read-only connections (WAL).
 //   - Check, which /healthz asks, runs on a connection of its own on both

@@ -27,3 +27,21 @@ func TestPostgres(t *testing.T) {
 	testenv.SkipWithoutPostgres(t)
 	storetest.Run(t, openPostgres)
 }
+
+// TestPostgresShared runs the checks of two processes on one database on
+// two stores opened on one schema.
+func TestPostgresShared(t *testing.T) {
+	testenv.SkipWithoutPostgres(t)
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		url := testenv.PostgresURL(t)
+		var stores [2]store.Store
+		for i := range stores {
+			s, err := store.Open(context.Background(), url, store.Options{Logger: quietLogger(), MaxConns: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores[i] = s
+		}
+		return stores[0], stores[1]
+	})
+}

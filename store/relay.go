@@ -14,13 +14,13 @@ import (
 
 var _ hub.RelayStore = (*sqlStore)(nil)
 
-const relayColumns = `id, target, name, url, feed_url, tags, state, attempts, next_attempt_at, last_error, created_at, sent_at`
+const relayColumns = `id, target, name, url, feed_url, tags, state, attempts, next_attempt_at, last_error, created_at, sent_at, lease_owner`
 
 func scanRelay(r interface{ Scan(...any) error }) (hub.Relay, error) {
 	var x hub.Relay
 	var tags string
 	err := r.Scan(&x.ID, &x.Target, &x.Name, &x.URL, &x.FeedURL, &tags, &x.State, &x.Attempts,
-		tc(&x.NextAttemptAt), &x.LastError, tc(&x.CreatedAt), tc(&x.SentAt))
+		tc(&x.NextAttemptAt), &x.LastError, tc(&x.CreatedAt), tc(&x.SentAt), &x.LeaseOwner)
 	if tags != "" {
 		x.Tags = strings.Split(tags, "|")
 	}
@@ -98,11 +98,13 @@ func (s *sqlStore) ClaimRelays(ctx context.Context, now time.Time, limit int, ow
 	return out, nil
 }
 
-// FinishRelay records an attempt and releases the lease.
+// FinishRelay records an attempt and releases the lease, if it is still
+// r.LeaseOwner's: a relay whose lease ran out and was claimed by another
+// process is that one's to record.
 func (s *sqlStore) FinishRelay(ctx context.Context, r *hub.Relay) error {
 	_, err := s.writeCount(ctx, `UPDATE relays SET state = $2, attempts = $3, next_attempt_at = $4, last_error = $5,
-		sent_at = $6, lease_owner = '', lease_until = NULL WHERE id = $1`,
-		r.ID, r.State, r.Attempts, s.timeArg(r.NextAttemptAt), r.LastError, s.timeArg(r.SentAt))
+		sent_at = $6, lease_owner = '', lease_until = NULL WHERE id = $1 AND lease_owner = $7`,
+		r.ID, r.State, r.Attempts, s.timeArg(r.NextAttemptAt), r.LastError, s.timeArg(r.SentAt), r.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("record relay %d: %w", r.ID, err)
 	}

@@ -45,6 +45,16 @@ func testRelays(t *testing.T, s store.Store) {
 	if again, _ := s.ClaimRelays(ctx, now.Add(2*time.Minute), 10, "other", now.Add(3*time.Minute)); len(again) != 0 {
 		t.Fatalf("leased relays claimed again: %+v", again)
 	}
+	// A finish by anyone but the lease's holder (one whose lease ran out)
+	// records nothing.
+	stale := claimed[0]
+	stale.LeaseOwner, stale.State, stale.LastError = "other", hub.RelayFailed, "late"
+	if err := s.FinishRelay(ctx, &stale); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.ClaimRelays(ctx, now.Add(2*time.Minute), 10, "other", now.Add(3*time.Minute)); len(again) != 0 {
+		t.Fatalf("a finish by another owner released the lease: %+v", again)
+	}
 	claimed[0].State, claimed[0].SentAt, claimed[0].Attempts = hub.RelaySent, now, 1
 	claimed[1].State, claimed[1].LastError, claimed[1].Attempts, claimed[1].NextAttemptAt = hub.RelayPending, "HTTP 503", 1, now.Add(5*time.Minute)
 	claimed[2].State, claimed[2].LastError, claimed[2].Attempts = hub.RelayFailed, "HTTP 404", 1

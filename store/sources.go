@@ -147,6 +147,19 @@ func (s *sqlStore) SourcesLeasedByOthers(ctx context.Context, owner string, now 
 	return srcs, nil
 }
 
+// SourcesLeasedBy lists the sources whose lease owner holds, whatever its
+// time (a start under the name of a process that died).
+func (s *sqlStore) SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Source, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	srcs, err := s.sourcesWhere(ctx, s.read, `WHERE s.lease_owner = $1 ORDER BY s.id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("sources leased by %q: %w", owner, err)
+	}
+	return srcs, nil
+}
+
 // SourceBody reads the last body alone (a fetch merging a delta).
 func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
 	var body []byte
@@ -369,10 +382,17 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		now := time.Now()
 		var baselined bool
 		var lastPing time.Time
-		err := s.queryRow(ctx, tx, `SELECT baselined, last_ping_at FROM sources WHERE id = $1`+s.forUpdate(),
-			[]any{o.SourceID}, &baselined, tc(&lastPing))
+		var owner string
+		err := s.queryRow(ctx, tx, `SELECT baselined, last_ping_at, lease_owner FROM sources WHERE id = $1`+s.forUpdate(),
+			[]any{o.SourceID}, &baselined, tc(&lastPing), &owner)
 		if err != nil {
 			return notFound(err, fmt.Sprintf("source %d", o.SourceID))
+		}
+		if owner != o.Owner {
+			// The lease ran out and another process took the source: its
+			// fetch decides now, this one writes nothing (the row is
+			// locked, so the check holds until the commit).
+			return fmt.Errorf("lease of %q, not %q: %w", owner, o.Owner, hub.ErrLeaseLost)
 		}
 
 		// Record every entry id; those inserted now were never seen. Those

@@ -22,3 +22,20 @@ func openSQLite(t *testing.T) store.Store {
 func TestSQLite(t *testing.T) {
 	storetest.Run(t, openSQLite)
 }
+
+// TestSQLiteShared runs the checks of two processes on one database on
+// two handles of one file.
+func TestSQLiteShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		dsn := filepath.Join(t.TempDir(), "pingd.db")
+		var stores [2]store.Store
+		for i := range stores {
+			s, err := store.Open(context.Background(), dsn, store.Options{Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores[i] = s
+		}
+		return stores[0], stores[1]
+	})
+}

@@ -18,7 +18,8 @@ import (
 // source on both backends.
 
 // unchangedFetchSQL writes one unchanged outcome ($1 the source, $15 the
-// last ping the fetch knew of, $16 its next fetch). A ping stored after
+// last ping the fetch knew of, $16 its next fetch), if the source's lease
+// is still $18's (the holder that fetched it: see hub.FetchOutcome.Owner). A ping stored after
 // $15 makes the source due at that ping unless it is due sooner or gone:
 // hub.NextFetchAfter, decided by the statement on the row it updates.
 // SET expressions read the row as it was before the UPDATE.
@@ -31,22 +32,22 @@ const unchangedFetchSQL = `UPDATE sources SET url = $2, etag = $3, last_modified
 			WHEN last_ping_at IS NOT NULL AND ($15 IS NULL OR last_ping_at > $15) AND ($16 IS NULL OR last_ping_at < $16)
 			THEN last_ping_at ELSE $16 END,
 		next_fetch_reason = $17, lease_owner = '', lease_until = NULL
-		WHERE id = $1`
+		WHERE id = $1 AND lease_owner = $18`
 
 // unchangedFetchTypes are the PostgreSQL types of unchangedFetchArgs, in
 // order: a VALUES list of parameters has no types of its own there.
 var unchangedFetchTypes = []string{"bigint", "text", "text", "text", "jsonb", "boolean", "text", "timestamptz",
-	"timestamptz", "integer", "bigint", "text", "integer", "integer", "timestamptz", "timestamptz", "text"}
+	"timestamptz", "integer", "bigint", "text", "integer", "integer", "timestamptz", "timestamptz", "text", "text"}
 
 func (s *sqlStore) unchangedFetchArgs(o hub.FetchOutcome, hints []byte) []any {
 	st := o.State
 	return []any{o.SourceID, st.URL, st.ETag, st.LastModified, string(hints), st.Gone, st.MovedFrom,
 		s.timeArg(st.MovedAt), s.timeArg(st.LastFetchAt), st.LastStatus, st.LastBytes, st.LastError,
-		st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastPingAt), s.timeArg(st.NextFetchAt), st.NextFetchReason}
+		st.ConsecutiveErrors, st.Unchanged, s.timeArg(st.LastPingAt), s.timeArg(st.NextFetchAt), st.NextFetchReason, o.Owner}
 }
 
 // maxUnchangedPerUpdate bounds the rows of one statement of
-// ApplyUnchangedFetches on PostgreSQL (17 arguments each).
+// ApplyUnchangedFetches on PostgreSQL (18 arguments each).
 const maxUnchangedPerUpdate = 128
 
 // ApplyUnchangedFetches writes the outcomes of fetches that changed
@@ -127,6 +128,6 @@ func unchangedFetchesSQL(rows [][]any) (string, []any) {
 		next_fetch_reason = v.column17, lease_owner = '', lease_until = NULL
 		FROM (VALUES `)
 	args := writeValuesRows(&b, rows, unchangedFetchTypes, true)
-	b.WriteString(`) AS v WHERE sources.id = v.column1`)
+	b.WriteString(`) AS v WHERE sources.id = v.column1 AND sources.lease_owner = v.column18`)
 	return b.String(), args
 }

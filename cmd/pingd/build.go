@@ -119,6 +119,7 @@ func schedulerConfig(cfg *Config) feed.SchedulerConfig {
 func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 	return hub.Config{
 		Logger:           log,
+		Instance:         cfg.InstanceName(),
 		AdminToken:       cfg.AdminToken,
 		Admins:           cfg.AdminJIDs(),
 		FetchWorkers:     cfg.FetchWorkers,

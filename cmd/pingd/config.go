@@ -38,6 +38,7 @@ type Config struct {
 	TrustedProxies     string        `opt:"trusted-proxies" env:"PINGD_TRUSTED_PROXIES" help:"comma-separated addresses or CIDR prefixes of the reverse proxies in front of the HTTP side: from them only, the client's address is read from Forwarded or X-Forwarded-For (for per-client rate limits and the recorded ping origins); none: the TCP peer is the client"`
 	DB                 string        `opt:"db" env:"PINGD_DB" default:"pingd.db" help:"SQLite file path, or a postgres:// URL"`
 	DBMaxConns         int           `opt:"db-max-conns" env:"PINGD_DB_MAX_CONNS" default:"10" help:"PostgreSQL connections in the pool of each pingd process (it opens three more of its own: leader lock, wake-ups and the health check)"`
+	Instance           string        `opt:"instance" env:"PINGD_INSTANCE" help:"this process's name in the leases it takes on the database (deliveries, fetches), which must differ between the pingd processes sharing one PostgreSQL and stay the same across restarts, so that a restarted process takes back at once what it held when it died (none: the host name and --http-addr, as in web1/127.0.0.1:8080)"`
 	AdminToken         string        `opt:"admin-token" env:"PINGD_ADMIN_TOKEN" secret:"true" help:"bearer token for /api/ (none: /api/ answers 401)"`
 	Admins             string        `opt:"admins" env:"PINGD_ADMINS" help:"comma-separated bare JIDs that own every node over XMPP"`
 	UpstreamPush       bool          `opt:"upstream-push" env:"PINGD_UPSTREAM_PUSH" default:"true" help:"1: subscribe to the WebSub hub or rssCloud cloud a source advertises, and poll it only as a safety net"`
@@ -306,6 +307,9 @@ func (c *Config) Validate() error {
 	if _, _, err := c.SourcePolicy(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := validInstance(c.Instance); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range c.LocalDomainList() {
 		if j, err := jid.Parse(d); err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
 			errs = append(errs, fmt.Errorf("PINGD_LOCAL_DOMAINS (--local-domains): %q is not a domain like example.org", d))
@@ -460,6 +464,35 @@ const minPollInterval = time.Minute
 // maxDBConns bounds PINGD_DB_MAX_CONNS; PostgreSQL's own default limit is
 // 100 connections for everyone.
 const maxDBConns = 1000
+
+// InstanceName is the process's name in leases: --instance, or the host
+// name and the HTTP listen address, which are the same across restarts
+// and differ between two processes on one host (they cannot listen on one
+// address).
+func (c *Config) InstanceName() string {
+	if c.Instance != "" {
+		return c.Instance
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "/" + c.HTTPAddr
+}
+
+// validInstance checks --instance: printable ASCII without spaces, as it
+// goes into log lines and the database.
+func validInstance(name string) error {
+	if len(name) > 200 {
+		return fmt.Errorf("PINGD_INSTANCE (--instance): at most 200 characters, not %d", len(name))
+	}
+	for _, r := range name {
+		if r < 0x21 || r > 0x7e {
+			return fmt.Errorf("PINGD_INSTANCE (--instance) %q: only printable ASCII without spaces", name)
+		}
+	}
+	return nil
+}
 
 // AdminJIDs returns the configured admins, normalised to bare JIDs where
 // they parse.

@@ -291,8 +291,13 @@ func testClaimPendingChanges(t *testing.T, s store.Store) {
 	if got := must(s.ClaimDeliveries(ctx, t0, 0, 10, "other", t0.Add(time.Minute)))(t); len(got) != 0 {
 		t.Fatalf("claimed a live lease of a change again: %+v", got)
 	}
-	// Given back undecided, it is claimed again.
-	noErr(t, s.ReleaseSubscriptionChange(ctx, victim.ID, req.Change.ID))
+	// Given back by anyone but its holder, it stays leased; by its holder,
+	// undecided, it is claimed again.
+	noErr(t, s.ReleaseSubscriptionChange(ctx, victim.ID, req.Change.ID, "other"))
+	if got := must(s.ClaimDeliveries(ctx, t0, 0, 10, "other", t0.Add(time.Minute)))(t); len(got) != 0 {
+		t.Fatalf("claimed a change whose lease another owner gave back: %+v", got)
+	}
+	noErr(t, s.ReleaseSubscriptionChange(ctx, victim.ID, req.Change.ID, "me"))
 	if got := must(s.ClaimDeliveries(ctx, t0, 0, 10, "other", t0.Add(time.Minute)))(t); len(got) != 1 || !got[0].Change.Claimed {
 		t.Fatalf("after release claimed %+v", got)
 	}

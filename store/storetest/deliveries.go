@@ -153,7 +153,8 @@ func testSaveDeliveryState(t *testing.T, s store.Store) {
 		t.Fatalf("claimed %d", len(claimed))
 	}
 	st := hub.DeliveryState{Cursor: 2, Attempts: 3, ConsecutiveErrors: 2, FirstFailureAt: t0.Add(-time.Hour),
-		NextAttemptAt: t0.Add(-time.Second), LastError: "HTTP 500", LastDeliveredAt: t0.Add(-time.Minute), LastStatus: 500}
+		NextAttemptAt: t0.Add(-time.Second), LastError: "HTTP 500", LastDeliveredAt: t0.Add(-time.Minute), LastStatus: 500,
+		LeaseOwner: "me"}
 	noErr(t, s.SaveDeliveryState(ctx, sub.ID, st))
 	got := must(s.Subscription(ctx, sub.ID))(t)
 	if got.Cursor != 2 || got.Attempts != 3 || got.ConsecutiveErrors != 2 || !got.FirstFailureAt.Equal(st.FirstFailureAt) ||
@@ -194,11 +195,11 @@ func testSaveDeliveryStates(t *testing.T, s store.Store) {
 	noErr(t, s.DeleteSubscription(ctx, ids[1]))
 	noErr(t, s.SaveDeliveryStates(ctx, nil))
 	noErr(t, s.SaveDeliveryStates(ctx, []hub.SavedDeliveryState{
-		{ID: ids[0], State: hub.DeliveryState{Cursor: 2, Attempts: 1, LastStatus: 204, LastDeliveredAt: t0}},
-		{ID: ids[1], State: hub.DeliveryState{Cursor: 2}},
-		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 9}},
+		{ID: ids[0], State: hub.DeliveryState{Cursor: 2, Attempts: 1, LastStatus: 204, LastDeliveredAt: t0, LeaseOwner: "me"}},
+		{ID: ids[1], State: hub.DeliveryState{Cursor: 2, LeaseOwner: "me"}},
+		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 9, LeaseOwner: "me"}},
 		{ID: ids[2], State: hub.DeliveryState{Cursor: 1, Attempts: 1, ConsecutiveErrors: 1, FirstFailureAt: t0,
-			NextAttemptAt: t0.Add(time.Minute), LastError: "HTTP 503", LastStatus: 503}},
+			NextAttemptAt: t0.Add(time.Minute), LastError: "HTTP 503", LastStatus: 503, LeaseOwner: "me"}},
 	}))
 	first := must(s.Subscription(ctx, ids[0]))(t)
 	if first.Cursor != 2 || first.LastStatus != 204 || !first.LastDeliveredAt.Equal(t0) || first.LeaseOwner != "" || !first.LeaseUntil.IsZero() {
@@ -226,7 +227,8 @@ func testSaveDeliveryStates(t *testing.T, s store.Store) {
 	}
 	// A success after the failure clears every trace of it.
 	noErr(t, s.SaveDeliveryStates(ctx, []hub.SavedDeliveryState{
-		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 2, LastStatus: 200, LastDeliveredAt: t0.Add(time.Minute)}},
+		{ID: ids[2], State: hub.DeliveryState{Cursor: 2, Attempts: 2, LastStatus: 200, LastDeliveredAt: t0.Add(time.Minute),
+			LeaseOwner: "other"}},
 	}))
 	third = must(s.Subscription(ctx, ids[2]))(t)
 	if third.Cursor != 2 || third.Attempts != 2 || third.ConsecutiveErrors != 0 || third.LastError != "" ||

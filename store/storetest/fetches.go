@@ -17,7 +17,7 @@ func fetchOutcome(src *hub.Source, entries ...hub.Entry) hub.FetchOutcome {
 	st.Baselined = true
 	st.LastStatus = 200
 	st.IsFeed = true
-	return hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true, Entries: entries}
+	return hub.FetchOutcome{SourceID: src.ID, State: st, Changed: true, Entries: entries, Owner: src.LeaseOwner}
 }
 
 func entry(id string) hub.Entry {
@@ -225,7 +225,7 @@ func testFetchNoteReplaced(t *testing.T, s store.Store) {
 	}
 	// A second announcement arrives while the fetch runs.
 	noErr(t, s.MarkSourceDue(ctx, src.ID, t0.Add(time.Second), &hub.ChangeNote{Title: "second"}))
-	out := hub.FetchOutcome{SourceID: src.ID, State: claimed[0].SourceState, Note: claimed[0].PendingNote}
+	out := hub.FetchOutcome{SourceID: src.ID, State: claimed[0].SourceState, Note: claimed[0].PendingNote, Owner: "me"}
 	must(s.ApplyFetch(ctx, out))(t)
 	got := must(s.Source(ctx, src.ID))(t)
 	if got.PendingNote == nil || got.PendingNote.Title != "second" {
@@ -254,7 +254,7 @@ func testFetchStateRoundTrip(t *testing.T, s store.Store) {
 		ConsecutiveErrors: 0, Unchanged: 4, LastChangeAt: t0.Add(-time.Minute), LastPingAt: t0,
 		NextFetchAt: t0.Add(time.Hour), NextFetchReason: "ttl",
 	}
-	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: claimed[0].ID, State: st, Changed: true}))(t)
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: claimed[0].ID, State: st, Changed: true, Owner: "me"}))(t)
 	got := must(s.Source(ctx, src.ID))(t)
 	want := st
 	want.LastNewItems = 0

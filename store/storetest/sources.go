@@ -276,7 +276,7 @@ func testClaimDueSources(t *testing.T, s store.Store) {
 	// Applying the fetch releases the lease.
 	st = got[0].SourceState
 	st.NextFetchAt = lease.Add(time.Hour)
-	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: due.ID, State: st}))(t)
+	must(s.ApplyFetch(ctx, hub.FetchOutcome{SourceID: due.ID, State: st, Owner: "two"}))(t)
 	released := must(s.Source(ctx, due.ID))(t)
 	if released.LeaseOwner != "" || !released.LeaseUntil.IsZero() || !released.NextFetchAt.Equal(lease.Add(time.Hour)) {
 		t.Fatalf("after ApplyFetch: owner %q until %v next %v", released.LeaseOwner, released.LeaseUntil, released.NextFetchAt)

@@ -51,8 +51,8 @@ func testApplyUnchangedFetches(t *testing.T, s store.Store) {
 	stG.LastFetchAt, stG.LastStatus, stG.Gone = t0, 410, true
 	stG.NextFetchAt, stG.NextFetchReason = t0.Add(time.Hour), "gone"
 	noErr(t, s.ApplyUnchangedFetches(ctx, []hub.FetchOutcome{
-		{SourceID: a.ID, State: stA}, {SourceID: b.ID, State: stB}, {SourceID: gone.ID, State: stG},
-		{SourceID: 424242, State: stA}, // removed meanwhile: skipped
+		{SourceID: a.ID, State: stA, Owner: "me"}, {SourceID: b.ID, State: stB, Owner: "me"}, {SourceID: gone.ID, State: stG, Owner: "me"},
+		{SourceID: 424242, State: stA, Owner: "me"}, // removed meanwhile: skipped
 	}))
 
 	got := must(s.Source(ctx, a.ID))(t)
@@ -113,7 +113,7 @@ func testApplyUnchangedFetchesPingDuringFetch(t *testing.T, s store.Store) {
 		if c.ID == soon.ID {
 			st.NextFetchAt = t0.Add(5 * time.Second) // due before the ping: stays
 		}
-		outs = append(outs, hub.FetchOutcome{SourceID: c.ID, State: st})
+		outs = append(outs, hub.FetchOutcome{SourceID: c.ID, State: st, Owner: c.LeaseOwner})
 	}
 	noErr(t, s.ApplyUnchangedFetches(ctx, outs))
 
@@ -150,7 +150,7 @@ func testApplyUnchangedFetchesMany(t *testing.T, s store.Store) {
 		st := c.SourceState
 		st.LastFetchAt, st.LastStatus = t0, 304
 		st.NextFetchAt, st.NextFetchReason = t0.Add(time.Duration(i+1)*time.Minute), "default interval"
-		outs = append(outs, hub.FetchOutcome{SourceID: c.ID, State: st})
+		outs = append(outs, hub.FetchOutcome{SourceID: c.ID, State: st, Owner: c.LeaseOwner})
 	}
 	noErr(t, s.ApplyUnchangedFetches(ctx, outs))
 	for i, c := range claimed {
@@ -221,7 +221,7 @@ func testSourceBody(t *testing.T, s store.Store) {
 	st := claimed.SourceState
 	st.LastFetchAt, st.LastStatus, st.Body = t0, 304, nil
 	st.NextFetchAt, st.NextFetchReason = t0.Add(time.Hour), "ttl"
-	noErr(t, s.ApplyUnchangedFetches(ctx, []hub.FetchOutcome{{SourceID: src.ID, State: st}}))
+	noErr(t, s.ApplyUnchangedFetches(ctx, []hub.FetchOutcome{{SourceID: src.ID, State: st, Owner: "me"}}))
 	body("after an unchanged batch", v1)
 	// ApplyFetch without a change (a note, a release) leaves it too.
 	st.Body = []byte("not the representation")
@@ -240,7 +240,7 @@ func testSourceBody(t *testing.T, s store.Store) {
 		t.Fatalf("the claim after a change brought body %q, want none", claimed.Body)
 	}
 	// A changed representation without a body keeps none.
-	changed.State.Body = nil
+	changed.State.Body, changed.Owner = nil, "me"
 	must(s.ApplyFetch(ctx, changed))(t)
 	body("after a change to an empty body", nil)
 	if got, err := s.SourceBody(ctx, src.ID+1000); err != nil || got != nil {
