@@ -72,7 +72,7 @@ func TestDeleteNotificationsAreDurable(t *testing.T) {
 // could not be forgotten may be written again.
 func TestAckWindowDeletions(t *testing.T) {
 	w := newAckWindow(time.Minute)
-	w.written(1, 5)
+	w.written(1, 5, 1)
 	w.writtenDeletion(7)
 	if !w.deletionWritten(7) || w.deletionWritten(8) {
 		t.Fatal("written deletions not remembered")
