@@ -9,8 +9,11 @@ import (
 )
 
 // saveDeliveryStateSQL writes one subscription's delivery bookkeeping and
-// releases its lease.
-const saveDeliveryStateSQL = `UPDATE subscriptions SET cursor_seq = $2, attempts = $3,
+// releases its lease. A cursor only moves forward (as in every statement
+// here): a node's baseline entries are kept as items past the cursors
+// (ApplyFetch), and a verification or delivery that was claimed before
+// must not take the cursor back before them.
+const saveDeliveryStateSQL = `UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq > $2 THEN cursor_seq ELSE $2 END, attempts = $3,
 		consecutive_errors = $4, first_failure_at = $5, next_attempt_at = $6, last_error = $7,
 		last_delivered_at = $8, last_status = $9, lease_owner = '', lease_until = NULL
 		WHERE id = $1`
@@ -21,7 +24,7 @@ const saveDeliveryStateSQL = `UPDATE subscriptions SET cursor_seq = $2, attempts
 // column of it is set, even to the same value). The WHERE clause makes it
 // change nothing when the row still records a failure; the full UPDATE
 // then clears it.
-const saveCleanDeliverySQL = `UPDATE subscriptions SET cursor_seq = $2, attempts = $3,
+const saveCleanDeliverySQL = `UPDATE subscriptions SET cursor_seq = CASE WHEN cursor_seq > $2 THEN cursor_seq ELSE $2 END, attempts = $3,
 		last_delivered_at = $4, last_status = $5, lease_owner = '', lease_until = NULL
 		WHERE id = $1 AND consecutive_errors = 0 AND first_failure_at IS NULL
 		AND next_attempt_at IS NULL AND last_error = ''`
@@ -142,7 +145,8 @@ func (s *sqlStore) saveDeliveryStatesSQL(states []hub.SavedDeliveryState) (strin
 		rows[i] = s.saveDeliveryStateArgs(st.ID, st.State)
 	}
 	var b strings.Builder
-	b.WriteString(`UPDATE subscriptions SET cursor_seq = v.column2, attempts = v.column3,
+	b.WriteString(`UPDATE subscriptions SET
+		cursor_seq = CASE WHEN subscriptions.cursor_seq > v.column2 THEN subscriptions.cursor_seq ELSE v.column2 END, attempts = v.column3,
 		consecutive_errors = v.column4, first_failure_at = v.column5, next_attempt_at = v.column6,
 		last_error = v.column7, last_delivered_at = v.column8, last_status = v.column9,
 		lease_owner = '', lease_until = NULL
