@@ -13,11 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"slices"
 	"time"
 
 	"github.com/pingd/pingd/internal/testenv"
