@@ -77,11 +77,11 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	}
 	if src != nil {
 		// The baseline or the kept entries changed the node (its items,
-		// its title): the caller gets it as it is now.
+		// its title): the caller gets it as it is now. The node exists
+		// whatever this read does (the caller's context may have ended
+		// the wait for the baseline): without it, the node as created.
 		if cur, err := h.store.NodeByID(ctx, n.ID); err == nil {
 			n = cur
-		} else if !errors.Is(err, ErrNotFound) {
-			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
 	}
 	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
