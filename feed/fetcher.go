@@ -462,3 +462,13 @@ func hasToken(values []string, token string) bool {
 	}
 	return false
 }
+
+// ReadEntries reads the entries of a stored representation of sourceURL,
+// fetched at fetchedAt, as Fetch gave them (hub.EntryReader).
+func (f *Fetcher) ReadEntries(body []byte, sourceURL string, fetchedAt time.Time) ([]hub.Entry, bool, error) {
+	doc, err := Parse(body, sourceURL, fetchedAt)
+	if err != nil {
+		return nil, false, err
+	}
+	return doc.Entries, doc.IsFeed, nil
+}

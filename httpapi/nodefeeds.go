@@ -54,20 +54,27 @@ func (a *API) nodeFeedRoutes(r *mux.Router) {
 }
 
 // feedVersion identifies one rendering of a node feed. Its entity tag is
-// "<seq>.<modified>.<fingerprint>", with ".gz" appended for the gzip
-// encoding: seq is the node's LastSeq, modified the Last-Modified time
-// (Unix seconds) and fingerprint a hash of everything else the document
-// depends on (the node's identity and configuration, the format, the
-// public URL, pingd's version). A tag of the same fingerprint and an older
-// seq names a version pingd served before, the base of an RFC 3229 delta.
+// "<seq>.<count>.<modified>.<fingerprint>", with ".gz" appended for the
+// gzip encoding: seq is the sequence number of the node's newest item and
+// count the number of items served, which together name the set of items
+// (items only come with higher numbers, and a retraction lowers the
+// count); modified is the Last-Modified time (Unix seconds); fingerprint
+// a hash of everything else the document depends on (the node's identity
+// and configuration, the format, the public URL, pingd's version). What
+// the log holds besides items (a subscription's last-item event, a
+// revocation, a change event) is not in the document and changes none of
+// it: readers do not download the feed again for a subscription. A tag
+// of the same fingerprint and an older seq names a version pingd served
+// before, the base of an RFC 3229 delta.
 type feedVersion struct {
 	seq      int64
+	count    int
 	modified int64
 	fp       string
 }
 
 func (v feedVersion) tag(gzipped bool) string {
-	t := `"` + strconv.FormatInt(v.seq, 10) + "." + strconv.FormatInt(v.modified, 10) + "." + v.fp
+	t := `"` + strconv.FormatInt(v.seq, 10) + "." + strconv.Itoa(v.count) + "." + strconv.FormatInt(v.modified, 10) + "." + v.fp
 	if gzipped {
 		t += ".gz"
 	}
@@ -83,18 +90,19 @@ func parseFeedTag(t string) (feedVersion, bool) {
 		return feedVersion{}, false
 	}
 	parts := strings.Split(t[1:len(t)-1], ".")
-	if len(parts) == 4 && parts[3] == "gz" {
-		parts = parts[:3]
+	if len(parts) == 5 && parts[4] == "gz" {
+		parts = parts[:4]
 	}
-	if len(parts) != 3 || parts[2] == "" {
+	if len(parts) != 4 || parts[3] == "" {
 		return feedVersion{}, false
 	}
 	seq, err1 := strconv.ParseInt(parts[0], 10, 64)
-	modified, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 {
+	count, err2 := strconv.Atoi(parts[1])
+	modified, err3 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || seq < 0 || count < 0 {
 		return feedVersion{}, false
 	}
-	return feedVersion{seq: seq, modified: modified, fp: parts[2]}, true
+	return feedVersion{seq: seq, count: count, modified: modified, fp: parts[3]}, true
 }
 
 // splitTags splits an If-None-Match list; "*" is kept as a tag.
@@ -181,15 +189,11 @@ func (a *API) nodeFeed(format feedFormat) http.HandlerFunc {
 			a.feedError(w, r, n, err)
 			return
 		}
-		var last []hub.Event
-		if n.LastSeq > 0 {
-			if last, err = a.hub.EventsAfter(ctx, n, n.LastSeq-1, 1); err != nil {
-				a.feedError(w, r, n, err)
-				return
-			}
+		modified := feedModified(n, items)
+		v := feedVersion{count: len(items), modified: modified.Unix(), fp: a.feedFingerprint(n, format)}
+		if len(items) > 0 {
+			v.seq = items[0].Seq
 		}
-		modified := feedModified(n, items, last)
-		v := feedVersion{seq: n.LastSeq, modified: modified.Unix(), fp: a.feedFingerprint(n, format)}
 		gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
 
 		h := w.Header()
@@ -293,18 +297,19 @@ func (a *API) feedDelta(r *http.Request, n *hub.Node, items []hub.Event, base in
 	return delta, true, nil
 }
 
-// feedModified is the node feed's Last-Modified: the newest of the node's
-// last log event, its newest item and its last configuration change, to
-// the second.
-func feedModified(n *hub.Node, items, last []hub.Event) time.Time {
+// feedModified is the node feed's Last-Modified: the newer of the time
+// its newest item was published and its last configuration change (which
+// may change the document: its title, its number of items), to the
+// second. Nothing else in the node's log counts: a subscription, which
+// appends the last-item event of its subscriber, changes nothing readers
+// fetch. A retraction changes the entity tag (its count), not this time.
+func feedModified(n *hub.Node, items []hub.Event) time.Time {
 	t := n.UpdatedAt
 	if t.IsZero() {
 		t = n.CreatedAt
 	}
-	for _, evs := range [][]hub.Event{items, last} {
-		if len(evs) > 0 && evs[0].Created.After(t) {
-			t = evs[0].Created
-		}
+	if len(items) > 0 && items[0].Created.After(t) {
+		t = items[0].Created
 	}
 	return t.UTC().Truncate(time.Second)
 }

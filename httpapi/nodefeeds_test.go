@@ -495,7 +495,7 @@ func TestNodeFeedOfWhitelistNodeNeedsToken(t *testing.T) {
 }
 
 func TestFeedValidators(t *testing.T) {
-	v := feedVersion{seq: 12, modified: 1700000000, fp: "abc_-DEF"}
+	v := feedVersion{seq: 12, count: 3, modified: 1700000000, fp: "abc_-DEF"}
 	for _, gz := range []bool{false, true} {
 		got, ok := parseFeedTag(v.tag(gz))
 		if !ok || got != v {
@@ -505,11 +505,15 @@ func TestFeedValidators(t *testing.T) {
 	if !v.matchedBy(`"x", W/` + v.tag(true)) {
 		t.Error("a weak gzip tag in a list does not match")
 	}
-	base, raw, ok := v.deltaBase(`"3.1.abc_-DEF", "9.5.abc_-DEF.gz", "11.5.other", "12.5.abc_-DEF", "x"`)
-	if !ok || base.seq != 9 || raw != `"9.5.abc_-DEF.gz"` {
+	if v.matchedBy(`"12.2.1700000000.abc_-DEF"`) {
+		t.Error("a tag of another count (an item retracted since) matches")
+	}
+	base, raw, ok := v.deltaBase(`"3.1.1.abc_-DEF", "9.2.5.abc_-DEF.gz", "11.3.5.other", "12.3.5.abc_-DEF", "x"`)
+	if !ok || base.seq != 9 || raw != `"9.2.5.abc_-DEF.gz"` {
 		t.Errorf("deltaBase = %+v %q %v", base, raw, ok)
 	}
-	for _, bad := range []string{``, `"`, `12.1.a`, `"12.1"`, `"a.1.b"`, `"-1.1.b"`, `"1.1."`, `"1.1.b.zip"`} {
+	for _, bad := range []string{``, `"`, `12.1.1.a`, `"12.1.1"`, `"a.1.1.b"`, `"-1.1.1.b"`, `"1.-1.1.b"`, `"1.1.1."`,
+		`"1.1.1.b.zip"`, `"1.1.b"`} {
 		if _, ok := parseFeedTag(bad); ok {
 			t.Errorf("parseFeedTag(%q) accepted", bad)
 		}
@@ -525,11 +529,11 @@ func TestFeedValidators(t *testing.T) {
 }
 
 func FuzzFeedValidators(f *testing.F) {
-	f.Add(`"3.1700000000.abc", W/"4.1.abc.gz", *`, "feed;q=0.5, vcdiff")
-	f.Add(`"9223372036854775807.-1.x"`, "FEED")
+	f.Add(`"3.2.1700000000.abc", W/"4.2.1.abc.gz", *`, "feed;q=0.5, vcdiff")
+	f.Add(`"9223372036854775807.0.-1.x"`, "FEED")
 	f.Fuzz(func(t *testing.T, inm, aim string) {
 		_ = acceptsFeedIM(aim)
-		v := feedVersion{seq: 5, modified: 1, fp: "abc"}
+		v := feedVersion{seq: 5, count: 2, modified: 1, fp: "abc"}
 		matched := v.matchedBy(inm)
 		if base, raw, ok := v.deltaBase(inm); ok {
 			if base.seq >= v.seq || base.fp != v.fp || !strings.Contains(inm, raw) {
@@ -547,4 +551,70 @@ func FuzzFeedValidators(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNodeFeedValidatorsFollowItemsOnly: a node feed's ETag, Last-Modified
+// and <updated> change with its items, not with its subscriptions (an
+// XMPP subscription appends its last-item event to the log, an
+// unsubscription by the owner a revocation): feed readers do not
+// download it again for them. A new item and a retraction do change it,
+// and a reader holding the current validators is answered 304.
+func TestNodeFeedValidatorsFollowItemsOnly(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.createNode("news", hub.AccessOpen)
+	e.publish("news", itemIDs("v", 1, 2)...)
+	type validators struct{ etag, lm, updated string }
+	read := func(path string) validators {
+		t.Helper()
+		resp, body := e.getFeed(http.MethodGet, path, "")
+		wantStatus(t, resp, http.StatusOK)
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return validators{resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), f.Updated}
+	}
+	before := map[string]validators{"/atom/news": read("/atom/news"), "/rss/news": read("/rss/news")}
+	seqBefore := e.nodeOf("news").LastSeq
+
+	time.Sleep(1100 * time.Millisecond) // a second later, so a time would differ
+	sub, _, err := e.hub.Subscribe(ctx, hub.Subscription{NodeName: "news", Kind: hub.KindXMPP,
+		Address: "reader@example.org/x", BareJID: "reader@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, err := e.hub.SendLastPublished(ctx, sub); err != nil || !sent {
+		t.Fatalf("SendLastPublished: %v, %v", sent, err)
+	}
+	if _, err := e.hub.Unsubscribe(ctx, "news", hub.KindXMPP, sub.Address); err != nil {
+		t.Fatal(err)
+	}
+	if e.nodeOf("news").LastSeq == seqBefore {
+		t.Fatal("the subscription left the log as it was: the test tests nothing")
+	}
+	for path, was := range before {
+		if now := read(path); now != was {
+			t.Errorf("%s: a subscription changed the validators from %+v to %+v", path, was, now)
+		}
+		resp := e.rawDo(http.MethodGet, path, "", "If-None-Match", was.etag)
+		wantStatus(t, resp, http.StatusNotModified)
+		wantStatus(t, e.rawDo(http.MethodGet, path, "", "If-Modified-Since", was.lm), http.StatusNotModified)
+	}
+
+	// A retraction and a new item each change them.
+	if _, err := e.hub.Retract(ctx, "news", "owner@example.org", itemIDs("v", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	retracted := read("/atom/news")
+	if retracted.etag == before["/atom/news"].etag {
+		t.Error("a retraction left the ETag as it was")
+	}
+	wantStatus(t, e.rawDo(http.MethodGet, "/atom/news", "", "If-None-Match", before["/atom/news"].etag), http.StatusOK)
+	e.publish("news", itemIDs("v", 3, 3)...)
+	published := read("/atom/news")
+	if published.etag == retracted.etag || published.lm == before["/atom/news"].lm || published.updated == before["/atom/news"].updated {
+		t.Errorf("a new item left the validators: %+v, before %+v", published, before["/atom/news"])
+	}
+	wantStatus(t, e.rawDo(http.MethodGet, "/atom/news", "", "If-None-Match", published.etag), http.StatusNotModified)
 }

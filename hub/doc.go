@@ -19,6 +19,11 @@
 // advance it only when their receiver accepted the change, and so do XMPP
 // subscriptions that ask for digests (digests.go). Publishing is therefore
 // O(events), and a subscriber's state changes only when it is served.
+// A feed's baseline is appended as items behind the cursors: the store
+// moves every cursor that stood at the end of the log past them in the
+// same transaction (FetchNews.Kept, Store.KeepItems), so a node holds its
+// feed's entries from the first fetch and no one is told of them; cursors
+// never move back.
 // The log keeps a node's newest LogWindow (1,000) events and its current
 // items; a subscriber further behind skips ahead, and one fetch publishes
 // at most a node's max_items new entries, so no feed grows the log without

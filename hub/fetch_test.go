@@ -248,8 +248,8 @@ func TestChangePublishesOnlyNewEntriesOldestFirst(t *testing.T) {
 		}
 		// The loop wakes the transports once the outcome is stored.
 		waitFor(t, "node "+n.Name+"'s transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
-		if cur := e.node(n.Name); cur.LastSeq != 2 {
-			t.Errorf("node %q at %d, want 2", n.Name, cur.LastSeq)
+		if cur := e.node(n.Name); cur.LastSeq != 4 || cur.XMPPSeq != 2 {
+			t.Errorf("node %q at %d, its XMPP cursor at %d; want 4 (the baseline's 2 kept, 2 new) and 2", n.Name, cur.LastSeq, cur.XMPPSeq)
 		}
 	}
 

@@ -2,7 +2,9 @@ package hub
 
 import (
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The rules of a fetch's outcome: which entries are new, when a fetch is
@@ -19,6 +21,16 @@ type FetchNews struct {
 	// its entries are recorded as seen and none is published, so a new
 	// node does not announce a feed's whole history.
 	Baseline bool
+	// Kept are, on the baseline of a feed, its entries as item events
+	// (publishing order): each node keeps the newest of them as its items
+	// without telling anyone (KeptForNode, Store.ApplyFetch), so a node is
+	// never empty while its feed has entries. None otherwise, and none for
+	// a resource that is not a feed, whose one entry only says it changed.
+	Kept []Event
+	// Title is, on the baseline of a feed, the feed's title as a node
+	// title (NodeTitleOf): the nodes pingd made for the source's URL that
+	// have no title take it, so they read as the feed rather than its URL.
+	Title string
 	// New are the entries never seen before, in publishing order (oldest
 	// first); none on a baseline.
 	New []Entry
@@ -43,10 +55,10 @@ func FetchNewsOf(o FetchOutcome, baselined bool, unseen func(id string) bool) Fe
 			}
 		}
 	}
-	news.Items = make([]Event, 0, len(news.New))
-	for _, e := range news.New {
-		news.Items = append(news.Items, Event{Kind: EventItem, ItemID: e.ID, Payload: e.Payload,
-			Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
+	news.Items = ItemEvents(news.New)
+	if news.Baseline && o.State.IsFeed {
+		news.Kept = ItemEvents(o.Entries)
+		news.Title = NodeTitleOf(o.State.Title)
 	}
 	switch {
 	case o.Note != nil:
@@ -60,17 +72,55 @@ func FetchNewsOf(o FetchOutcome, baselined bool, unseen func(id string) bool) Fe
 	return news
 }
 
+// ItemEvents makes item events of entries, in their order.
+func ItemEvents(entries []Entry) []Event {
+	out := make([]Event, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, Event{Kind: EventItem, ItemID: e.ID, Payload: e.Payload,
+			Title: e.Title, Summary: e.Summary, Link: e.Link, Updated: e.Updated})
+	}
+	return out
+}
+
 // Empty reports whether the fetch appends nothing to any node's log.
-func (n FetchNews) Empty() bool { return len(n.Items)+len(n.Change) == 0 }
+func (n FetchNews) Empty() bool { return len(n.Items)+len(n.Change)+len(n.Kept) == 0 }
+
+// KeptForNode is what one node keeps of the baseline: no more entries
+// than the node keeps (maxItems, 0 for no bound), the newest of them.
+func (n FetchNews) KeptForNode(maxItems int) []Event {
+	return NewestItems(n.Kept, maxItems)
+}
+
+// NewestItems is the newest max (0: all) of events in publishing order.
+func NewestItems(events []Event, max int) []Event {
+	if max > 0 && len(events) > max {
+		return events[len(events)-max:]
+	}
+	return events
+}
+
+// maxNodeTitleBytes is NodeConfig.Validate's bound on a title.
+const maxNodeTitleBytes = 1024
+
+// NodeTitleOf is a feed's title made a node title: spaces collapsed and
+// cut, at a character boundary, to what a node title may hold.
+func NodeTitleOf(feedTitle string) string {
+	t := strings.Join(strings.Fields(feedTitle), " ")
+	if len(t) <= maxNodeTitleBytes {
+		return t
+	}
+	cut := maxNodeTitleBytes
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut]
+}
 
 // ForNode is what one node following the source appends: no more new
 // entries than the node keeps (maxItems, 0 for no bound), the newest of
 // them, then the change event.
 func (n FetchNews) ForNode(maxItems int) []Event {
-	take := n.Items
-	if maxItems > 0 && len(take) > maxItems {
-		take = take[len(take)-maxItems:]
-	}
+	take := NewestItems(n.Items, maxItems)
 	return append(slices.Clip(take), n.Change...)
 }
 

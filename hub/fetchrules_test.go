@@ -2,8 +2,10 @@ package hub_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -138,5 +140,31 @@ func TestNextFetchAfter(t *testing.T) {
 				t.Errorf("next %v last ping %v, want %v and %v", st.NextFetchAt, st.LastPingAt, tc.next, tc.lastPing)
 			}
 		})
+	}
+}
+
+// TestFetchNewsKeepsTheBaseline: a feed's baseline keeps its entries as
+// item events (a node at most its max_items, the newest) and names its
+// title; a resource that is not a feed keeps nothing, and a later fetch
+// keeps nothing either.
+func TestFetchNewsKeepsTheBaseline(t *testing.T) {
+	entries := []hub.Entry{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	feed := hub.FetchOutcome{Changed: true, Entries: entries, State: hub.SourceState{IsFeed: true, Title: " A\n feed "}}
+	news := hub.FetchNewsOf(feed, false, func(string) bool { return true })
+	if !news.Baseline || news.Title != "A feed" || !slices.Equal(eventIDs(news.KeptForNode(0)), []string{"a", "b", "c"}) ||
+		!slices.Equal(eventIDs(news.KeptForNode(2)), []string{"b", "c"}) || len(news.ForNode(0)) != 0 || news.Empty() {
+		t.Errorf("baseline of a feed: %+v", news)
+	}
+	page := feed
+	page.State.IsFeed = false
+	if news := hub.FetchNewsOf(page, false, func(string) bool { return true }); len(news.Kept) != 0 || news.Title != "" {
+		t.Errorf("baseline of a page kept %v, titled %q", eventIDs(news.Kept), news.Title)
+	}
+	if news := hub.FetchNewsOf(feed, true, func(string) bool { return true }); len(news.Kept) != 0 || news.Title != "" {
+		t.Errorf("a later fetch kept %v, titled %q", eventIDs(news.Kept), news.Title)
+	}
+	long := strings.Repeat("é", 600) // 1,200 bytes
+	if got := hub.NodeTitleOf(long); len(got) > 1024 || !utf8.ValidString(got) || !strings.HasPrefix(long, got) {
+		t.Errorf("a long title cut to %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }

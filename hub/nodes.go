@@ -45,6 +45,11 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 		src = s
 		n.SourceID = s.ID
 		n.SourceURL = s.URL
+		if n.Implicit && n.Title == "" && s.Baselined && s.IsFeed {
+			// Titled as the feed, as its baseline titles the nodes made
+			// before it (Store.ApplyFetch).
+			n.Title = NodeTitleOf(s.Title)
+		}
 	}
 	token := randomToken(24)
 	n.TokenHash = HashToken(token)
@@ -63,13 +68,64 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 			h.log.InfoContext(ctx, "source gone before is fetched again for a new node", "node", n.Name, "source", src.URL)
 			h.WakeFetcher()
 		}
+	} else if src != nil && src.Baselined {
+		h.keepCurrentEntries(ctx, n, src)
 	} else if src != nil {
 		if err := h.scheduleBaseline(ctx, src); err != nil {
 			return nil, "", err
 		}
 	}
+	if src != nil {
+		// The baseline or the kept entries changed the node (its items,
+		// its title): the caller gets it as it is now. The node exists
+		// whatever this read does (the caller's context may have ended
+		// the wait for the baseline): without it, the node as created.
+		if cur, err := h.store.NodeByID(ctx, n.ID); err == nil {
+			n = cur
+		}
+	}
 	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
 	return n, token, nil
+}
+
+// keepCurrentEntries gives a node that starts following src, a source
+// whose baseline was taken before (for another node), the entries of the
+// source's stored representation as its items, told to no one
+// (Store.KeepItems), as that baseline gave them to the nodes following it
+// then: a new node is not empty while its feed has entries. It needs the
+// fetcher to read a stored body (EntryReader); without one, or without a
+// stored feed, the node starts empty and takes the feed's next new
+// entries. Failing to read them is logged, not an error: the node exists.
+func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
+	reader, ok := h.fetcher.(EntryReader)
+	if !ok || !src.IsFeed {
+		return
+	}
+	body, err := h.store.SourceBody(ctx, src.ID)
+	if err != nil || len(body) == 0 {
+		if err != nil {
+			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
+		}
+		return
+	}
+	at := src.LastChangeAt
+	if at.IsZero() {
+		at = src.LastFetchAt
+	}
+	entries, isFeed, err := reader.ReadEntries(body, src.URL, at)
+	if err != nil || !isFeed {
+		if err != nil {
+			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
+		}
+		return
+	}
+	events := NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems)
+	kept, err := h.store.KeepItems(ctx, n.ID, events)
+	if err != nil {
+		h.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
+		return
+	}
+	h.log.DebugContext(ctx, "new node keeps its feed's entries", "node", n.Name, "source", src.URL, "items", kept)
 }
 
 // Node returns a node by name.

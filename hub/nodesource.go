@@ -28,7 +28,13 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 	if err := h.store.SetNodeSource(ctx, name, id); err != nil {
 		return nil, fmt.Errorf("set the source of %q: %w", name, err)
 	}
-	if src != nil {
+	if src != nil && src.Baselined && !src.Gone {
+		n, err := h.store.Node(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		h.keepCurrentEntries(ctx, n, src)
+	} else if src != nil {
 		if err := h.scheduleBaseline(ctx, src); err != nil {
 			return nil, err
 		}

@@ -199,7 +199,7 @@ func (c *NodeConfig) Validate() error {
 	default:
 		return fmt.Errorf("%w: send_last_published_item %q (want on_sub or never)", ErrInvalid, c.SendLastPublished)
 	}
-	if len(c.Title) > 1024 {
+	if len(c.Title) > maxNodeTitleBytes {
 		return fmt.Errorf("%w: title longer than 1024 bytes", ErrInvalid)
 	}
 	return c.Polling.Validate()

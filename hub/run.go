@@ -111,7 +111,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 // logFetch logs what a fetch found and what storing it did.
 func (h *Hub) logFetch(ctx context.Context, src *Source, out FetchOutcome, ferr error, applied FetchApplied) {
 	attrs := []any{"source", src.URL, "status", out.State.LastStatus, "changed", out.Changed,
-		"new_items", len(applied.New), "published", applied.Published,
+		"new_items", len(applied.New), "published", applied.Published, "kept", applied.Kept,
 		"next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}
 	switch {
 	case ferr != nil:

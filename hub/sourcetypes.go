@@ -110,13 +110,17 @@ func (o FetchOutcome) Unchanged() bool {
 // FetchApplied reports what ApplyFetch did.
 type FetchApplied struct {
 	// Baseline is true when this was the source's first successful fetch:
-	// the entries were recorded as seen and nothing was published.
+	// the entries were recorded as seen and nothing was published (the
+	// newest of a feed's entries were kept as its nodes' items: Kept).
 	Baseline bool
 	// New are the entries never seen before, in publishing order.
 	New []Entry
 	// Published counts the item events written, over every node: each
 	// node takes at most its max_items of the newest New entries.
 	Published int
+	// Kept counts the baseline's entries kept as items without telling
+	// anyone, over every node (FetchNews.Kept).
+	Kept int
 	// Nodes are the ids of nodes whose logs grew.
 	Nodes []int64
 }

@@ -70,6 +70,14 @@ type Store interface {
 	// unless they are current items, whatever the cursors. ErrNotFound if
 	// the node does not exist.
 	Append(ctx context.Context, nodeID int64, events []Event) ([]Event, error)
+	// KeepItems makes item events (Kind EventItem) the items of a node
+	// that has no current item, as Append does, in one transaction that
+	// also moves past them every cursor standing at the end of the node's
+	// log (its XMPPSeq and its subscriptions' cursors): no one is told of
+	// them. A node that has an item keeps what it has and nothing is
+	// appended. It returns how many events it appended; ErrNotFound if the
+	// node does not exist.
+	KeepItems(ctx context.Context, nodeID int64, events []Event) (int, error)
 	// Items returns the node's current items, newest first: those named in
 	// ids (in any order, missing ones left out) or, when ids is empty, the
 	// newest max (all when max <= 0).
@@ -134,8 +142,12 @@ type Store interface {
 	// ping and which ids are unseen, and writes what FetchNewsOf,
 	// FetchNews.ForNode and NextFetchAfter (fetchrules.go) decide from
 	// them: on the baseline every entry id is recorded as seen and no item
-	// is written; a node takes at most its MaxItems of the newest new
-	// entries. It sets the stored LastNewItems to the number of new
+	// is told: a feed's entries (FetchNews.Kept, the newest MaxItems of
+	// them) are kept as each node's items as KeepItems keeps them, cursors
+	// standing at the end of a node's log moved past them, and implicit
+	// nodes without a title take FetchNews.Title; a node takes at most its
+	// MaxItems of the newest new entries. A cursor only moves forward:
+	// SaveDeliveryState(s) and SaveDigest never take one back. It sets the stored LastNewItems to the number of new
 	// entries. The body (State.Body) is written only when o.Changed: an
 	// outcome that did not change the representation keeps the stored
 	// one, whatever State.Body holds (sources read without it).

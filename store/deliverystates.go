@@ -12,8 +12,11 @@ import (
 // saveDeliveryStateSQL writes one subscription's delivery bookkeeping and
 // releases its lease, if the lease is still $10's: a process whose lease
 // ran out and was taken by another changes nothing (fenced by the owner).
-// The cursor never moves back. Written for PostgreSQL (GREATEST); SQLite
-// runs it with its two-argument MAX (sqliteGreatest).
+// The cursor never moves back: a node's baseline entries are kept as items
+// past the cursors (ApplyFetch), and a verification or delivery claimed
+// before must not take the cursor back before them. Written for
+// PostgreSQL (GREATEST); SQLite runs it with its two-argument MAX
+// (sqliteGreatest).
 const saveDeliveryStateSQL = `UPDATE subscriptions SET cursor_seq = GREATEST(cursor_seq, $2), attempts = $3,
 		consecutive_errors = $4, first_failure_at = $5, next_attempt_at = $6, last_error = $7,
 		last_delivered_at = $8, last_status = $9, lease_owner = '', lease_until = NULL

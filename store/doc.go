@@ -25,7 +25,9 @@
 //     names the current item of each item id, so replacing, retracting,
 //     purging and max_items touch only that table. Publishing writes the
 //     node row, the events and the items, never a row per subscriber:
-//     subscribers keep cursors into the log (hub's delivery model). Each
+//     subscribers keep cursors into the log (hub's delivery model); a
+//     baseline's kept items (keepTx) move the cursors at the log's end
+//     past them, and saved cursors only move forward. Each
 //     append drops the events it moves out of the node's log window
 //     (hub.LogWindow) unless they are current items; Prune takes the rest.
 //   - The seen table remembers the entry ids of a source, keyed by the

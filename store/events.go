@@ -142,6 +142,71 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 	return out, nil
 }
 
+// keepTx appends item events to the node's log inside tx, as appendTx
+// does, and moves past them every cursor that stood at the end of the
+// log: the node's XMPP cursor and its subscriptions' cursors (HTTP
+// deliveries, digests). They become the node's items and no one is told
+// of them. A cursor still behind keeps its place and reads them with the
+// events it has not read yet. One UPDATE of the subscriptions in all: it
+// is done once per node and source, on the baseline.
+func (s *sqlStore) keepTx(ctx context.Context, tx *txn, nodeID int64, events []hub.Event, now time.Time) ([]hub.Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	out, err := s.appendTx(ctx, tx, nodeID, events, now)
+	if err != nil {
+		return nil, err
+	}
+	end := out[len(out)-1].Seq
+	before := out[0].Seq - 1
+	if _, err := s.exec(ctx, tx, `UPDATE nodes SET xmpp_seq = $2 WHERE id = $1 AND xmpp_seq >= $3 AND xmpp_seq < $2`,
+		nodeID, end, before); err != nil {
+		return nil, fmt.Errorf("move the XMPP cursor of node %d past its kept items: %w", nodeID, err)
+	}
+	if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET cursor_seq = $2
+		WHERE node_id = $1 AND cursor_seq >= $3 AND cursor_seq < $2`, nodeID, end, before); err != nil {
+		return nil, fmt.Errorf("move the cursors of node %d past its kept items: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// KeepItems makes events the items of a node that has none, without
+// telling anyone (keepTx); see hub.Store.
+func (s *sqlStore) KeepItems(ctx context.Context, nodeID int64, events []hub.Event) (int, error) {
+	for i := range events {
+		if events[i].Kind != hub.EventItem {
+			return 0, fmt.Errorf("%w: keep a %s event as an item", hub.ErrInvalid, events[i].Kind)
+		}
+		if err := validEvent(&events[i]); err != nil {
+			return 0, err
+		}
+	}
+	var kept int
+	err := s.inTx(ctx, func(tx *txn) error {
+		kept = 0
+		// The node row first, locked on PostgreSQL, so that a fetch
+		// publishing to the node meanwhile comes before or after as a whole.
+		var last int64
+		if err := s.queryRow(ctx, tx, `SELECT last_seq FROM nodes WHERE id = $1`+s.forUpdate(),
+			[]any{nodeID}, &last); err != nil {
+			return notFound(err, fmt.Sprintf("keep items of node %d", nodeID))
+		}
+		var has int
+		err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM (SELECT 1 FROM items WHERE node_id = $1 LIMIT 1) i`,
+			[]any{nodeID}, &has)
+		if err != nil || has > 0 {
+			return err
+		}
+		out, err := s.keepTx(ctx, tx, nodeID, events, time.Now())
+		kept = len(out)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("keep items of node %d: %w", nodeID, err)
+	}
+	return kept, nil
+}
+
 // Items returns the node's current items, newest first.
 func (s *sqlStore) Items(ctx context.Context, nodeID int64, ids []string, max int) ([]hub.Event, error) {
 	const from = ` FROM items i JOIN events e ON e.node_id = i.node_id AND e.seq = i.seq WHERE i.node_id = $1`

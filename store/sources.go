@@ -470,12 +470,30 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 				return fmt.Errorf("nodes of source %d: %w", o.SourceID, err)
 			}
 			for _, n := range nodes {
+				// The baseline's entries first, kept as items without
+				// telling anyone; then what is told.
+				kept, err := s.keepTx(ctx, tx, n.id, news.KeptForNode(n.maxItems), now)
+				if err != nil {
+					return err
+				}
+				applied.Kept += len(kept)
 				events := news.ForNode(n.maxItems)
+				if len(events) == 0 {
+					continue
+				}
 				if _, err := s.appendTx(ctx, tx, n.id, events, now); err != nil {
 					return err
 				}
 				applied.Published += len(events) - len(news.Change)
 				applied.Nodes = append(applied.Nodes, n.id)
+			}
+		}
+
+		if news.Title != "" {
+			// Nodes pingd made for the source's URL read as the feed.
+			if _, err := s.exec(ctx, tx, `UPDATE nodes SET title = $2
+				WHERE source_id = $1 AND is_implicit AND title = ''`, o.SourceID, news.Title); err != nil {
+				return fmt.Errorf("title the nodes of source %d: %w", o.SourceID, err)
 			}
 		}
 

@@ -111,9 +111,11 @@ func (s *sqlStore) DueDigests(ctx context.Context, now time.Time, limit int) ([]
 }
 
 // SaveDigest records a sent digest, unless the subscription's due time
-// changed meanwhile.
+// changed meanwhile. Its cursor only moves forward: a baseline kept as
+// items meanwhile moved it past them (ApplyFetch).
 func (s *sqlStore) SaveDigest(ctx context.Context, id int64, due time.Time, cursor int64, next, sent time.Time) (bool, error) {
-	n, err := s.writeCount(ctx, `UPDATE subscriptions SET cursor_seq = $3, next_attempt_at = $4, last_delivered_at = $5
+	n, err := s.writeCount(ctx, `UPDATE subscriptions SET
+		cursor_seq = CASE WHEN cursor_seq > $3 THEN cursor_seq ELSE $3 END, next_attempt_at = $4, last_delivered_at = $5
 		WHERE id = $1 AND kind = 'xmpp' AND next_attempt_at = $2`,
 		id, s.timeArg(due), cursor, s.timeArg(next), s.timeArg(sent))
 	if err != nil {

@@ -80,11 +80,16 @@ func TestPlainClientSubscribesByChat(t *testing.T) {
 		t.Errorf("a bad command answered %q, want the help text", m.Body)
 	}
 	feedURL := feed.URL + "/feed.xml"
-	if m := say("subscribe " + feedURL); !strings.Contains(m.Body, "Subscribed to") {
+	if m := say("subscribe " + feedURL); !strings.Contains(m.Body, "Subscribed to") || !strings.Contains(m.Body, "(Test feed)") {
 		t.Fatalf("subscribe answered %q", m.Body)
 	}
-	// The node was created for the feed and its baseline fetched.
+	// The node was created for the feed and its baseline fetched: the
+	// feed's entry is the node's item, and the newest is sent at once,
+	// under the feed's title.
 	d.waitBaselined(feedURL)
+	if m := nextChat(t, reader, 15*time.Second); !strings.Contains(m.Body, "[Test feed] Old one") {
+		t.Errorf("the newest entry after subscribing: %q", m.Body)
+	}
 	if m := say("list"); !strings.Contains(m.Body, feedURL) {
 		t.Errorf("list answered %q", m.Body)
 	}

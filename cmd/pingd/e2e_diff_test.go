@@ -99,6 +99,11 @@ func TestXMPPDiffsEndToEnd(t *testing.T) {
 		}
 		return b
 	}
+	// The node's newest item (its feed's entry at the first fetch) comes
+	// first, sent to the new subscription.
+	if m := next(); len(m.Event.Items.Items) != 1 {
+		t.Fatalf("the newest item sent on subscribing: %+v", m)
+	}
 	before := atom()
 	src.Add(feedItem{"new", "New entry"})
 	d.pingFeed(src.URL)

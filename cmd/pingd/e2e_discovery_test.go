@@ -100,6 +100,10 @@ func TestPagesStandForTheirFeeds(t *testing.T) {
 	if m := nextChat(t, reader, 15*time.Second); !strings.Contains(m.Body, `Subscribed to "news"`) {
 		t.Fatalf("chat subscribe by homepage answered %q", m.Body)
 	}
+	// The node's newest item (the feed's entry at its first fetch) follows.
+	if m := nextChat(t, reader, 15*time.Second); !strings.Contains(m.Body, "Old one") {
+		t.Fatalf("the newest entry after subscribing: %q", m.Body)
+	}
 
 	// A weblogUpdates.ping naming the homepage reaches the feed's node.
 	feed.Add(feedItem{"new-1", "Pinged by its homepage"})

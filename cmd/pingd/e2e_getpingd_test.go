@@ -144,7 +144,9 @@ func TestGetPingdWhitelistEndToEnd(t *testing.T) {
 	}
 	feed.Add(feedItem{"n1", "New one"})
 	d.pingFeed(feed.URL)
-	if got := collectItems(t, reader, 1, 15*time.Second, 300*time.Millisecond); !slices.Equal(got, []receivedItem{{"private", "n1", "New one"}}) {
+	// The node's newest item comes first, sent to the new subscription
+	// (the feed's entry at its first fetch), then the new one.
+	if got := collectItems(t, reader, 2, 15*time.Second, 300*time.Millisecond); !slices.Equal(got, []receivedItem{{"private", "old", "Old"}, {"private", "n1", "New one"}}) {
 		t.Fatalf("member got %v", got)
 	}
 

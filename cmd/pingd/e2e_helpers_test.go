@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -372,4 +373,14 @@ func subscribe(t testing.TB, ctx context.Context, c *testenv.Client, component, 
 		t.Fatalf("subscribe: %v", err)
 	}
 	return resp
+}
+
+// wantNewestOnSubscribe reads the node's newest item, which a new
+// subscription is sent at once (the newest of the feed's entries at its
+// first fetch when nothing came since), and checks it is want.
+func wantNewestOnSubscribe(t testing.TB, c *testenv.Client, want receivedItem) {
+	t.Helper()
+	if got := collectItems(t, c, 1, 15*time.Second, 300*time.Millisecond); !slices.Equal(got, []receivedItem{want}) {
+		t.Fatalf("sent on subscribing: %v, want %v", got, want)
+	}
 }

@@ -49,6 +49,11 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 	if resp := subscribe(t, ctx, reader, p.ComponentDomain, "news"); !strings.Contains(resp, `subscription="subscribed"`) {
 		t.Fatalf("XMPP subscribe: %s", resp)
 	}
+	// The node's newest item, the feed's entry at its first fetch, is sent
+	// to the new subscription: it is an item, never told as new.
+	if got := collectItems(t, reader, 1, 15*time.Second, 300*time.Millisecond); !slices.Equal(got, []receivedItem{{"news", "old-1", "Old one"}}) {
+		t.Fatalf("sent on subscribing: %v", got)
+	}
 	owner := testenv.Dial(ctx, t, p, "owner", "pw", "e2e")
 
 	hook, websub, cloud, cnws := newRecordingServer(t), newRecordingServer(t), newRecordingServer(t), newRecordingServer(t)

@@ -344,6 +344,9 @@ func newRelSetupOn(t *testing.T, p *testenv.Prosody, xmppReaders int, mkHooks fu
 		if resp := subscribe(t, ctx, c, s.p.ComponentDomain, relNode); !strings.Contains(resp, `subscription="subscribed"`) {
 			t.Fatalf("subscribe %s: %s", user, resp)
 		}
+		// The node's newest item (the feed's entry at its first fetch) is
+		// sent to the new subscription before anything is counted.
+		wantNewestOnSubscribe(t, c, receivedItem{relNode, "old", "Item old"})
 		name := user + "@" + s.p.Domain
 		relListen(t, c, name, s.tally)
 		s.subs = append(s.subs, name)

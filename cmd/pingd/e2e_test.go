@@ -43,6 +43,9 @@ func TestPingToXMPPSubscriber(t *testing.T) {
 	if resp := subscribe(t, ctx, reader, p.ComponentDomain, "news"); !strings.Contains(resp, `subscription="subscribed"`) {
 		t.Fatalf("subscribe answer: %s", resp)
 	}
+	// The feed's entries at the first fetch are the node's items, told to
+	// no one; the newest is sent to the new subscription.
+	wantNewestOnSubscribe(t, reader, receivedItem{"news", "old-2", "Old two"})
 
 	pings := []struct {
 		name string
@@ -116,6 +119,7 @@ func TestRestartsLoseNothing(t *testing.T) {
 	defer cancel()
 	reader := testenv.Dial(ctx, t, p, "reader", "pw", "r1")
 	subscribe(t, ctx, reader, p.ComponentDomain, "n")
+	wantNewestOnSubscribe(t, reader, receivedItem{"n", "a", "A"})
 
 	ping := func() {
 		resp, err := http.PostForm(d.URL+"/ping", url.Values{"url": {feed.URL}})

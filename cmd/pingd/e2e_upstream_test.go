@@ -120,6 +120,11 @@ func TestPushFromUpstream(t *testing.T) {
 			t.Fatalf("subscribe %s: %s", node, resp)
 		}
 	}
+	// Each node's newest item (its feed's entry at the first fetch) is sent
+	// to the new subscription.
+	if got := collectItems(t, reader, 2, 15*time.Second, 300*time.Millisecond); len(got) != 2 {
+		t.Fatalf("sent on subscribing: %+v", got)
+	}
 	waitFor(t, 20*time.Second, "the upstream subscriptions", func() bool {
 		hubMu.Lock()
 		defer hubMu.Unlock()

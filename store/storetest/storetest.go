@@ -45,6 +45,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SourcesLeasedByOthers", testSourcesLeasedByOthers},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
 		{"FetchBaseline", testFetchBaseline},
+		{"FetchBaselineKeepsItems", testFetchBaselineKeepsItems},
+		{"KeepItems", testKeepItems},
 		{"FetchNewEntries", testFetchNewEntries},
 		{"FetchReorderedAndRepeated", testFetchReorderedAndRepeated},
 		{"FetchChangeWithoutNewEntries", testFetchChangeWithoutNew},
