@@ -91,6 +91,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	xmppGot := newTally()
+	xmppGot.welcomes("old") // the feed's entry at its first fetch
 	for i := range readers {
 		c := testenv.Dial(ctx, t, p, fmt.Sprintf("reader%d", i), "pw", "r")
 		if resp := subscribe(t, ctx, c, p.ComponentDomain, "news"); !strings.Contains(resp, `subscription="subscribed"`) {

@@ -55,6 +55,9 @@ func TestPublisherUsingPingdAsItsHub(t *testing.T) {
 	if resp := subscribe(t, ctx, reader, p.ComponentDomain, "own"); !strings.Contains(resp, `subscription="subscribed"`) {
 		t.Fatalf("subscribe: %s", resp)
 	}
+	// The feed's entry at the first fetch is the node's newest item, sent
+	// to the new subscription.
+	wantNewestOnSubscribe(t, reader, receivedItem{"own", "urn:e0", "Own e0"})
 	// A publish request from the publisher, as WebSub §7 has it.
 	publish := func() {
 		t.Helper()
