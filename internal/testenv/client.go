@@ -178,4 +178,3 @@ func answerDiscoInfo(t xmlstream.TokenReadEncoder, start *xml.StartElement, feat
 	}
 	return nil
 }
-
