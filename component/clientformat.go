@@ -58,31 +58,28 @@ func wantsProbe(sender jid.JID, r *request) bool {
 	return r.Form == nil && sender.Resourcepart() != ""
 }
 
-// chooseFormat asks the subscriber's client what it handles and, when it
-// does not handle pubsub events, turns the new subscription into plain
-// messages. It returns the subscription as it now is.
-func (svc *service) chooseFormat(ctx context.Context, sub *hub.Subscription) *hub.Subscription {
+// optionsForClient asks the subscribing client (the full JID the request
+// came from; the subscription may name the bare JID, as Gajim's does) what
+// it handles and returns opts with the plain message format when it does
+// not handle Atom events. The answer to the subscribe waits for it, so that
+// the newest item, sent right after the answer, goes out in the chosen
+// format and in order.
+func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node string, opts hub.Options) hub.Options {
 	cn := svc.dispatcher.connection()
 	if cn == nil {
-		return sub
+		return opts
 	}
 	qctx, cancel := context.WithTimeout(ctx, clientProbeTimeout)
 	defer cancel()
-	info, err := svc.dispatcher.query(qctx, cn, sub.Address, `<query xmlns="`+nsDiscoInfo+`"/>`)
+	info, err := svc.dispatcher.query(qctx, cn, client.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
 	if err != nil {
-		svc.log.DebugContext(ctx, "subscriber's features unknown: it keeps pubsub events", "jid", sub.Address, "err", err)
-		return sub
+		svc.log.DebugContext(ctx, "subscriber's features unknown: it keeps pubsub events", "node", node, "client", client.String(), "err", err)
+		return opts
 	}
 	if showsPubsubEvents(info) {
-		return sub
+		return opts
 	}
-	opts := sub.Options
+	svc.log.InfoContext(ctx, "subscriber's client does not handle Atom events: it gets plain messages", "node", node, "client", client.String())
 	opts.Format = hub.FormatMessage
-	changed, err := svc.hub.SetSubscriptionOptions(ctx, *sub, opts)
-	if err != nil {
-		svc.log.ErrorContext(ctx, "make a subscription plain messages", "node", sub.NodeName, "jid", sub.Address, "err", err)
-		return sub
-	}
-	svc.log.InfoContext(ctx, "subscriber's client does not handle Atom events: it gets plain messages", "node", sub.NodeName, "jid", sub.Address)
-	return changed
+	return opts
 }

@@ -34,7 +34,9 @@ func TestClientFeaturesChooseTheFormat(t *testing.T) {
 	gui := dial("gui", nsDiscoInfo, "urn:xmpp:avatar:metadata+notify", "http://jabber.org/protocol/nick+notify")
 	lib := dial("lib", nsDiscoInfo, nsPubsub)
 	atom := dial("atom", nsDiscoInfo, "urn:xmpp:avatar:metadata+notify", atomNotify)
-	for _, c := range []*testenv.Client{gui, lib, atom} {
+	// Gajim names its bare JID in the request: its full JID is asked.
+	result(t, e.request(gui, "set", subscribePayload("demo", gui.JID.Bare().String())))
+	for _, c := range []*testenv.Client{lib, atom} {
 		result(t, e.request(c, "set", subscribePayload("demo", c.JID.String())))
 	}
 	last := nextMessage(t, gui, 10*time.Second, isNotification)

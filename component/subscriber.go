@@ -25,6 +25,9 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 			return serr
 		}
 	}
+	if wantsProbe(sender, r) {
+		opts = svc.optionsForClient(ctx, sender, r.Node, opts)
+	}
 	sub, existed, err := svc.hub.Subscribe(ctx, hub.Subscription{
 		NodeName: r.Node,
 		Kind:     hub.KindXMPP,
@@ -43,20 +46,7 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	}
 	if !existed {
 		svc.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
-		if wantsProbe(sender, r) {
-			// The client's features choose the format (clientformat.go),
-			// before the newest item goes out in it.
-			s := *sub
-			afterAnswer(ctx, func(ctx context.Context) {
-				chosen := svc.chooseFormat(ctx, &s)
-				if n.SendLastPublished == hub.SendLastNever {
-					return
-				}
-				if _, err := svc.hub.SendLastPublished(ctx, chosen); err != nil {
-					svc.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", chosen.Address, "err", err)
-				}
-			})
-		} else if _, err := svc.sendLastAfterAnswer(ctx, n, sub); err != nil {
+		if _, err := svc.sendLastAfterAnswer(ctx, n, sub); err != nil {
 			return err
 		}
 	}
