@@ -57,18 +57,7 @@ func startGUI(t *testing.T, script string, env func(out string) []string) *guiPr
 	inner := fmt.Sprintf(`[ -x %[1]s ] && %[1]s & exec %[2]s`, daemon, script)
 	args := []string{"dbus-run-session", "--", "xvfb-run", "-a", "-s", "-screen 0 1280x900x24", "sh", "-c", inner}
 	if os.Getuid() == 0 {
-		if err := filepath.Walk(home, func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Chown(p, 65534, 65534)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		// t.TempDir's parents are root's 0700 directories.
-		for d := filepath.Dir(home); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-			_ = os.Chmod(d, 0o755)
-		}
+		giveToNobody(t, home)
 		args = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}, args...)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
@@ -114,6 +103,23 @@ func startGUI(t *testing.T, script string, env func(out string) []string) *guiPr
 		}
 	})
 	return g
+}
+
+// giveToNobody makes dir (a t.TempDir) the unprivileged user's.
+func giveToNobody(t *testing.T, dir string) {
+	t.Helper()
+	if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// t.TempDir's parents are root's 0700 directories.
+	for d := filepath.Dir(dir); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
 }
 
 // screenText reads the newest screenshot with tesseract.
