@@ -28,7 +28,7 @@ func requireGUI(t *testing.T, client string, bins ...string) {
 	}
 	for _, bin := range bins {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed (apt-get install -y gajim xvfb xauth dbus imagemagick tesseract-ocr notification-daemon): %v", bin, err)
+			t.Skipf("%s is needed to run %s and is not installed (scripts/test-deps.sh installs it): %v", bin, client, err)
 		}
 	}
 }
