@@ -32,7 +32,20 @@ dino-im >"$OUT/dino.log" 2>&1 &
 say started
 waitfor open
 dino-im "xmpp:$PINGD_DINO_SERVICE?message" >>"$OUT/dino.log" 2>&1
-sleep 2
+# The chat is open once Dino has the conversation (at most 10 s).
+python3 - "$DB" "$PINGD_DINO_SERVICE" <<'PY'
+import sqlite3, sys, time
+for _ in range(50):
+    try:
+        db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+        if db.execute("SELECT 1 FROM conversation c JOIN jid j ON c.jid_id = j.id WHERE j.bare_jid = ? AND c.active",
+                      (sys.argv[2],)).fetchone():
+            break
+    except sqlite3.Error:
+        pass
+    time.sleep(0.2)
+PY
+sleep 1
 win=$(xdotool search --sync --onlyvisible --class dino | head -n 1)
 xdotool windowfocus --sync "$win" 2>/dev/null || true
 xdotool type --delay 40 "$PINGD_DINO_COMMAND"
