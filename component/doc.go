@@ -79,7 +79,9 @@
 //     element every notification writes), publisher.go (publish and
 //     retract, the payload limit), owner.go (create, configure, delete,
 //     purge, and the owner's subscriptions and affiliations management).
-//     Subscription options are in subopts.go.
+//     Subscription options are in subopts.go; clientformat.go asks the
+//     client behind a plain subscribe (disco#info) whether it handles
+//     Atom events, and gives one that says it does not plain messages.
 //   - rsm.go: XEP-0059 result set management on items retrieval, and on
 //     the service's disco#items, which reads one page of the nodes from
 //     the store (hub.NodePage), never the whole list. Children of
@@ -112,8 +114,9 @@
 //     for the server's multicast service (Config.Multicast) and, when
 //     there is one, sends a notification to the server's own users as one
 //     stanza per batch of addresses; a refused one is sent again one by
-//     one. queries.go: pingd's own IQs to the server (the multicast
-//     service's discovery) and the answers they wait for.
+//     one. queries.go: pingd's own IQs (the multicast service's
+//     discovery, a subscribing client's features) and the answers they
+//     wait for.
 //   - leader.go: several pingd processes on one database. Only the holder
 //     of a lease (the store's leader lock, given as Config.Leader) sends
 //     notifications, and sweeps for nodes other processes appended to;

@@ -25,6 +25,9 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 			return serr
 		}
 	}
+	if wantsProbe(sender, r) {
+		opts = svc.optionsForClient(ctx, sender, r.Node, opts)
+	}
 	sub, existed, err := svc.hub.Subscribe(ctx, hub.Subscription{
 		NodeName: r.Node,
 		Kind:     hub.KindXMPP,

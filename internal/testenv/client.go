@@ -37,8 +37,15 @@ func Dial(ctx context.Context, t testing.TB, p *Prosody, user, password, resourc
 	return c
 }
 
-// DialAddr logs in as the full JID on a c2s address.
+// DialAddr logs in as the full JID on a c2s address. The client answers
+// no IQ (mellium answers them service-unavailable).
 func DialAddr(ctx context.Context, addr, full, password string) (*Client, error) {
+	return DialFeatures(ctx, addr, full, password, nil)
+}
+
+// DialFeatures is DialAddr for a client that answers XEP-0030 disco#info
+// with these features when features is not nil, as graphical clients do.
+func DialFeatures(ctx context.Context, addr, full, password string, features []string) (*Client, error) {
 	j, err := jid.Parse(full)
 	if err != nil {
 		return nil, err
@@ -60,6 +67,9 @@ func DialAddr(ctx context.Context, addr, full, password string) (*Client, error)
 	c := &Client{JID: s.LocalAddr(), Session: s, Stanzas: make(chan []byte, 100000), done: make(chan error, 1)}
 	go func() {
 		c.done <- s.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+			if features != nil && start.Name.Local == "iq" && attr(start, "type") == "get" {
+				return answerDiscoInfo(t, start, features)
+			}
 			var buf bytes.Buffer
 			e := xml.NewEncoder(&buf)
 			if _, err := xmlstream.Copy(e, xmlstream.MultiReader(xmlstream.Token(*start), xmlstream.Inner(t), xmlstream.Token(start.End()))); err != nil {
@@ -119,4 +129,52 @@ func (c *Client) SendRaw(ctx context.Context, stanza string) (string, error) {
 func (c *Client) Close() {
 	_ = c.Session.Close()
 	_ = c.Session.Conn().Close()
+}
+
+func attr(start *xml.StartElement, local string) string {
+	for _, a := range start.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// answerDiscoInfo answers a disco#info get with the features (any other
+// get is left to mellium, which answers service-unavailable).
+func answerDiscoInfo(t xmlstream.TokenReadEncoder, start *xml.StartElement, features []string) error {
+	tok, err := t.Token()
+	if err != nil {
+		return err
+	}
+	q, ok := tok.(xml.StartElement)
+	if !ok || q.Name.Space != "http://jabber.org/protocol/disco#info" || q.Name.Local != "query" {
+		return nil
+	}
+	const ns = "http://jabber.org/protocol/disco#info"
+	iq := xml.StartElement{Name: xml.Name{Local: "iq"}, Attr: []xml.Attr{
+		{Name: xml.Name{Local: "type"}, Value: "result"},
+		{Name: xml.Name{Local: "id"}, Value: attr(start, "id")},
+		{Name: xml.Name{Local: "to"}, Value: attr(start, "from")},
+	}}
+	query := xml.StartElement{Name: xml.Name{Space: ns, Local: "query"}}
+	toks := []xml.Token{iq, query}
+	el := func(local string, attrs ...string) {
+		se := xml.StartElement{Name: xml.Name{Local: local}}
+		for i := 0; i+1 < len(attrs); i += 2 {
+			se.Attr = append(se.Attr, xml.Attr{Name: xml.Name{Local: attrs[i]}, Value: attrs[i+1]})
+		}
+		toks = append(toks, se, se.End())
+	}
+	el("identity", "category", "client", "type", "pc")
+	for _, f := range features {
+		el("feature", "var", f)
+	}
+	toks = append(toks, query.End(), iq.End())
+	for _, tok := range toks {
+		if err := t.EncodeToken(tok); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -57,6 +57,9 @@ type ProsodyOptions struct {
 	// ExtraHosts are more virtual hosts beside Domain, for users of other
 	// domains on the same server (RegisterOn, DialAddr).
 	ExtraHosts []string
+	// Certificate and Key, PEM files, turn TLS on: c2s then offers
+	// STARTTLS with them (clients that insist on it, such as Dino).
+	Certificate, Key string
 }
 
 // RequireProsody skips in -short mode and fails when prosody is missing.
@@ -105,6 +108,10 @@ func port(addr string) string {
 }
 
 func (p *Prosody) config(opts ProsodyOptions) string {
+	enabled, disabled := "", `"s2s"; "tls"`
+	if opts.Certificate != "" {
+		enabled, disabled = `; "tls"`, `"s2s"`
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `daemonize = false
 run_as_root = true
@@ -118,15 +125,18 @@ component_interfaces = { "127.0.0.1" }
 s2s_ports = { }
 http_ports = { }
 https_ports = { }
-modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "posix" }
-modules_disabled = { "s2s"; "tls" }
+modules_enabled = { "roster"; "saslauth"; "disco"; "ping"; "posix"%s }
+modules_disabled = { %s }
 c2s_require_encryption = false
 allow_unencrypted_plain_auth = true
 authentication = "internal_plain"
 certificates = %q
 limits = { c2s = { rate = "100mb/s" }; s2sin = { rate = "100mb/s" } }
 `, filepath.Join(p.Dir, "prosody.pid"), filepath.Join(p.Dir, "data"), filepath.Join(p.Dir, "prosody.log"),
-		port(p.C2SAddr), port(p.ComponentAddr), filepath.Join(p.Dir, "certs"))
+		port(p.C2SAddr), port(p.ComponentAddr), enabled, disabled, filepath.Join(p.Dir, "certs"))
+	if opts.Certificate != "" {
+		fmt.Fprintf(&b, "ssl = { certificate = %q; key = %q }\n", opts.Certificate, opts.Key)
+	}
 	admins := make([]string, 0, len(opts.Admins))
 	for _, a := range opts.Admins {
 		admins = append(admins, fmt.Sprintf("%q", a))

@@ -1,0 +1,58 @@
+package component
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
+)
+
+// TestClientFeaturesChooseTheFormat: a plain XEP-0060 subscribe from a
+// full JID whose client announces XEP-0163 +notify features, none for
+// Atom (what Gajim 1.7 announces: it drops every pubsub event), gets plain
+// chat messages, the newest entry first; a client announcing no +notify
+// (a pubsub library), or Atom's, keeps the pubsub event.
+func TestClientFeaturesChooseTheFormat(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("demo", "Demo feed", hub.AccessOpen)
+	e.publish("demo", "f1")
+	dial := func(user string, features ...string) *testenv.Client {
+		t.Helper()
+		c, err := testenv.DialFeatures(e.ctx, e.p.C2SAddr, user+"@"+e.p.Domain+"/desk", password, features)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	e.p.Register("gui", password)
+	e.p.Register("lib", password)
+	e.p.Register("atom", password)
+	gui := dial("gui", nsDiscoInfo, "urn:xmpp:avatar:metadata+notify", "http://jabber.org/protocol/nick+notify")
+	lib := dial("lib", nsDiscoInfo, nsPubsub)
+	atom := dial("atom", nsDiscoInfo, "urn:xmpp:avatar:metadata+notify", atomNotify)
+	// Gajim names its bare JID in the request: its full JID is asked.
+	result(t, e.request(gui, "set", subscribePayload("demo", gui.JID.Bare().String())))
+	for _, c := range []*testenv.Client{lib, atom} {
+		result(t, e.request(c, "set", subscribePayload("demo", c.JID.String())))
+	}
+	last := nextMessage(t, gui, 10*time.Second, isNotification)
+	if !isPlain(last) || last.attr("type") != hub.NotifyChat || !strings.Contains(bodyOf(last), "Title f1") {
+		t.Errorf("the newest entry reached the client without Atom+notify as %s, want a plain chat message", last.standalone())
+	}
+	for name, c := range map[string]*testenv.Client{"library": lib, "atom+notify": atom} {
+		if m := nextMessage(t, c, 10*time.Second, isNotification); !isEvent(m) {
+			t.Errorf("%s client: the newest entry came as %s, want the pubsub event", name, m.standalone())
+		}
+	}
+	e.publish("demo", "f2")
+	if m := nextMessage(t, gui, 10*time.Second, isNotification); !isPlain(m) || !strings.Contains(bodyOf(m), "Title f2") {
+		t.Errorf("a new entry reached the client without Atom+notify as %s, want a plain message", m.standalone())
+	}
+	if m := nextMessage(t, lib, 10*time.Second, isNotification); !isEvent(m) {
+		t.Errorf("library client: a new entry came as %s, want the pubsub event", m.standalone())
+	}
+}
