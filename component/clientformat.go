@@ -71,6 +71,11 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	}
 	qctx, cancel := context.WithTimeout(ctx, clientProbeTimeout)
 	defer cancel()
+	// A client that does not answer holds this request up to the timeout:
+	// the pool starts another worker meanwhile, so a sender whose client
+	// never answers delays no one else's requests.
+	ended := hub.StartSlowWait(ctx)
+	defer ended()
 	info, err := svc.dispatcher.query(qctx, cn, client.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
 	if err != nil {
 		svc.log.DebugContext(ctx, "subscriber's features unknown: it keeps pubsub events", "node", node, "client", client.String(), "err", err)

@@ -1,7 +1,9 @@
 package component
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,4 +57,41 @@ func TestClientFeaturesChooseTheFormat(t *testing.T) {
 	if m := nextMessage(t, lib, 10*time.Second, isNotification); !isEvent(m) {
 		t.Errorf("library client: a new entry came as %s, want the pubsub event", m.standalone())
 	}
+}
+
+// TestSilentClientsDelayNoOneElse: a client that never answers the
+// disco#info a plain subscribe asks it holds its own requests up to
+// clientProbeTimeout, not the request workers: with more such subscribes
+// pending than there are workers, another user's disco#info is still
+// answered at once.
+func TestSilentClientsDelayNoOneElse(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	const subscribes = 2 * requestWorkers
+	for i := range subscribes {
+		e.createNode(fmt.Sprintf("n%d", i), "N", hub.AccessOpen)
+	}
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release()
+	silent, err := testenv.DialHolding(e.ctx, e.p.C2SAddr, "alice@"+e.p.Domain+"/silent", password, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(silent.Close)
+	bob := e.dial("bob", "main")
+	var wg sync.WaitGroup
+	for i := range subscribes {
+		wg.Go(func() {
+			e.request(silent, "set", subscribePayload(fmt.Sprintf("n%d", i), silent.JID.String()))
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // the subscribes are waiting for their probes
+	start := time.Now()
+	result(t, e.request(bob, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("bob's disco#info took %v while %d subscribes waited for a silent client, want under 1s", took.Round(time.Millisecond), subscribes)
+	}
+	release() // the client reads again: the subscribes' answers reach it
+	wg.Wait()
 }

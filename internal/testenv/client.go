@@ -46,6 +46,17 @@ func DialAddr(ctx context.Context, addr, full, password string) (*Client, error)
 // DialFeatures is DialAddr for a client that answers XEP-0030 disco#info
 // with these features when features is not nil, as graphical clients do.
 func DialFeatures(ctx context.Context, addr, full, password string, features []string) (*Client, error) {
+	return dial(ctx, addr, full, password, features, nil)
+}
+
+// DialHolding is DialAddr for a client that leaves the IQ gets it is sent
+// unanswered until hold is closed, as a client that never answers does:
+// its session reads nothing more meanwhile.
+func DialHolding(ctx context.Context, addr, full, password string, hold <-chan struct{}) (*Client, error) {
+	return dial(ctx, addr, full, password, nil, hold)
+}
+
+func dial(ctx context.Context, addr, full, password string, features []string, hold <-chan struct{}) (*Client, error) {
 	j, err := jid.Parse(full)
 	if err != nil {
 		return nil, err
@@ -67,6 +78,10 @@ func DialFeatures(ctx context.Context, addr, full, password string, features []s
 	c := &Client{JID: s.LocalAddr(), Session: s, Stanzas: make(chan []byte, 100000), done: make(chan error, 1)}
 	go func() {
 		c.done <- s.Serve(xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+			if hold != nil && start.Name.Local == "iq" && attr(start, "type") == "get" {
+				<-hold
+				return nil
+			}
 			if features != nil && start.Name.Local == "iq" && attr(start, "type") == "get" {
 				return answerDiscoInfo(t, start, features)
 			}
