@@ -176,8 +176,8 @@ func (w *ackWindow) deletionWritten(id int64) bool {
 	return w.deletions[id]
 }
 
-// deletionsNotForgotten lets node deletions whose rows could not be
-// forgotten be written again.
+// deletionsNotForgotten lets node deletions be written again: those
+// being forgotten (their ids may be reused) or whose rows could not be.
 func (w *ackWindow) deletionsNotForgotten(ids []int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

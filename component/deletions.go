@@ -99,11 +99,16 @@ func (d *dispatcher) forgetDeletions(ctx context.Context, conn *connection, ids 
 	}
 	// Acknowledged means routed by the server: forget them even when
 	// pingd is stopping, or they would be sent again.
+	// Their ids leave the connection's record of written deletions
+	// first: SQLite gives a new row the id of the last one once that is
+	// forgotten, and a deletion recorded as written is skipped. A list
+	// read before the rows are gone may write one again: a duplicate,
+	// never a deletion withheld.
+	conn.acks.deletionsNotForgotten(ids)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
 	defer cancel()
 	if err := d.store.ForgetNodeDeletions(sctx, ids); err != nil {
 		d.log.ErrorContext(ctx, "forget sent node deletions", "deletions", len(ids), "err", err)
-		conn.acks.deletionsNotForgotten(ids)
 		d.requeueLater(0)
 	}
 }

@@ -106,3 +106,29 @@ func TestAckWindowDeletions(t *testing.T) {
 		t.Fatalf("deletions %v acknowledged by a closed connection", ids)
 	}
 }
+
+// TestDeleteNotificationsOfSuccessiveDeletions: SQLite hands a new row of
+// node_deletions the id of the last one once that one is forgotten, so a
+// connection that remembered the forgotten id as written skipped the next
+// deletion's notifications until it reconnected. Each deletion made while
+// connected reaches the subscriber.
+func TestDeleteNotificationsOfSuccessiveDeletions(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	bob := e.dial("bob", "pubsub")
+	for _, name := range []string{"first", "second", "third"} {
+		e.createNode(name, "", hub.AccessOpen)
+		result(t, e.request(bob, "set", subscribePayload(name, bob.JID.String())))
+		if err := e.hub.DeleteNode(e.ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		ev := nextEvent(t, bob, 10*time.Second)
+		if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != name {
+			t.Fatalf("want a delete notification of %s, got %s", name, ev.msg.standalone())
+		}
+		waitFor(t, 10*time.Second, "the deletion to be forgotten", func() bool {
+			dels, err := e.store.NodeDeletions(e.ctx, 10)
+			return err == nil && len(dels) == 0
+		})
+	}
+}
