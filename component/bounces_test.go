@@ -2,6 +2,7 @@ package component
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,5 +153,42 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	}
 	if s := subOf(ghost); s.ConsecutiveErrors != 0 || s.LastError != "" {
 		t.Errorf("after subscribing again the subscription is %+v", s)
+	}
+}
+
+// TestNotificationErrorsTakeRequestTokens: an error answering a
+// notification costs pingd a store write, and anyone can send errors
+// naming a notification id; they were held to the sender's pending share
+// only, not to its request rate, so one user could make pingd write at
+// the speed of its stream. They take tokens of the sender's bucket like
+// its requests; beyond it they are dropped.
+func TestNotificationErrorsTakeRequestTokens(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.stop()
+	const burst = 5
+	e.configure = func(c *Config) { c.IQRate, c.IQBurst = 0.01, burst } // no token comes back during the test
+	e.startComponent(envOptions{level: slog.LevelDebug})
+	n := e.createNode("bouncy", "", hub.AccessOpen)
+	alice := e.dial("alice", "flood")
+	result(t, e.request(alice, "set", subscribePayload("bouncy", alice.JID.String()))) // one token
+
+	const sent = 30
+	for i := range sent {
+		sendNoWait(t, e.ctx, alice, fmt.Sprintf(`<message type="error" to=%q id="forged-n%s.%d">`+
+			`<error type="wait"><resource-constraint xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></message>`,
+			e.p.ComponentDomain, strconv.FormatInt(n.ID, 36), i+1))
+	}
+	bounces := func() int {
+		subs, err := e.store.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+		if err != nil || len(subs) != 1 {
+			t.Fatalf("subscriptions %v, %v", subs, err)
+		}
+		return subs[0].ConsecutiveErrors
+	}
+	refused := func() int { return strings.Count(e.logs.String(), "request refused: per-JID rate") }
+	waitFor(t, 20*time.Second, "every error to be recorded or refused", func() bool { return bounces()+refused() >= sent })
+	if got := bounces(); got > burst-1 {
+		t.Errorf("%d of %d errors recorded, want at most the %d tokens left", got, sent, burst-1)
 	}
 }

@@ -83,6 +83,11 @@ func (svc *service) receiveMessage(ctx context.Context, cn *connection, pool *re
 				return
 			}
 			bare := from.Bare().String()
+			// Anyone may send errors naming a notification id, and each
+			// costs a store write: held to the sender's rate like a request.
+			if !svc.admitRequest(ctx, bare) {
+				return
+			}
 			if err := pool.submit(&job{key: "chat\x00" + msg.attr("from"), sender: bare, bounds: svc.boundsOf(bare), msg: msg, notificationError: true}); err != nil {
 				svc.log.DebugContext(ctx, "error answering a notification dropped", "from", msg.attr("from"), "reason", err.Error())
 			}

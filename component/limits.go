@@ -16,10 +16,12 @@ import (
 // taken off the stream by one reader, so what one user sends must never
 // make the reader wait (pool.go) nor take more than that user's share of
 // the workers:
-//   - requests per second: IQ gets and sets, chat commands and presence
-//     requests of one bare JID take tokens of one bucket (Config.IQRate,
+//   - requests per second: IQ gets and sets, chat commands, presence
+//     requests and errors answering notifications (each a store write) of
+//     one bare JID take tokens of one bucket (Config.IQRate,
 //     Config.IQBurst); beyond it an IQ is refused with resource-constraint
-//     (type wait), a chat command gets a "busy" answer, a presence nothing;
+//     (type wait), a chat command gets a "busy" answer, a presence or an
+//     error nothing;
 //   - requests pending: at most Config.PendingPerSender per bare JID, and
 //     maxPendingRequests in all (pool.go), refused the same way;
 //   - page look-ups: the HTTP requests pingd makes to find the feed of a
