@@ -70,8 +70,10 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	if cn == nil {
 		return opts
 	}
-	bare := client.Bare().String()
-	if svc.silent.isSilent(bare, time.Now()) {
+	// By full JID: another client of the account (a phone asleep) says
+	// nothing of this one.
+	full := client.String()
+	if svc.silent.isSilent(full, time.Now()) {
 		return opts
 	}
 	qctx, cancel := context.WithTimeout(ctx, clientProbeTimeout)
@@ -84,7 +86,7 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	info, err := svc.dispatcher.query(qctx, cn, client.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
 	if err != nil {
 		if qctx.Err() != nil && ctx.Err() == nil {
-			svc.silent.add(bare, time.Now())
+			svc.silent.add(full, time.Now())
 		}
 		svc.log.DebugContext(ctx, "subscriber's features unknown: it keeps pubsub events", "node", node, "client", client.String(), "err", err)
 		return opts
@@ -97,7 +99,7 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	return opts
 }
 
-// A client that let a probe time out is not asked again for
+// A client (full JID) that let a probe time out is not asked again for
 // clientSilentFor: requests about one node are carried out in order, so
 // each of its subscribes would otherwise hold that node's other requests
 // (its owner's publishes) for clientProbeTimeout, as often as it
@@ -108,24 +110,24 @@ const (
 	maxSilentClients = 10000
 )
 
-// silentClients remembers, by bare JID, until when a client is not probed.
+// silentClients remembers, by full JID, until when a client is not probed.
 type silentClients struct {
 	mu    sync.Mutex
 	until map[string]time.Time
 }
 
-func (s *silentClients) isSilent(bare string, now time.Time) bool {
+func (s *silentClients) isSilent(client string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	until, ok := s.until[bare]
+	until, ok := s.until[client]
 	if ok && !now.Before(until) {
-		delete(s.until, bare)
+		delete(s.until, client)
 		return false
 	}
 	return ok
 }
 
-func (s *silentClients) add(bare string, now time.Time) {
+func (s *silentClients) add(client string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.until == nil {
@@ -138,5 +140,5 @@ func (s *silentClients) add(bare string, now time.Time) {
 			}
 		}
 	}
-	s.until[bare] = now.Add(clientSilentFor)
+	s.until[client] = now.Add(clientSilentFor)
 }
