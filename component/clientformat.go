@@ -3,6 +3,7 @@ package component
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"mellium.im/xmpp/jid"
@@ -69,6 +70,12 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	if cn == nil {
 		return opts
 	}
+	// By full JID: another client of the account (a phone asleep) says
+	// nothing of this one.
+	full := client.String()
+	if svc.silent.isSilent(full, time.Now()) {
+		return opts
+	}
 	qctx, cancel := context.WithTimeout(ctx, clientProbeTimeout)
 	defer cancel()
 	// A client that does not answer holds this request up to the timeout:
@@ -78,6 +85,9 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	defer ended()
 	info, err := svc.dispatcher.query(qctx, cn, client.String(), `<query xmlns="`+nsDiscoInfo+`"/>`)
 	if err != nil {
+		if qctx.Err() != nil && ctx.Err() == nil {
+			svc.silent.add(full, time.Now())
+		}
 		svc.log.DebugContext(ctx, "subscriber's features unknown: it keeps pubsub events", "node", node, "client", client.String(), "err", err)
 		return opts
 	}
@@ -87,4 +97,48 @@ func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node s
 	svc.log.InfoContext(ctx, "subscriber's client does not handle Atom events: it gets plain messages", "node", node, "client", client.String())
 	opts.Format = hub.FormatMessage
 	return opts
+}
+
+// A client (full JID) that let a probe time out is not asked again for
+// clientSilentFor: requests about one node are carried out in order, so
+// each of its subscribes would otherwise hold that node's other requests
+// (its owner's publishes) for clientProbeTimeout, as often as it
+// subscribes. Its subscriptions meanwhile keep the pubsub event.
+const (
+	clientSilentFor = 10 * time.Minute
+	// maxSilentClients bounds what is remembered.
+	maxSilentClients = 10000
+)
+
+// silentClients remembers, by full JID, until when a client is not probed.
+type silentClients struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (s *silentClients) isSilent(client string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.until[client]
+	if ok && !now.Before(until) {
+		delete(s.until, client)
+		return false
+	}
+	return ok
+}
+
+func (s *silentClients) add(client string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.until == nil {
+		s.until = map[string]time.Time{}
+	}
+	if len(s.until) >= maxSilentClients {
+		for k, until := range s.until {
+			if !now.Before(until) || len(s.until) >= maxSilentClients {
+				delete(s.until, k)
+			}
+		}
+	}
+	s.until[client] = now.Add(clientSilentFor)
 }

@@ -95,3 +95,39 @@ func TestSilentClientsDelayNoOneElse(t *testing.T) {
 	release() // the client reads again: the subscribes' answers reach it
 	wg.Wait()
 }
+
+// TestSilentClientHoldsANodeOnce: requests about one node are carried out
+// in order, so a stranger's subscribes to a node, each waiting for its
+// client's disco#info, would hold the owner's publish behind all of them.
+// A client that let one probe time out is not asked again for a while:
+// the owner's publish, sent after five such subscribes, is answered after
+// at most one probe's wait, not five.
+func TestSilentClientHoldsANodeOnce(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.createNode("news", "News", hub.AccessOpen)
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release()
+	silent, err := testenv.DialHolding(e.ctx, e.p.C2SAddr, "alice@"+e.p.Domain+"/silent", password, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(silent.Close)
+	admin := e.dial("admin", "r")
+	const subscribes = 5
+	var wg sync.WaitGroup
+	for range subscribes {
+		wg.Go(func() { e.request(silent, "set", subscribePayload("news", silent.JID.String())) })
+	}
+	time.Sleep(300 * time.Millisecond) // the subscribes are queued on the node
+	start := time.Now()
+	result(t, e.request(admin, "set", `<pubsub xmlns="http://jabber.org/protocol/pubsub"><publish node="news"><item id="e1">`+
+		string(atomEntry("e1", "First"))+`</item></publish></pubsub>`))
+	if took := time.Since(start); took > clientProbeTimeout+2*time.Second {
+		t.Errorf("the owner's publish took %v behind %d subscribes of a silent client, want one probe's wait (%v) at most",
+			took.Round(time.Millisecond), subscribes, clientProbeTimeout)
+	}
+	release()
+	wg.Wait()
+}

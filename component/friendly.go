@@ -101,7 +101,9 @@ func invalidURLAnswer(u string, err error) string {
 	var refused *netguard.RefusedError
 	switch {
 	case errors.As(err, &refused):
-		return fmt.Sprintf("pingd cannot follow %s: %s is %s, and pingd fetches public addresses only.", u, refused.Addr, refused.Kind)
+		// Not the address: for a name it is what pingd's resolver said,
+		// an internal address the reader has no business learning.
+		return fmt.Sprintf("pingd cannot follow %s: its host is %s, and pingd fetches public addresses only.", u, refused.Kind)
 	case errors.Is(err, hub.ErrExists):
 		return fmt.Sprintf("pingd cannot follow %s: the node names for it are taken by other nodes.", u)
 	}

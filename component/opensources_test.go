@@ -235,3 +235,22 @@ func TestRemoteUsersCannotHavePagesFetched(t *testing.T) {
 		t.Fatal("a local user's page was not looked at")
 	}
 }
+
+// TestRefusedSourceNamesNoResolvedAddress: a feed refused because its
+// name resolves to a non-public address is refused without the address
+// pingd's resolver gave for the name: a reader learns no internal
+// address that way.
+func TestRefusedSourceNamesNoResolvedAddress(t *testing.T) {
+	testenv.RequireProsody(t)
+	e := newEnv(t, envOptions{})
+	e.stop()
+	e.startComponentWith(func(cfg *Config) {
+		cfg.LocalSources = true
+		cfg.CheckHost = netguard.CheckHost
+	})
+	alice := e.dial("alice", "local")
+	got := chatSay(t, e, alice, "subscribe http://localhost:9/feed.xml")
+	if !strings.Contains(got, "public addresses only") || strings.Contains(got, "127.0.0.1") || strings.Contains(got, "::1") {
+		t.Errorf("subscribe to a name resolving to loopback answered %q", got)
+	}
+}

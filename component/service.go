@@ -57,6 +57,9 @@ type service struct {
 	// bounced counts the notifications answered with an error (for
 	// /metrics; Component.NotificationCounts).
 	bounced atomic.Int64
+	// silent are the clients whose disco#info probe timed out lately
+	// (clientformat.go).
+	silent silentClients
 }
 
 // The IQ plumbing of the XEP-0030 and XEP-0060 service answered on the

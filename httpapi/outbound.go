@@ -36,7 +36,14 @@ func (a *API) checkOutbound(ctx context.Context, what, raw string) error {
 	ctx, cancel := context.WithTimeout(ctx, outboundCheckTimeout)
 	defer cancel()
 	if err := a.cfg.CheckHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
-		return fmt.Errorf("%w: %s %s is refused: %v; pingd fetches and calls back public addresses only", hub.ErrInvalid, what, raw, err)
+		// The kind of address, not the address: for a name it is what
+		// pingd's resolver said, which strangers have no business learning.
+		kind := "not a public address"
+		var refused *netguard.RefusedError
+		if errors.As(err, &refused) {
+			kind = refused.Kind
+		}
+		return fmt.Errorf("%w: %s %s is refused: its host is %s; pingd fetches and calls back public addresses only", hub.ErrInvalid, what, raw, kind)
 	}
 	return nil
 }

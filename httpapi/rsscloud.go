@@ -77,6 +77,22 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 			return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: %v.", u, err)}, nil
 		}
 	}
+	// Reading a URL no node follows is a fetch of the caller's choosing,
+	// as creating its node is: it takes the implicit-node token now (an
+	// unreadable URL is never created, so nothing else would charge it),
+	// and the creation below takes none.
+	paid := map[string]bool{}
+	for _, u := range reg.URLs {
+		if _, own := a.ownNodeName(u); own || paid[u] {
+			continue
+		}
+		if _, err := a.hub.NodeForURL(ctx, u, false); errors.Is(err, hub.ErrNotFound) {
+			if limited := a.allowImplicitNode(remoteIP); limited != nil {
+				return cloudOutcome{}, limited
+			}
+			paid[u] = true
+		}
+	}
 	log := a.log.With("callback", redactCallback(callback), "protocol", reg.Protocol, "urls", len(reg.URLs))
 	if u, err := a.readResources(ctx, reg.URLs); err != nil {
 		log.InfoContext(ctx, "rssCloud registration refused: a resource could not be read", "url", u, "err", err)
@@ -84,7 +100,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 	}
 	nodes := make([]*hub.Node, len(reg.URLs))
 	for i, u := range reg.URLs {
-		n, err := a.subscribedNode(ctx, u, remoteIP)
+		n, err := a.subscribedNodePaid(ctx, u, remoteIP, paid[u])
 		var limited *RateLimitError
 		switch {
 		case errors.As(err, &limited):
@@ -400,10 +416,19 @@ func (a *API) resourceNode(ctx context.Context, raw string) (*hub.Node, error) {
 // is refused when pingd follows as many URLs for subscribers as it may;
 // both refusals are a *RateLimitError (429 and 503, with Retry-After).
 func (a *API) subscribedNode(ctx context.Context, raw, clientIP string) (*hub.Node, error) {
+	return a.subscribedNodePaid(ctx, raw, clientIP, false)
+}
+
+// subscribedNodePaid is subscribedNode for a request that took the
+// implicit-node token for raw already (paid), as an rssCloud read does.
+func (a *API) subscribedNodePaid(ctx context.Context, raw, clientIP string, paid bool) (*hub.Node, error) {
 	if _, ok := a.ownNodeName(raw); ok {
 		return a.resourceNode(ctx, raw)
 	}
 	n, err := a.hub.NodeForURLCreating(ctx, raw, func(context.Context) error {
+		if paid {
+			return nil
+		}
 		if limited := a.allowImplicitNode(clientIP); limited != nil {
 			return limited
 		}

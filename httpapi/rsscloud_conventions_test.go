@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
@@ -142,8 +143,10 @@ func TestRSSCloudConventionUnreadableResource(t *testing.T) {
 	if hits := rec.Hits(); len(hits) != 0 {
 		t.Fatalf("the subscriber was called for unreadable resources: %+v", hits)
 	}
-	if n := e.origin.fetches("/rss.xml"); n != 6 {
-		t.Errorf("the missing resource was read %d times, want once per registration (6)", n)
+	// Read once: the answer stands for the registrations of the next
+	// minute (hub.ReadResource), so repeating them hammers no origin.
+	if n := e.origin.fetches("/rss.xml"); n != 1 {
+		t.Errorf("the missing resource was read %d times by 6 registrations within a minute, want once", n)
 	}
 }
 
@@ -271,5 +274,43 @@ func TestRSSCloudConventionAnswers(t *testing.T) {
 	resp = e.form("/pleaseNotify", url.Values{"port": {"80"}}, "Accept", "application/json")
 	if got := decodeCloudJSON(t, resp); got.Success != false || got.Msg == "" {
 		t.Errorf("malformed, JSON: HTTP %d %+v", resp.StatusCode, got)
+	}
+}
+
+// TestRSSCloudReadCostsImplicitNodeBudget: reading a resource no node
+// follows before registering it is a fetch of the caller's choosing, as
+// the creation of its node would be, so it costs the same per-address
+// budget of new URLs: a stranger naming ever new unreadable URLs (nothing
+// is created, so no creation would ever charge them) gets as many fetches
+// as that budget allows, not one per subscription token; a readable new
+// URL is charged once, not for its read and again for its node.
+func TestRSSCloudReadCostsImplicitNodeBudget(t *testing.T) {
+	e := newDialectEnv(t, func(c *httpapi.Config) { c.ImplicitNodesPerHour = 1; c.ImplicitNodeBurst = 2 })
+	rec := newReceiver(t, answerStatus(200, ""))
+
+	// Two readable new URLs fit the burst of 2: read, created, registered.
+	for _, p := range []string{"/new-1.xml", "/new-2.xml"} {
+		topic := e.newTopic(p)
+		resp := e.form("/pleaseNotify", cloudForm(rec, "http-post", topic))
+		if nr := decodeNotifyResult(t, resp); resp.StatusCode != 200 || nr.Success != "true" {
+			t.Fatalf("register %s: HTTP %d %+v", topic, resp.StatusCode, nr)
+		}
+	}
+
+	// The budget is spent: unreadable new URLs are refused before any fetch.
+	const tries = 10
+	for i := range tries {
+		resp := e.form("/pleaseNotify", cloudForm(rec, "http-post", fmt.Sprintf("%s/missing/%d.xml", e.origin.URL, i)))
+		body := readAll(resp)
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "new URLs") {
+			t.Fatalf("registration %d for a new unreadable URL past the budget: HTTP %d %s", i, resp.StatusCode, body)
+		}
+	}
+	fetched := 0
+	for i := range tries {
+		fetched += e.origin.fetches(fmt.Sprintf("/missing/%d.xml", i))
+	}
+	if fetched != 0 {
+		t.Fatalf("%d fetches of new URLs past the address's budget", fetched)
 	}
 }

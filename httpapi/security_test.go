@@ -557,3 +557,27 @@ func FuzzRequestBodies(f *testing.F) {
 		}
 	})
 }
+
+// TestRefusalsNameNoResolvedAddress: a URL refused because its name
+// resolves to a non-public address is refused without the address pingd's
+// resolver gave for the name, so that strangers cannot use pingd to learn
+// what names resolve to on its network.
+func TestRefusalsNameNoResolvedAddress(t *testing.T) {
+	e := securityEnv(t, func(c *Config) { c.CheckHost = netguard.CheckHost })
+	const target = "http://localhost:9/feed"
+	form := func(v url.Values) io.Reader { return strings.NewReader(v.Encode()) }
+	checks := map[string]*http.Response{
+		"WebSub topic": e.do(http.MethodPost, "/websub", "", form(url.Values{"hub.mode": {"subscribe"},
+			"hub.topic": {target}, "hub.callback": {"http://public.example/cb"}}), "Content-Type", "application/x-www-form-urlencoded"),
+		"rssCloud URL": e.do(http.MethodPost, "/pleaseNotify", "", form(url.Values{"port": {"80"}, "path": {"/rpc"}, "protocol": {"http-post"},
+			"domain": {"public.example"}, "url1": {target}}), "Content-Type", "application/x-www-form-urlencoded"),
+		"CNWS resourceID": e.do(http.MethodPost, "/cnws", "", strings.NewReader(`<notification version="1.0"><subscribe><resourceID>`+target+`</resourceID>`+
+			`<notificationURL>http://public.example/cb</notificationURL></subscribe></notification>`), "Content-Type", "text/xml"),
+	}
+	for what, resp := range checks {
+		body := string(readBody(t, resp))
+		if !strings.Contains(body, "refused") || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "::1") {
+			t.Errorf("%s %s: HTTP %d %.300s", what, target, resp.StatusCode, body)
+		}
+	}
+}

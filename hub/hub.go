@@ -136,6 +136,8 @@ type Hub struct {
 
 	// load is what the fetch loop holds (FetchLoad).
 	load fetchLoad
+	// reads remembers ReadResource's recent fetches (readresource.go).
+	reads recentReads
 }
 
 // New returns a hub; Run starts its background work.

@@ -58,3 +58,39 @@ func TestReadResource(t *testing.T) {
 		t.Fatalf("failing source a minute later: %v, %d fetches more", err, e.origin.hitCount("/broken.xml")-before)
 	}
 }
+
+// TestReadResourceRepeated: registrations repeated for one URL read it at
+// most once a minute, whoever asks: a URL no node follows, and one whose
+// source is failing (past the minute its own last fetch covers).
+func TestReadResourceRepeated(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.run()
+	ctx := t.Context()
+	for i := range 5 {
+		if err := e.hub.ReadResource(ctx, e.origin.url("/missing")); err == nil {
+			t.Fatalf("read %d: a 404 was read", i)
+		}
+	}
+	if n := e.origin.hitCount("/missing"); n != 1 {
+		t.Fatalf("an unfollowed 404 fetched %d times by 5 reads within a minute, want once", n)
+	}
+	e.clock.Advance(2 * time.Minute)
+	if err := e.hub.ReadResource(ctx, e.origin.url("/missing")); err == nil || e.origin.hitCount("/missing") != 2 {
+		t.Fatalf("a minute later: %v, %d fetches in all, want 2", err, e.origin.hitCount("/missing"))
+	}
+
+	broken := e.createNode("broken", "/broken.xml")
+	if src := e.source(broken.SourceID); src.ConsecutiveErrors == 0 {
+		t.Fatalf("the baseline of a 404 did not fail: %+v", src.SourceState)
+	}
+	before := e.origin.hitCount("/broken.xml")
+	e.clock.Advance(2 * time.Minute)
+	for i := range 5 {
+		if err := e.hub.ReadResource(ctx, e.origin.url("/broken.xml")); err == nil {
+			t.Fatalf("read %d: a failing source was read", i)
+		}
+	}
+	if n := e.origin.hitCount("/broken.xml") - before; n != 1 {
+		t.Fatalf("a failing followed source fetched %d times by 5 reads within a minute, want once", n)
+	}
+}
