@@ -81,18 +81,16 @@ type EjabberdOptions struct {
 // its scripts refuse any other user but root, and run as this one.
 const ejabberdUser = "ejabberd"
 
-// RequireEjabberd skips in -short mode and fails when ejabberd is missing
-// or cannot be run by this user.
+// RequireEjabberd skips in -short mode, and when ejabberd is missing or
+// cannot be run by this user skips or fails as Missing decides.
 func RequireEjabberd(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs a real ejabberd (skipped in -short mode)")
 	}
-	if _, err := exec.LookPath("ejabberdctl"); err != nil {
-		t.Fatalf("ejabberd is not installed (apt-get install -y ejabberd): %v", err)
-	}
+	RequireProgram(t, "ejabberdctl", "apt-get install -y ejabberd")
 	if _, err := ejabberdCredential(); err != nil {
-		t.Fatal(err)
+		Missing(t, "%v", err)
 	}
 }
 

@@ -17,11 +17,12 @@ import (
 // (store/testdata/start-postgres.sh) when it is not set.
 const PostgresEnv = "PINGD_TEST_POSTGRES"
 
-// SkipWithoutPostgres skips the test when no PostgreSQL server is named.
+// SkipWithoutPostgres ends the test when no PostgreSQL server is named: a
+// skip, or a failure when IntegrationRequired (see Missing).
 func SkipWithoutPostgres(t testing.TB) {
 	t.Helper()
 	if os.Getenv(PostgresEnv) == "" {
-		t.Skipf("%s is not set; make test, or store/testdata/start-postgres.sh, starts a server", PostgresEnv)
+		Missing(t, "no PostgreSQL server: %s is not set (scripts/with-postgres.sh, which make test uses, starts a private one)", PostgresEnv)
 	}
 }
 
@@ -29,7 +30,7 @@ func SkipWithoutPostgres(t testing.TB) {
 // PINGD_TEST_POSTGRES, drops it when the test ends (after whatever the
 // test started later, such as daemons, has stopped), and returns a URL
 // whose connections work in it. It skips the test when the variable is
-// absent.
+// absent (fails under PINGD_INTEGRATION=require).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	SkipWithoutPostgres(t)

@@ -21,17 +21,15 @@ type Profanity struct {
 	socket string
 }
 
-// RequireProfanity skips the test when profanity or tmux is missing (CI
-// installs both).
+// RequireProfanity skips the test when profanity or tmux is missing, or
+// fails under PINGD_INTEGRATION=require (make test installs both).
 func RequireProfanity(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs Profanity and tmux (skipped in -short mode)")
 	}
 	for _, bin := range []string{"profanity", "tmux"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed (apt-get install -y profanity tmux): %v", bin, err)
-		}
+		RequireProgram(t, bin, "apt-get install -y profanity tmux")
 	}
 }
 

@@ -62,15 +62,14 @@ type ProsodyOptions struct {
 	Certificate, Key string
 }
 
-// RequireProsody skips in -short mode and fails when prosody is missing.
+// RequireProsody skips in -short mode, and when prosody is missing skips
+// or fails as Missing decides.
 func RequireProsody(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs a real Prosody (skipped in -short mode)")
 	}
-	if _, err := exec.LookPath("prosody"); err != nil {
-		t.Fatalf("prosody is not installed (apt-get install -y prosody): %v", err)
-	}
+	RequireProgram(t, "prosody", "apt-get install -y prosody")
 }
 
 // StartProsody writes a private configuration in a temp dir and starts
