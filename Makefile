@@ -22,9 +22,11 @@ run: build
 # Debian packages they need are installed first if missing). The store and
 # multi-instance tests run on PostgreSQL too: on the server
 # PINGD_TEST_POSTGRES names, or else on a private cluster started for the
-# run and stopped after it, also when tests fail.
+# run and stopped after it, also when tests fail. PINGD_INTEGRATION=require
+# makes a missing server or client program fail its tests instead of
+# skipping them, as a plain go test does.
 test: test-deps vet fmt-check
-	./scripts/with-postgres.sh $(GO) test -race -timeout 15m ./...
+	PINGD_INTEGRATION=require ./scripts/with-postgres.sh $(GO) test -race -timeout 15m ./...
 
 # The PostgreSQL plumbing of make test alone: starts the private cluster
 # (unless PINGD_TEST_POSTGRES names a server), makes and drops test
@@ -59,7 +61,7 @@ clean:
 # binary. Needs Prosody, as `make test` does. PINGD_SEED=n replays a run.
 .PHONY: soak
 soak:
-	PINGD_SOAK=1 $(GO) test -run '^TestSoak' -count=1 -timeout 90m -v ./cmd/pingd
+	PINGD_SOAK=1 PINGD_INTEGRATION=require $(GO) test -run '^TestSoak' -count=1 -timeout 90m -v ./cmd/pingd
 
 # Benchmarks (bench/, results in docs/benchmarks.md): pingd side by side
 # with Prosody's and ejabberd's own pubsub, a no-logic component and plain

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // The status page in a real browser: Debian's headless Chromium loads it
@@ -64,10 +66,7 @@ func (l *requestLog) list() []string {
 // needed anything from elsewhere would show it.
 func chromium(t *testing.T, args ...string) (stdout, stderr []byte) {
 	t.Helper()
-	bin, err := exec.LookPath(chromiumBinary)
-	if err != nil {
-		t.Fatalf("%s is not installed (Debian package chromium): %v", chromiumBinary, err)
-	}
+	bin := testenv.RequireProgram(t, chromiumBinary, "apt-get install -y chromium")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := []string{

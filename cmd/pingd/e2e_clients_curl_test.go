@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/internal/metrics"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // curlResult is the final answer curl got (after any 100 Continue).
@@ -190,9 +191,7 @@ func (cb *callbackServer) waitRequests(t *testing.T, method, path string, n int)
 // health, metrics, changes.xml, and the admin API's status codes.
 func TestClientsCurl(t *testing.T) {
 	e := startClientsEnv(t)
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Fatalf("curl is not installed (apt-get install -y curl): %v", err)
-	}
+	testenv.RequireProgram(t, "curl", "apt-get install -y curl")
 	requirePython(t, map[string]string{"http.server": "python3"})
 	cb := startCallbackServer(t)
 	base := e.d.URL

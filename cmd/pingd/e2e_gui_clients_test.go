@@ -20,16 +20,15 @@ import (
 // the text on the screen (tesseract reads a screenshot) and the client's
 // own message archive.
 
-// requireGUI skips unless every program is installed.
+// requireGUI skips unless every program is installed (fails instead under
+// PINGD_INTEGRATION=require).
 func requireGUI(t *testing.T, client string, bins ...string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skipf("integration test: runs %s under Xvfb (skipped in -short mode)", client)
 	}
 	for _, bin := range bins {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is needed to run %s and is not installed (scripts/test-deps.sh installs it): %v", bin, client, err)
-		}
+		testenv.RequireProgram(t, bin, "needed to run "+client+"; scripts/test-deps.sh installs it")
 	}
 }
 
