@@ -79,8 +79,9 @@
 // (nextAttempt: backoff with jitter within the retry window), verify.go
 // (verification of intent and of pending changes), batch.go (one read of
 // the log and one rendering per batch), states.go (the state writer) and
-// http.go (requests with capped answers, verification GETs). relay.go
-// forwards accepted pings.
+// http.go (verification GETs; every request, the relay's too, goes
+// through internal/httpout: User-Agent, capped answer, URLs redacted in
+// errors). relay.go forwards accepted pings.
 //
 // The senders, one file each: webhook.go (GetPingd), websub.go (WebSub:
 // verification with the lease, denial notices, content in the topic's own

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/httpout"
 )
 
 // Config configures an Engine.
@@ -450,14 +450,4 @@ func (e *Engine) deliver(ctx context.Context, sender Sender, sub *hub.Subscripti
 
 // redactURL drops the query and user info of a callback URL for logs:
 // receivers often put secrets there.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	return u.String()
-}
+func redactURL(raw string) string { return httpout.RedactURL(raw) }

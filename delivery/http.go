@@ -1,72 +1,32 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/httpout"
 )
 
 // maxResponseBytes caps what pingd reads of a receiver's answer.
 const maxResponseBytes = 64 << 10
 
-// request is one outbound HTTP request.
-type request struct {
-	Method      string
-	URL         string
-	ContentType string
-	Body        []byte
-	Header      http.Header
-}
+// request and response are internal/httpout's, shared with the relay and
+// upstream.
+type (
+	request  = httpout.Request
+	response = httpout.Response
+)
 
-// response is what came back (body capped).
-type response struct {
-	Status int
-	Body   []byte
-}
-
-// do sends a request with the client and reads a capped answer.
+// do sends a request with the client and reads a capped answer; errors
+// name the URL without its query (callbacks carry secrets there, as the
+// verification request carries its challenge).
 func do(ctx context.Context, client *http.Client, userAgent string, r request) (response, error) {
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(r.Body))
-	if err != nil {
-		return response{}, fmt.Errorf("build request: %w", err)
-	}
-	for k, vs := range r.Header {
-		req.Header[k] = vs
-	}
-	if r.ContentType != "" {
-		req.Header.Set("Content-Type", r.ContentType)
-	}
-	req.Header.Set("User-Agent", userAgent)
-	resp, err := client.Do(req)
-	if err != nil {
-		return response{}, redactURLError(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return response{Status: resp.StatusCode}, fmt.Errorf("read answer: %w", err)
-	}
-	return response{Status: resp.StatusCode, Body: body}, nil
-}
-
-// redactURLError keeps the query of the request URL out of a transport
-// error (*url.Error names the URL): the error is logged and kept as the
-// subscription's last error, and callbacks often carry secrets in their
-// query, as the verification request carries its challenge.
-func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
-	}
-	return err
+	return httpout.Do(ctx, client, userAgent, maxResponseBytes, r)
 }
 
 // verifyIntent asks a callback to confirm a (un)subscription the WebSub

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/httpout"
 	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
@@ -242,46 +242,33 @@ func (r *Relayer) send(ctx context.Context, rel *hub.Relay) {
 
 // attempt sends one relay; permanent says a failure is not worth retrying.
 func (r *Relayer) attempt(ctx context.Context, t *RelayTarget, rel *hub.Relay) (permanent bool, err error) {
-	var req *http.Request
+	req := request{Method: http.MethodGet, Header: http.Header{weblogs.RelayHeader: {"1"}}}
 	if t.XMLRPC {
-		var body []byte
-		body, err = weblogs.MarshalPing(rel.Name, rel.URL, rel.FeedURL, rel.Tags)
+		req.Body, err = weblogs.MarshalPing(rel.Name, rel.URL, rel.FeedURL, rel.Tags)
 		if err != nil {
 			return true, err
 		}
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
-		if err != nil {
-			return true, err
-		}
-		req.Header.Set("Content-Type", "text/xml")
+		req.Method, req.URL, req.ContentType = http.MethodPost, t.URL, "text/xml"
 	} else {
-		u := strings.NewReplacer("{name}", url.QueryEscape(rel.Name), "{url}", url.QueryEscape(rel.URL),
+		req.URL = strings.NewReplacer("{name}", url.QueryEscape(rel.Name), "{url}", url.QueryEscape(rel.URL),
 			"{feed}", url.QueryEscape(rel.FeedURL)).Replace(t.URL)
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return true, err
-		}
 	}
-	req.Header.Set(weblogs.RelayHeader, "1")
-	if r.cfg.UserAgent != "" {
-		req.Header.Set("User-Agent", r.cfg.UserAgent)
-	}
-	resp, err := r.cfg.Client.Do(req)
+	resp, err := httpout.Do(ctx, r.cfg.Client, r.cfg.UserAgent, relayMaxAnswer, req)
 	if err != nil {
-		return false, err
+		// A malformed URL stays malformed; a transport error or an answer
+		// cut short is worth another try.
+		return errors.Is(err, httpout.ErrRequest), err
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, relayMaxAnswer))
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
-		return false, fmt.Errorf("HTTP %d", resp.StatusCode)
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return true, fmt.Errorf("HTTP %d", resp.StatusCode)
+	case resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusRequestTimeout || resp.Status >= 500:
+		return false, fmt.Errorf("HTTP %d", resp.Status)
+	case resp.Status < 200 || resp.Status > 299:
+		return true, fmt.Errorf("HTTP %d", resp.Status)
 	}
 	if !t.XMLRPC {
 		return false, nil
 	}
-	v, err := xmlrpc.DecodeResponse(bytes.NewReader(body), xmlrpc.Limits{MaxBytes: relayMaxAnswer})
+	v, err := xmlrpc.DecodeResponse(bytes.NewReader(resp.Body), xmlrpc.Limits{MaxBytes: relayMaxAnswer})
 	if err != nil {
 		return true, fmt.Errorf("answer: %w", err)
 	}

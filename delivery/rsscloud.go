@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/rsscloud"
-	"github.com/pingd/pingd/internal/soap"
-	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
 // cloudNotifyTimeout bounds one notification.
@@ -116,8 +113,7 @@ func (c *RSSCloud) challenge(ctx context.Context, callback, resource string) err
 }
 
 // notify sends one notification in the registration's protocol and
-// judges the answer: a 2xx, and for XML-RPC a true result, for SOAP no
-// fault.
+// judges the answer by rssCloud's rule (rsscloud.CheckAnswer).
 func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource string) (int, error) {
 	n, err := rsscloud.EncodeNotification(sub.Options.Protocol, sub.Options.Procedure, resource)
 	if err != nil {
@@ -128,31 +124,5 @@ func (c *RSSCloud) notify(ctx context.Context, sub *hub.Subscription, resource s
 	if err != nil {
 		return resp.Status, err
 	}
-	switch sub.Options.Protocol {
-	case rsscloud.XMLRPC:
-		if resp.Status < 200 || resp.Status > 299 {
-			return resp.Status, errStatus(resp.Status)
-		}
-		ok, err := xmlrpc.DecodeBoolResponse(bytes.NewReader(resp.Body), xmlrpc.Limits{MaxBytes: maxResponseBytes})
-		if err != nil {
-			return resp.Status, fmt.Errorf("XML-RPC answer: %w", err)
-		}
-		if !ok {
-			return resp.Status, errors.New("the subscriber answered false")
-		}
-	case rsscloud.SOAP:
-		// A SOAP fault comes with HTTP 500; look for it first so its
-		// message reaches the delivery state.
-		if fault := soap.FaultString(resp.Body); fault != "" {
-			return resp.Status, fmt.Errorf("SOAP fault: %s", fault)
-		}
-		if resp.Status < 200 || resp.Status > 299 {
-			return resp.Status, errStatus(resp.Status)
-		}
-	default:
-		if resp.Status < 200 || resp.Status > 299 {
-			return resp.Status, errStatus(resp.Status)
-		}
-	}
-	return resp.Status, nil
+	return resp.Status, rsscloud.CheckAnswer(rsscloud.Notify, sub.Options.Protocol, resp.Status, resp.Body)
 }

@@ -1,11 +1,9 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/httpout"
 	"github.com/pingd/pingd/internal/rsscloud"
 	"github.com/pingd/pingd/internal/soap"
 	"github.com/pingd/pingd/internal/xmlrpc"
@@ -124,18 +123,7 @@ func (m *Manager) pleaseNotifyREST(ctx context.Context, c cloud, reg registratio
 		"domain":          {reg.domain},
 		"url1":            {reg.topic},
 	}
-	status, body, err := m.send(ctx, c.url, "application/x-www-form-urlencoded", []byte(form.Encode()), nil)
-	if err != nil {
-		return err
-	}
-	if status < 200 || status > 299 {
-		return fmt.Errorf("the cloud answered HTTP %d", status)
-	}
-	// <notifyResult success="true|false" msg="…"/>
-	if !strings.Contains(strings.ToLower(body), `success="true"`) {
-		return fmt.Errorf("the cloud refused: %s", strings.TrimSpace(body))
-	}
-	return nil
+	return m.askCloud(ctx, c, "application/x-www-form-urlencoded", []byte(form.Encode()), nil)
 }
 
 // pleaseNotifyXMLRPC calls the cloud's registerProcedure with
@@ -165,21 +153,7 @@ func (m *Manager) callXMLRPC(ctx context.Context, c cloud, params []any) error {
 	if err != nil {
 		return err
 	}
-	status, body, err := m.send(ctx, c.url, "text/xml", call, nil)
-	if err != nil {
-		return err
-	}
-	if status < 200 || status > 299 {
-		return fmt.Errorf("the cloud answered HTTP %d", status)
-	}
-	ok, err := xmlrpc.DecodeBoolResponse(strings.NewReader(body), xmlrpc.Limits{MaxBytes: maxAnswerBytes})
-	if err != nil {
-		return fmt.Errorf("the cloud's answer to %s: %w", c.procedure, err)
-	}
-	if !ok {
-		return fmt.Errorf("the cloud answered false to %s", c.procedure)
-	}
-	return nil
+	return m.askCloud(ctx, c, "text/xml", call, nil)
 }
 
 // pleaseNotifySOAP calls the cloud's registerProcedure over SOAP 1.1 with
@@ -200,45 +174,30 @@ func (m *Manager) pleaseNotifySOAP(ctx context.Context, c cloud, reg registratio
 	if err != nil {
 		return err
 	}
-	status, body, err := m.send(ctx, c.url, soap.ContentType, call, http.Header{"Soapaction": {soap.Action(c.procedure)}})
+	return m.askCloud(ctx, c, soap.ContentType, call, http.Header{"Soapaction": {soap.Action(c.procedure)}})
+}
+
+// askCloud posts a pleaseNotify to the cloud and judges the answer by
+// rssCloud's rule (rsscloud.CheckAnswer).
+func (m *Manager) askCloud(ctx context.Context, c cloud, contentType string, body []byte, header http.Header) error {
+	status, answer, err := m.send(ctx, c.url, contentType, body, header)
 	if err != nil {
 		return err
 	}
-	// A fault comes with HTTP 500: read it first for its message.
-	if f := soap.FaultString([]byte(body)); f != "" {
-		return fmt.Errorf("the cloud answered a SOAP fault to %s: %s", c.procedure, f)
-	}
-	if status < 200 || status > 299 {
-		return fmt.Errorf("the cloud answered HTTP %d", status)
-	}
-	ok, err := soap.DecodeBoolResponse([]byte(body))
-	if err != nil {
-		return fmt.Errorf("the cloud's answer to %s: %w", c.procedure, err)
-	}
-	if !ok {
-		return fmt.Errorf("the cloud answered false to %s", c.procedure)
+	if err := rsscloud.CheckAnswer(rsscloud.PleaseNotify, c.protocol, status, []byte(answer)); err != nil {
+		if c.procedure != "" {
+			return fmt.Errorf("the cloud's answer to %s: %w", c.procedure, err)
+		}
+		return fmt.Errorf("the cloud's answer: %w", err)
 	}
 	return nil
 }
 
-// send posts body and returns the status and the start of the answer.
+// send posts body and returns the status and the start of the answer
+// (internal/httpout: the User-Agent, the cap, URLs redacted in errors, a
+// cut answer an error).
 func (m *Manager) send(ctx context.Context, endpoint, contentType string, body []byte, header http.Header) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", contentType)
-	if m.cfg.UserAgent != "" {
-		req.Header.Set("User-Agent", m.cfg.UserAgent)
-	}
-	resp, err := m.cfg.HTTP.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	return resp.StatusCode, string(b), nil
+	resp, err := httpout.Do(ctx, m.cfg.HTTP, m.cfg.UserAgent, maxAnswerBytes,
+		httpout.Request{Method: http.MethodPost, URL: endpoint, ContentType: contentType, Body: body, Header: header})
+	return resp.Status, string(resp.Body), err
 }

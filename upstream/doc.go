@@ -49,5 +49,7 @@
 // The protocols' names are internal/websub's and internal/rsscloud's. It
 // talks to the hub and its store (hub.UpstreamStore) only; it never
 // touches the XMPP side or other packages' HTTP routes, and its outbound
-// requests go through the SSRF-guarded client it is given.
+// requests go through the SSRF-guarded client it is given, by way of
+// internal/httpout as delivery's do; a cloud's answer is judged by
+// rsscloud.CheckAnswer, the rule delivery judges notifications by.
 package upstream

@@ -20,6 +20,7 @@ const module = "github.com/pingd/pingd"
 // leaves know nothing of pingd: they import no pingd package but other
 // leaves, so any package may use them.
 var leaves = []string{
+	"internal/httpout",
 	"internal/linkheader",
 	"internal/metrics",
 	"internal/netguard",

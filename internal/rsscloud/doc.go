@@ -11,8 +11,10 @@
 // them, and the callback a registration names), which registrations are
 // checked with a challenge (Challenged), the REST answers in XML and JSON
 // with the wordings rssCloud clients read (answer.go: EncodeResult,
-// EncodeJSONResult, the messages, the fault code of rssCloud servers) and
-// the notify call in each protocol (EncodeNotification).
+// EncodeJSONResult, the messages, the fault code of rssCloud servers),
+// the notify call in each protocol (EncodeNotification) and the rule for
+// the answer to a notify or pleaseNotify call (reply.go: CheckAnswer),
+// so that delivery and upstream judge answers alike.
 //
 // It is a room of its own, as mellium gives each XEP its package, so that
 // the HTTP side, delivery and upstream share one definition of the
