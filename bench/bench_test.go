@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/component"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 var (
@@ -148,7 +149,7 @@ func startFanoutServices(b testing.TB, ctx context.Context, srv *xmppServer) []*
 			XMPPAddr: srv.ComponentAddr, Domain: domain, Secret: srv.Secret,
 			Admins: []string{ownerUser + "@" + srv.Domain}, MulticastShare: share,
 		})
-		waitUntil(b, 30*time.Second, "pingd to find the XEP-0033 service", func() bool {
+		testenv.WaitFor(b, 30*time.Second, "pingd to find the XEP-0033 service", func() bool {
 			svc, _ := mc.Comp.MulticastService()
 			return svc != ""
 		})
@@ -199,7 +200,7 @@ func TestFanoutSmoke(t *testing.T) {
 					fanoutTarget{Name: "pingd + XEP-0033", Service: srv.PingdMulticastDomain})
 			}
 			// Prosody writes its pid file a moment after it listens.
-			waitUntil(t, 10*time.Second, "the server's processes to account CPU time to", func() bool { return len(srv.Pids()) > 0 })
+			testenv.WaitFor(t, 10*time.Second, "the server's processes to account CPU time to", func() bool { return len(srv.Pids()) > 0 })
 			raws := startFanoutServices(t, ctx, srv)
 			plan := fanoutPlan{Sizes: []fanoutSize{{3, 5}}, Rounds: 1, PerAccount: 2}
 			h := newFanoutHarness(ctx, t, srv, plan, targets)

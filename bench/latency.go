@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // latencyPlan sizes measurement 2.
@@ -150,7 +151,7 @@ func measureLatency(ctx context.Context, t testing.TB, plan latencyPlan) latency
 		t.Fatal(err)
 	}
 	// The first fetch of each source is its baseline; pings notify after.
-	waitUntil(t, time.Minute, "every source's baseline fetch", func() bool {
+	testenv.WaitFor(t, time.Minute, "every source's baseline fetch", func() bool {
 		for _, id := range sources {
 			s, err := p.Hub.Source(ctx, id)
 			if err != nil || !s.Baselined {

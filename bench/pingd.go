@@ -21,6 +21,7 @@ import (
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -117,7 +118,7 @@ func startPingd(t testing.TB, opts pingdOptions) *pingdSide {
 		t.Fatalf("start pingd: %v", startErr)
 	}
 	if p.Comp != nil {
-		waitUntil(t, 20*time.Second, "pingd's component to connect", p.Comp.Connected)
+		testenv.WaitFor(t, 20*time.Second, "pingd's component to connect", p.Comp.Connected)
 	}
 	return p
 }
@@ -208,17 +209,5 @@ func (p *pingdSide) Stop() {
 	p.wg.Wait()
 	if p.Store != nil {
 		_ = p.Store.Close()
-	}
-}
-
-// waitUntil polls cond until it holds or the timeout passes.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -213,7 +213,7 @@ func runBinary(ctx context.Context, t testing.TB, bin, db string, srv *xmppServe
 	defer proc.stop()
 	base := "http://" + httpAddr
 	hc := &http.Client{Timeout: 60 * time.Second}
-	waitUntil(t, 60*time.Second, "pingd to be ready (component connected)", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "pingd to be ready (component connected)", func() bool {
 		resp, err := hc.Get(base + "/readyz")
 		if err != nil {
 			return false

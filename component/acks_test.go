@@ -74,7 +74,7 @@ func (e *env) publishAcknowledged(alice *testenv.Client, node, id string) {
 	if got := collectItems(e.t, alice, node, 1); got[0].id != id {
 		e.t.Fatalf("got %v", got)
 	}
-	waitFor(e.t, 10*time.Second, "item "+id+" to be acknowledged", func() bool {
+	testenv.WaitFor(e.t, 10*time.Second, "item "+id+" to be acknowledged", func() bool {
 		x, last := e.cursor(node)
 		return x == last
 	})
@@ -86,7 +86,7 @@ func (e *env) publishWritten(node, id string) {
 	e.t.Helper()
 	written := e.comp.dispatcher.sentUnicast.Load()
 	e.publish(node, id)
-	waitFor(e.t, 10*time.Second, "the component to write the notification", func() bool {
+	testenv.WaitFor(e.t, 10*time.Second, "the component to write the notification", func() bool {
 		return e.comp.dispatcher.sentUnicast.Load() > written
 	})
 }
@@ -112,13 +112,13 @@ func TestNotificationsSurviveTheServerDying(t *testing.T) {
 
 	// The server's end goes away; the component reconnects and writes it again.
 	proxy.Block()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	testenv.WaitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
 	proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	testenv.WaitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
 	if got := collectItems(t, alice, "demo", 1); got[0].id != "in-flight" {
 		t.Fatalf("after reconnecting: %v", got)
 	}
-	waitFor(t, 10*time.Second, "the item to be acknowledged", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the item to be acknowledged", func() bool {
 		x, last := e.cursor("demo")
 		return x == last
 	})
@@ -140,12 +140,12 @@ func TestUnacknowledgedConnectionIsDropped(t *testing.T) {
 
 	proxy.Swallow()
 	e.publish("demo", "unheard")
-	waitFor(t, 10*time.Second, "the component to drop the connection", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the component to drop the connection", func() bool {
 		return !e.comp.Connected() && strings.Contains(e.logs.String(), "notifications written are not acknowledged")
 	})
 	proxy.Block() // ends the swallowing and whatever attempt hangs in it
 	proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
+	testenv.WaitFor(t, 20*time.Second, "the component to reconnect", e.comp.Connected)
 	if got := collectItems(t, alice, "demo", 1); got[0].id != "unheard" {
 		t.Fatalf("after reconnecting: %v", got)
 	}
@@ -424,9 +424,9 @@ func (f *forgeryEnv) checkNothingAcknowledged(t *testing.T) {
 		t.Fatalf("cursor moved from %d to %d on forged markers of a notification the server never read", f.acked, x)
 	}
 	f.proxy.Block()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !f.comp.Connected() })
+	testenv.WaitFor(t, 10*time.Second, "the component to notice", func() bool { return !f.comp.Connected() })
 	f.proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect", f.comp.Connected)
+	testenv.WaitFor(t, 20*time.Second, "the component to reconnect", f.comp.Connected)
 	if got := collectItems(t, f.alice, "demo", 1); got[0].id != "in-flight" {
 		t.Fatalf("after reconnecting: %v", got)
 	}

@@ -43,7 +43,7 @@ func BenchmarkFanout(b *testing.B) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = comp.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitFor(b, 20*time.Second, "the component to connect", comp.Connected)
+	testenv.WaitFor(b, 20*time.Second, "the component to connect", comp.Connected)
 	if _, _, err := h.CreateNode(ctx, hub.NodeSpec{Name: "bench", Config: hub.DefaultNodeConfig()}); err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func BenchmarkFanout(b *testing.B) {
 			}
 		}
 		want := before + subscribers*itemsPerIter
-		waitFor(b, time.Minute, "every notification", func() bool { return received.Load() >= want })
+		testenv.WaitFor(b, time.Minute, "every notification", func() bool { return received.Load() >= want })
 	}
 	b.StopTimer()
 	elapsed := time.Since(start)

@@ -74,7 +74,7 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	bounces := func(want int) *hub.Subscription {
 		t.Helper()
 		var s *hub.Subscription
-		waitFor(t, 10*time.Second, fmt.Sprintf("%d bounces of %s", want, ghost), func() bool {
+		testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%d bounces of %s", want, ghost), func() bool {
 			s = subOf(ghost)
 			return s != nil && s.ConsecutiveErrors == want
 		})
@@ -96,7 +96,7 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 		t.Errorf("the second bounce moved the first bounce's time to %v", s.FirstFailureAt)
 	}
 	e.publish("demo", "g3") // the third, more than a day after the first: the end
-	waitFor(t, 10*time.Second, "the bouncing subscription to end", func() bool { return subOf(ghost) == nil })
+	testenv.WaitFor(t, 10*time.Second, "the bouncing subscription to end", func() bool { return subOf(ghost) == nil })
 	if !strings.Contains(e.logs.String(), "XMPP subscription ended: its notifications bounce") {
 		t.Errorf("the end was not logged")
 	}
@@ -116,7 +116,7 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	// subscription ends at once. An error naming no notification, or from
 	// someone else, changes nothing.
 	result(t, e.request(alice, "set", subscribePayload("demo", alice.JID.String())))
-	waitFor(t, 10*time.Second, "alice's subscription", func() bool { return subOf(alice.JID.String()) != nil })
+	testenv.WaitFor(t, 10*time.Second, "alice's subscription", func() bool { return subOf(alice.JID.String()) != nil })
 	nextEvent(t, alice, 10*time.Second) // the newest item, sent to a new subscription
 	e.publish("demo", "a1")
 	bounces(5)
@@ -132,7 +132,7 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 	refuse("no-notification", "item-not-found")
 	refuse(strings.Replace(id, "n"+strconv.FormatInt(n.ID, 36)+".", "n99999.", 1), "item-not-found") // another node
 	refuse(id, "service-unavailable")
-	waitFor(t, 10*time.Second, "alice's bounce to be counted", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "alice's bounce to be counted", func() bool {
 		s := subOf(alice.JID.String())
 		return s != nil && s.ConsecutiveErrors == 1
 	})
@@ -142,7 +142,7 @@ func TestBouncesEndSubscriptions(t *testing.T) {
 		t.Errorf("after a chat command alice's subscription is %+v", s)
 	}
 	refuse(id, "item-not-found")
-	waitFor(t, 10*time.Second, "alice's subscription to end", func() bool { return subOf(alice.JID.String()) == nil })
+	testenv.WaitFor(t, 10*time.Second, "alice's subscription to end", func() bool { return subOf(alice.JID.String()) == nil })
 	if s := subOf(ghost); s == nil || s.ConsecutiveErrors != 5 {
 		t.Errorf("another subscriber's bounces changed: %+v", s)
 	}
@@ -187,7 +187,7 @@ func TestNotificationErrorsTakeRequestTokens(t *testing.T) {
 		return subs[0].ConsecutiveErrors
 	}
 	refused := func() int { return strings.Count(e.logs.String(), "request refused: per-JID rate") }
-	waitFor(t, 20*time.Second, "every error to be recorded or refused", func() bool { return bounces()+refused() >= sent })
+	testenv.WaitFor(t, 20*time.Second, "every error to be recorded or refused", func() bool { return bounces()+refused() >= sent })
 	if got := bounces(); got > burst-1 {
 		t.Errorf("%d of %d errors recorded, want at most the %d tokens left", got, sent, burst-1)
 	}

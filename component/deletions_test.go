@@ -47,7 +47,7 @@ func TestDeleteNotificationsAreDurable(t *testing.T) {
 	if m := nextMessage(t, alice, 10*time.Second, isNotification); isEvent(m) || !strings.Contains(bodyOf(m), "was deleted") {
 		t.Errorf("delete notification to a reader: %s", m.standalone())
 	}
-	waitFor(t, 10*time.Second, "the deletion to be forgotten", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the deletion to be forgotten", func() bool {
 		dels, err := e.store.NodeDeletions(e.ctx, 10)
 		return err == nil && len(dels) == 0
 	})
@@ -126,7 +126,7 @@ func TestDeleteNotificationsOfSuccessiveDeletions(t *testing.T) {
 		if d := ev.ev.child(nsPubsubEvent, "delete"); d == nil || d.attr("node") != name {
 			t.Fatalf("want a delete notification of %s, got %s", name, ev.msg.standalone())
 		}
-		waitFor(t, 10*time.Second, "the deletion to be forgotten", func() bool {
+		testenv.WaitFor(t, 10*time.Second, "the deletion to be forgotten", func() bool {
 			dels, err := e.store.NodeDeletions(e.ctx, 10)
 			return err == nil && len(dels) == 0
 		})

@@ -70,7 +70,7 @@ func TestDigests(t *testing.T) {
 	// of the log the node's cursor has passed.
 	e.publish("demo", "d3")
 	collectItems(t, alice, "demo", 1)
-	waitFor(t, 10*time.Second, "the node's cursor to pass d3", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the node's cursor to pass d3", func() bool {
 		nn, err := e.store.Node(e.ctx, "demo")
 		return err == nil && nn.XMPPSeq == nn.LastSeq
 	})
@@ -86,7 +86,7 @@ func TestDigests(t *testing.T) {
 	// than race the save.
 	var subs []hub.Subscription
 	var err error
-	waitFor(t, 10*time.Second, "bob's digest state to be saved", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "bob's digest state to be saved", func() bool {
 		subs, err = e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Address: bob.JID.String()})
 		return err == nil && len(subs) == 1 && subs[0].Cursor == n.LastSeq+3
 	})
@@ -99,7 +99,7 @@ func TestDigests(t *testing.T) {
 	// once in the digest, once on its own; d4 is past it before.)
 	e.publish("demo", "d4")
 	collectItems(t, alice, "demo", 1)
-	waitFor(t, 10*time.Second, "the node's cursor to pass d4", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the node's cursor to pass d4", func() bool {
 		nn, err := e.store.Node(e.ctx, "demo")
 		return err == nil && nn.XMPPSeq == nn.LastSeq
 	})
@@ -108,7 +108,7 @@ func TestDigests(t *testing.T) {
 	if got := itemsOf(t, nextEvent(t, bob, 5*time.Second), "demo"); len(got) != 1 || got[0].id != "d4" {
 		t.Errorf("turning digests off sent %v, want d4", got)
 	}
-	waitFor(t, 10*time.Second, "the last digest to be recorded", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the last digest to be recorded", func() bool {
 		s, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{NodeID: n.ID, Address: bob.JID.String()})
 		return err == nil && len(s) == 1 && s[0].NextAttemptAt.IsZero()
 	})

@@ -270,11 +270,11 @@ func TestLookUpsEndWithTheirStream(t *testing.T) {
 		sendNoWait(t, e.ctx, alice, fmt.Sprintf(`<message type="chat" to=%q><body>subscribe %s/p/%d</body></message>`,
 			e.p.ComponentDomain, slow.URL, i))
 	}
-	waitFor(t, 10*time.Second, "the first page to be asked for", func() bool { return asked.Load() == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first page to be asked for", func() bool { return asked.Load() == 1 })
 	proxy.Block()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	testenv.WaitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
 	proxy.Allow()
-	waitFor(t, 10*time.Second, "the component to reconnect", e.comp.Connected)
+	testenv.WaitFor(t, 10*time.Second, "the component to reconnect", e.comp.Connected)
 	if n := asked.Load(); n != 1 {
 		t.Errorf("the slow server was asked %d times: the look-ups queued behind the stream's end ran", n)
 	}

@@ -148,7 +148,7 @@ func (e *env) startComponent(opts envOptions) {
 	e.stop = func() { once.Do(func() { cancel(); running.Wait() }) }
 	e.t.Cleanup(e.stop)
 	e.hub, e.comp = h, comp
-	waitFor(e.t, 20*time.Second, "the component to connect", comp.Connected)
+	testenv.WaitFor(e.t, 20*time.Second, "the component to connect", comp.Connected)
 }
 
 // startComponentWith starts a new component whose Config configure changes.
@@ -156,17 +156,6 @@ func (e *env) startComponentWith(configure func(*Config)) {
 	e.t.Helper()
 	e.configure = configure
 	e.startComponent(envOptions{})
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func (e *env) dial(user, resource string) *testenv.Client {
@@ -981,13 +970,13 @@ func TestReconnectAndRestart(t *testing.T) {
 
 	// The XMPP server goes away; an item is published meanwhile.
 	p.Stop()
-	waitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
+	testenv.WaitFor(t, 10*time.Second, "the component to notice", func() bool { return !e.comp.Connected() })
 	proxy.Block() // keep the component out until the subscriber is back
 	e.publish("demo", "while-down")
 	p.Start()
 	alice = e.dial("alice", "r2")
 	proxy.Allow()
-	waitFor(t, 20*time.Second, "the component to reconnect by itself", e.comp.Connected)
+	testenv.WaitFor(t, 20*time.Second, "the component to reconnect by itself", e.comp.Connected)
 	if got := collectItems(t, alice, "demo", 1); got[0].id != "while-down" {
 		t.Fatalf("after reconnecting: %v", got)
 	}
@@ -1036,7 +1025,7 @@ func TestConnectionFailuresAreLogged(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = c.Run(ctx) }()
-		waitFor(t, 20*time.Second, "the expected state", func() bool { return until(c, logs) })
+		testenv.WaitFor(t, 20*time.Second, "the expected state", func() bool { return until(c, logs) })
 		cancel()
 		<-done
 		return c, logs.String()

@@ -104,9 +104,9 @@ func TestLeaderHandover(t *testing.T) {
 	})
 	dbPath := filepath.Join(t.TempDir(), "pingd.db")
 	a := startInstance(t, p, dbPath, admin, logs, "a")
-	waitFor(t, 20*time.Second, "a to lead and connect", func() bool { return a.env.comp.Connected() && a.env.comp.Leading() })
+	testenv.WaitFor(t, 20*time.Second, "a to lead and connect", func() bool { return a.env.comp.Connected() && a.env.comp.Leading() })
 	b := startInstance(t, p, dbPath, admin, logs, "b")
-	waitFor(t, 10*time.Second, "b to stand by", b.env.comp.Ready)
+	testenv.WaitFor(t, 10*time.Second, "b to stand by", b.env.comp.Ready)
 	if b.env.comp.Connected() || b.env.comp.Leading() {
 		t.Fatal("the standby connected or leads while a holds the lease")
 	}
@@ -133,7 +133,7 @@ func TestLeaderHandover(t *testing.T) {
 	// The leader stops; the standby takes over within a few retries.
 	began := time.Now()
 	a.stop()
-	waitFor(t, 10*time.Second, "b to take over", func() bool { return b.env.comp.Connected() && b.env.comp.Leading() })
+	testenv.WaitFor(t, 10*time.Second, "b to take over", func() bool { return b.env.comp.Connected() && b.env.comp.Leading() })
 	t.Logf("takeover after %v", time.Since(began).Round(10*time.Millisecond))
 	noEvents(t, alice, 500*time.Millisecond) // "one" is not sent again
 	b.env.publish("news", "two")
@@ -218,9 +218,9 @@ func TestReadyWhileTakingOver(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	waitFor(t, 5*time.Second, "the standby to be ready", comp.Ready)
+	testenv.WaitFor(t, 5*time.Second, "the standby to be ready", comp.Ready)
 	leasing.Store(true) // the leader died: this process takes the lease
-	waitFor(t, 5*time.Second, "the takeover", comp.Leading)
+	testenv.WaitFor(t, 5*time.Second, "the takeover", comp.Leading)
 	took := time.Now()
 	// Throughout the grace, though every connection fails, ready.
 	for time.Since(took) < grace-300*time.Millisecond {
@@ -233,5 +233,5 @@ func TestReadyWhileTakingOver(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Past it, a leader without its XMPP server is not ready.
-	waitFor(t, 5*time.Second, "not ready after the grace", func() bool { return !comp.Ready() })
+	testenv.WaitFor(t, 5*time.Second, "not ready after the grace", func() bool { return !comp.Ready() })
 }

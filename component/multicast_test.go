@@ -178,8 +178,8 @@ func newEjabberdEnvWith(t *testing.T, cfg Config, opts testenv.EjabberdOptions) 
 			t.Logf("component log:\n%s", logs.String())
 		}
 	})
-	waitFor(t, 30*time.Second, "the component to connect", comp.Connected)
-	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return comp.dispatcher.multicastChecked.Load() > 0 })
+	testenv.WaitFor(t, 30*time.Second, "the component to connect", comp.Connected)
+	testenv.WaitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return comp.dispatcher.multicastChecked.Load() > 0 })
 	return &ejEnv{t: t, ctx: ctx, ej: ej, hub: h, comp: comp, logs: logs, store: st}
 }
 
@@ -308,7 +308,7 @@ func TestMulticastEjabberd(t *testing.T) {
 	}
 	// ejabberd routes the component's acknowledgement markers back too:
 	// the cursor catches up.
-	waitFor(t, 10*time.Second, "ejabberd to acknowledge the notifications", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "ejabberd to acknowledge the notifications", func() bool {
 		n, err := e.store.Node(e.ctx, "news")
 		return err == nil && n.XMPPSeq == n.LastSeq
 	})
@@ -362,7 +362,7 @@ func TestMulticastRefusedIsResent(t *testing.T) {
 	clients := e.subscribers("news", 3)
 	e.publish("news", "b1")
 	expectEachOnce(t, clients, "news", hub.NotifyNormal, []string{"b1"})
-	waitFor(t, 10*time.Second, "the service to be given up", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the service to be given up", func() bool {
 		svc, _ := e.comp.MulticastService()
 		return svc == ""
 	})
@@ -383,7 +383,7 @@ func TestMulticastRefusedIsResent(t *testing.T) {
 func TestNoMulticastOnProsody(t *testing.T) {
 	testenv.RequireProsody(t)
 	e := newEnv(t, envOptions{level: slog.LevelDebug})
-	waitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return e.comp.dispatcher.multicastChecked.Load() > 0 })
+	testenv.WaitFor(t, 30*time.Second, "the look for a multicast service", func() bool { return e.comp.dispatcher.multicastChecked.Load() > 0 })
 	if svc, _ := e.comp.MulticastService(); svc != "" {
 		t.Fatalf("Prosody has no multicast service, found %q", svc)
 	}

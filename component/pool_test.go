@@ -14,6 +14,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // poolRecorder runs jobs for the pool tests and records what ran.
@@ -201,7 +202,7 @@ func TestRequestPoolBoundsPending(t *testing.T) {
 	p = newRequestPool(context.Background(), perSender, rec.run)
 	for i := range 3 * perSender {
 		if err := p.submit(testJob(2000+i, "", opRetract, "", "u@localhost/r")); err != nil {
-			waitFor(t, 10*time.Second, "the share to free", func() bool {
+			testenv.WaitFor(t, 10*time.Second, "the share to free", func() bool {
 				return p.submit(testJob(2000+i, "", opRetract, "", "u@localhost/r")) == nil
 			})
 		}
@@ -268,12 +269,12 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 	for i := range slow {
 		p.submit(testJob(i, fmt.Sprintf("node\x00slow%d", i), opSubscribe, "slow", "u@localhost/a"))
 	}
-	waitFor(t, 10*time.Second, "every slow job to be waiting", func() bool { return waiting.Load() == int32(slow) })
+	testenv.WaitFor(t, 10*time.Second, "every slow job to be waiting", func() bool { return waiting.Load() == int32(slow) })
 	// Behind the first slow job's node: waits for it.
 	p.submit(testJob(100, "node\x00slow0", opRetract, "n", "u@localhost/a"))
 	// Unrelated: runs now.
 	p.submit(testJob(101, "", opRetract, "n", "u@localhost/a"))
-	waitFor(t, 10*time.Second, "a job to run beside the waiting ones", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "a job to run beside the waiting ones", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) > 0
@@ -284,7 +285,7 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 	}
 	mu.Unlock()
 	close(release)
-	waitFor(t, 10*time.Second, "the waiting jobs to finish", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the waiting jobs to finish", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == slow+2
@@ -299,7 +300,7 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 	for i := range 4 * requestWorkers {
 		p.submit(testJob(200+i, "", opRetract, "n", "u@localhost/a"))
 	}
-	waitFor(t, 10*time.Second, "a burst to fill the workers", func() bool { return burst.running.Load() >= requestWorkers })
+	testenv.WaitFor(t, 10*time.Second, "a burst to fill the workers", func() bool { return burst.running.Load() >= requestWorkers })
 	time.Sleep(50 * time.Millisecond) // room for an extra worker to show up
 	if got := burst.running.Load(); got != requestWorkers {
 		t.Errorf("%d jobs run at once after the slow waits ended; want %d", got, requestWorkers)
@@ -325,7 +326,7 @@ func TestRequestPoolBoundsExtraWorkers(t *testing.T) {
 	for i := range most + 5 {
 		p.submit(testJob(i, fmt.Sprintf("node\x00n%d", i), opSubscribe, "n", "u@localhost/a"))
 	}
-	waitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() == int32(most) })
+	testenv.WaitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() == int32(most) })
 	time.Sleep(50 * time.Millisecond) // room for a worker beyond the bound to show up
 	if got := waiting.Load(); got != int32(most) {
 		t.Errorf("%d jobs wait at once; want at most %d", got, most)

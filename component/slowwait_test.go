@@ -81,7 +81,7 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 	}
 	// Every subscription is waiting: the origin has their fetches (two at a
 	// time per host, the rest due) and nothing was answered.
-	waitFor(t, 20*time.Second, "the subscriptions to be received", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the subscriptions to be received", func() bool {
 		subs, err := e.hub.Subscriptions(e.ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP})
 		return err == nil && len(subs) == slow
 	})
@@ -161,7 +161,7 @@ func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
 		say(c, fmt.Sprintf("subscribe %s/page%d", site.URL, i))
 	}
 	// Two look up their pages; the other resources are told at once.
-	waitFor(t, 20*time.Second, "two pages to be asked for", func() bool { return asked.Load() == 2 })
+	testenv.WaitFor(t, 20*time.Second, "two pages to be asked for", func() bool { return asked.Load() == 2 })
 	answered := map[int]bool{}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(answered) < slow-2 {
@@ -188,7 +188,7 @@ func TestChatCommandsFindingFeedsDoNotStallTheComponent(t *testing.T) {
 	carol := e.dial("carol", "x")
 	say(bob, "subscribe "+site.URL+"/bob")
 	say(carol, "subscribe "+site.URL+"/carol")
-	waitFor(t, 20*time.Second, "four pages to be asked for", func() bool { return asked.Load() == 4 })
+	testenv.WaitFor(t, 20*time.Second, "four pages to be asked for", func() bool { return asked.Load() == 4 })
 	admin := e.dial("admin", "x")
 	if got := chatSay(t, e, admin, "subscribe "+site.URL+"/admin"); !strings.Contains(got, "busy looking at pages for others") {
 		t.Errorf("a fifth look-up answered %q, want the process's refusal", got)

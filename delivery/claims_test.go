@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // logReads counts the reads a delivery makes of a node and its log.
@@ -44,7 +45,7 @@ func TestFanOutReadsTheLogWithTheClaim(t *testing.T) {
 		h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{})
 	}
 	h.publish("a")
-	eventually(t, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
+	testenv.WaitFor(t, 15*time.Second, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
 	for _, d := range rc.deliveries("") {
 		if ids := atomIDs(t, d.Body); len(ids) != 1 {
 			t.Fatalf("%s got entries %v, want the one published", d.Path, ids)

@@ -133,7 +133,7 @@ func (h *harness) sub(id int64) *hub.Subscription {
 func (h *harness) settled(id int64) *hub.Subscription {
 	h.t.Helper()
 	var s *hub.Subscription
-	eventually(h.t, "the subscription to be released", func() bool {
+	testenv.WaitFor(h.t, 15*time.Second, "the subscription to be released", func() bool {
 		s = h.sub(id)
 		return s == nil || s.LeaseOwner == ""
 	})
@@ -162,17 +162,6 @@ func (h *harness) lastSeq() int64 {
 		h.t.Fatal(err)
 	}
 	return n.LastSeq
-}
-
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // request is one request a receiver got.
@@ -334,7 +323,7 @@ func TestReceiverDownThenBackGetsEverythingInOrder(t *testing.T) {
 			published = append(published, feed.AtomID(id))
 		}
 		// Each publication finds the receiver down and is retried later.
-		eventually(t, "a failed attempt", func() bool {
+		testenv.WaitFor(t, 15*time.Second, "a failed attempt", func() bool {
 			s := h.sub(id)
 			return s.ConsecutiveErrors == i+1 && s.LeaseOwner == ""
 		})
@@ -346,7 +335,7 @@ func TestReceiverDownThenBackGetsEverythingInOrder(t *testing.T) {
 	}
 	rcv.Up()
 	h.engine.Wake(0)
-	eventually(t, "the receiver to catch up", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the receiver to catch up", func() bool {
 		s := h.sub(id)
 		return s.Cursor == h.lastSeq() && s.LeaseOwner == ""
 	})
@@ -386,7 +375,7 @@ func TestReceiverAskingToBeRemoved(t *testing.T) {
 			rcv.set(func(r *receiver) { r.answer = func(*received) (int, string) { return tc.code, tc.body } })
 			id := h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{})
 			h.publish("a")
-			eventually(t, "the delivery", func() bool { return len(rcv.deliveries("")) == 1 })
+			testenv.WaitFor(t, 15*time.Second, "the delivery", func() bool { return len(rcv.deliveries("")) == 1 })
 			s := h.settled(id)
 			if removed := s == nil; removed != tc.remove {
 				t.Fatalf("removed = %v, want %v", removed, tc.remove)
@@ -428,7 +417,7 @@ func TestRetriesBackOffUntilTheEndOfTheWindow(t *testing.T) {
 
 	h.publish("a")
 	for attempt := 1; ; attempt++ {
-		eventually(t, fmt.Sprintf("attempt %d", attempt), func() bool { return len(rcv.deliveries("")) >= attempt })
+		testenv.WaitFor(t, 15*time.Second, fmt.Sprintf("attempt %d", attempt), func() bool { return len(rcv.deliveries("")) >= attempt })
 		s := h.settled(id)
 		if s == nil {
 			break
@@ -508,7 +497,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	healthyID := h.subscribe(healthy.URL("/hook"), hub.SubActive, hub.Options{})
 	h.publish("a")
 
-	eventually(t, "the healthy receiver's delivery", func() bool { return len(healthy.deliveries("")) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "the healthy receiver's delivery", func() bool { return len(healthy.deliveries("")) == 1 })
 	mu.Lock()
 	done := slowDoneWhenHealthyServed
 	mu.Unlock()
@@ -521,7 +510,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 
 	// The slow receiver gets everything too, never more than PerHost at once.
 	close(release)
-	eventually(t, "the slow receiver's deliveries", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the slow receiver's deliveries", func() bool {
 		h.clock.Advance(time.Second) // past any postponement
 		h.engine.Wake(0)
 		for _, id := range slowIDs {
@@ -561,7 +550,7 @@ func TestManySubscribersOnOneHost(t *testing.T) {
 		h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{})
 	}
 	h.publish("a")
-	eventually(t, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
+	testenv.WaitFor(t, 15*time.Second, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
 	paths := map[string]bool{}
 	for _, d := range rc.deliveries("") {
 		paths[d.Path] = true
@@ -594,11 +583,11 @@ func TestItemPublishedDuringDeliveriesFollows(t *testing.T) {
 		ids = append(ids, h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{}))
 	}
 	h.publish("a")
-	eventually(t, "the first request", func() bool { return len(rc.deliveries("")) >= 1 })
+	testenv.WaitFor(t, 15*time.Second, "the first request", func() bool { return len(rc.deliveries("")) >= 1 })
 	h.publish("b") // every subscription is claimed now: this wake finds none
 	close(gate)
 	last := h.lastSeq()
-	eventually(t, "every cursor at the second item", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "every cursor at the second item", func() bool {
 		for _, id := range ids {
 			if s := h.sub(id); s.Cursor != last || s.LeaseOwner != "" {
 				return false
@@ -625,7 +614,7 @@ func TestLongBacklogNeedsNoPoll(t *testing.T) {
 	rc := newReceiver(t, h.clock)
 	id := h.subscribe(rc.URL("/hook"), hub.SubActive, hub.Options{})
 	h.publish("1", "2", "3", "4", "5")
-	eventually(t, "the whole backlog", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the whole backlog", func() bool {
 		s := h.sub(id)
 		return s.Cursor == h.lastSeq() && s.LeaseOwner == ""
 	})

@@ -46,7 +46,7 @@ func TestLeaseRenewedWhileDelivering(t *testing.T) {
 		t.Fatalf("another process claimed %d subscriptions (err %v) during a delivery whose lease is renewed", len(got), err)
 	}
 	close(release)
-	eventually(t, "the delivery saved", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the delivery saved", func() bool {
 		s := h.sub(id)
 		return s.LeaseOwner == "" && s.Cursor == h.lastSeq() && s.LastStatus == http.StatusOK
 	})

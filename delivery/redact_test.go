@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestCallbackQueryStaysOutOfErrors: a callback whose query carries a
@@ -30,7 +31,7 @@ func TestCallbackQueryStaysOutOfErrors(t *testing.T) {
 	id := h.subscribe("http://"+closed+"/hook?token="+secret, hub.SubActive, hub.Options{})
 	h.publish("a")
 	var sub *hub.Subscription
-	eventually(t, "the failed delivery", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the failed delivery", func() bool {
 		sub = h.sub(id)
 		return sub != nil && sub.ConsecutiveErrors > 0 && sub.LeaseOwner == ""
 	})

@@ -154,7 +154,7 @@ func TestShutdownGivesBackADeliveryInFlight(t *testing.T) {
 
 	close(unblock)
 	r.start("second", false)
-	eventually(t, "the delivery by the next engine", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the delivery by the next engine", func() bool {
 		s := r.subscription(id)
 		return s.Cursor == r.lastSeq() && s.LeaseOwner == ""
 	})
@@ -186,7 +186,7 @@ func TestExclusiveEngineTakesBackDeadLeases(t *testing.T) {
 	}
 
 	r.start("sole", true)
-	eventually(t, "the delivery after the lease was taken back", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the delivery after the lease was taken back", func() bool {
 		s := r.subscription(id)
 		return s.Cursor == r.lastSeq() && s.LeaseOwner == ""
 	})
@@ -248,7 +248,7 @@ func TestShutdownGivesBackAChangeVerificationInFlight(t *testing.T) {
 
 	close(unblock)
 	r.start("second", false)
-	eventually(t, "the change verified by the next engine", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the change verified by the next engine", func() bool {
 		s := r.subscription(id)
 		return !s.Change.Pending() && s.Options.Secret == "new"
 	})
@@ -276,7 +276,7 @@ func TestExclusiveEngineTakesBackDeadChangeLeases(t *testing.T) {
 	}
 
 	r.start("sole", true)
-	eventually(t, "the change verified after its lease was taken back", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the change verified after its lease was taken back", func() bool {
 		s := r.subscription(id)
 		return !s.Change.Pending() && s.Options.Secret == "new"
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -118,7 +119,7 @@ func TestStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
 	}
 	f.busy.Store(false)
 	f.w.settled()
-	eventually(t, "the states written", func() bool { return len(f.rec.written()) > 0 })
+	testenv.WaitFor(t, 15*time.Second, "the states written", func() bool { return len(f.rec.written()) > 0 })
 	if got := f.rec.written(); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("writes %v, want one of 3", got)
 	}
@@ -134,7 +135,7 @@ func TestStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
 func TestLoneStateIsWrittenAtOnce(t *testing.T) {
 	f := newStateWriterFixture(t, 1, time.Hour, time.Hour)
 	f.save(0, 3)
-	eventually(t, "the state written", func() bool { return len(f.rec.written()) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "the state written", func() bool { return len(f.rec.written()) == 1 })
 	if c := f.cursor(t, 0); c != 3 {
 		t.Errorf("cursor %d, want 3", c)
 	}
@@ -156,7 +157,7 @@ func TestWaitForMoreIsBounded(t *testing.T) {
 			f := newStateWriterFixture(t, 1, tc.linger, tc.gap)
 			f.busy.Store(true) // and never settles
 			f.save(0, 5)
-			eventually(t, "the state written", func() bool { return len(f.rec.written()) == 1 })
+			testenv.WaitFor(t, 15*time.Second, "the state written", func() bool { return len(f.rec.written()) == 1 })
 			if c := f.cursor(t, 0); c != 5 {
 				t.Errorf("cursor %d, want 5", c)
 			}
@@ -171,14 +172,14 @@ func TestFullWriteGoesAtOnce(t *testing.T) {
 	for i := range maxStatesPerWrite + 1 {
 		f.save(i, 2)
 	}
-	eventually(t, "a full write", func() bool { return len(f.rec.written()) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "a full write", func() bool { return len(f.rec.written()) == 1 })
 	if got := f.rec.written(); got[0] != maxStatesPerWrite {
 		t.Fatalf("writes %v, want one of %d", got, maxStatesPerWrite)
 	}
 	// The one left over waits for the running deliveries, then goes too.
 	f.busy.Store(false)
 	f.w.settled()
-	eventually(t, "the rest written", func() bool { return len(f.rec.written()) == 2 })
+	testenv.WaitFor(t, 15*time.Second, "the rest written", func() bool { return len(f.rec.written()) == 2 })
 	if c := f.cursor(t, maxStatesPerWrite); c != 2 {
 		t.Errorf("last subscription's cursor %d, want 2", c)
 	}
@@ -206,7 +207,7 @@ func TestStatesWithinTheGapAreWrittenTogether(t *testing.T) {
 		f.save(i, 8)
 		time.Sleep(20 * time.Millisecond)
 	}
-	eventually(t, "the states written", func() bool { return len(f.rec.written()) > 0 })
+	testenv.WaitFor(t, 15*time.Second, "the states written", func() bool { return len(f.rec.written()) > 0 })
 	if got := f.rec.written(); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("writes %v, want one of 3", got)
 	}
@@ -217,12 +218,12 @@ func TestStatesWithinTheGapAreWrittenTogether(t *testing.T) {
 func TestWakeAfterWriteWaitsForDue(t *testing.T) {
 	f := newStateWriterFixture(t, 2, time.Hour, time.Hour)
 	f.saveWaking(0, 1, true, time.Now().Add(time.Hour))
-	eventually(t, "the first state written", func() bool { return len(f.rec.written()) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "the first state written", func() bool { return len(f.rec.written()) == 1 })
 	if n := f.wakes(); n != 0 {
 		t.Fatalf("a write before the due time woke the node (%d wakes)", n)
 	}
 	f.saveWaking(1, 1, true, time.Now().Add(-time.Second))
-	eventually(t, "the node woken after the second write", func() bool { return f.wakes() == 1 })
+	testenv.WaitFor(t, 15*time.Second, "the node woken after the second write", func() bool { return f.wakes() == 1 })
 }
 
 // A delivery's state is written, and its lease released, as soon as the
@@ -245,7 +246,7 @@ func TestStateIsWrittenWhenTheLastDeliveryEnds(t *testing.T) {
 	kept := h.subscribe(fast.URL("/kept"), hub.SubActive, hub.Options{})
 	gone := h.subscribe(slow.URL("/gone"), hub.SubActive, hub.Options{})
 	h.publish("a")
-	eventually(t, "the slow receiver's subscription removed", func() bool { return h.sub(gone) == nil })
+	testenv.WaitFor(t, 15*time.Second, "the slow receiver's subscription removed", func() bool { return h.sub(gone) == nil })
 	if s := h.settled(kept); s.Cursor != h.lastSeq() {
 		t.Fatalf("cursor %d after the delivery, want %d", s.Cursor, h.lastSeq())
 	}
@@ -272,7 +273,7 @@ func TestBacklogBesideAHangingDeliveryKeepsMoving(t *testing.T) {
 	h.subscribe(hanging.URL("/hangs"), hub.SubActive, hub.Options{})
 	h.subscribe(fast.URL("/backlog"), hub.SubActive, hub.Options{})
 	h.publish("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
-	eventually(t, "the whole backlog delivered", func() bool { return len(fast.deliveries("/backlog")) == 5 })
+	testenv.WaitFor(t, 15*time.Second, "the whole backlog delivered", func() bool { return len(fast.deliveries("/backlog")) == 5 })
 }
 
 // slowSaves is the real store whose delivery-state writes take a while,
@@ -303,5 +304,5 @@ func TestPostponedSubscriptionWrittenLateIsServed(t *testing.T) {
 		h.subscribe(rc.URL(fmt.Sprintf("/p%d", i)), hub.SubActive, hub.Options{})
 	}
 	h.publish("a")
-	eventually(t, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
+	testenv.WaitFor(t, 15*time.Second, "every subscriber's delivery", func() bool { return len(rc.deliveries("")) >= n })
 }

@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mmcdole/gofeed"
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/getpingd"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 func TestVerificationOfIntent(t *testing.T) {
@@ -24,7 +26,7 @@ func TestVerificationOfIntent(t *testing.T) {
 		h := newHarness(t)
 		rcv := newReceiver(t, h.clock)
 		id := h.subscribe(rcv.URL("/hook?feed=news"), hub.SubPending, hub.Options{})
-		eventually(t, "verification", func() bool { s := h.sub(id); return s != nil && s.State == hub.SubActive })
+		testenv.WaitFor(t, 15*time.Second, "verification", func() bool { s := h.sub(id); return s != nil && s.State == hub.SubActive })
 		checks := rcv.verifications()
 		if len(checks) != 1 {
 			t.Fatalf("%d verification requests", len(checks))
@@ -36,7 +38,7 @@ func TestVerificationOfIntent(t *testing.T) {
 		}
 		// Delivered from now on.
 		h.publish("a")
-		eventually(t, "a delivery", func() bool { return len(rcv.deliveries("")) == 1 })
+		testenv.WaitFor(t, 15*time.Second, "a delivery", func() bool { return len(rcv.deliveries("")) == 1 })
 		if len(rcv.deliveries("")) != 1 {
 			t.Error("no delivery after verification")
 		}
@@ -56,7 +58,7 @@ func TestVerificationOfIntent(t *testing.T) {
 			rcv := newReceiver(t, h.clock)
 			rcv.set(func(r *receiver) { r.echo = echo })
 			id := h.subscribe(rcv.URL("/hook"), hub.SubPending, hub.Options{})
-			eventually(t, "the subscription to be dropped", func() bool { return h.sub(id) == nil })
+			testenv.WaitFor(t, 15*time.Second, "the subscription to be dropped", func() bool { return h.sub(id) == nil })
 			if n := len(rcv.verifications()); n != 1 {
 				t.Errorf("%d verification requests", n)
 			}
@@ -84,12 +86,12 @@ func TestVerificationOfIntent(t *testing.T) {
 			}
 			ids = append(ids, id)
 		}
-		eventually(t, "the confirmed unsubscription", func() bool { return h.sub(ids[0]) == nil })
+		testenv.WaitFor(t, 15*time.Second, "the confirmed unsubscription", func() bool { return h.sub(ids[0]) == nil })
 		if q := confirm.verifications()[0].Query; q.Get("hub.mode") != "unsubscribe" || q.Get("hub.topic") != testDescriptor {
 			t.Errorf("unsubscribe verification %v", q)
 		}
 		// Not confirmed: the subscription stays, active, with its options.
-		eventually(t, "the refused unsubscription", func() bool { s := h.sub(ids[1]); return s.State == hub.SubActive })
+		testenv.WaitFor(t, 15*time.Second, "the refused unsubscription", func() bool { s := h.sub(ids[1]); return s.State == hub.SubActive })
 		if s := h.sub(ids[1]); s.Options.Secret != "k" {
 			t.Errorf("options lost: %+v", s.Options)
 		}
@@ -105,7 +107,7 @@ func TestDeliveryMethodsAndSignature(t *testing.T) {
 	h.subscribe(rcv.URL("/notify"), hub.SubActive, hub.Options{Method: getpingd.WebhookMethodNotify, Diff: getpingd.DiffNone, Secret: secret})
 	h.subscribe(rcv.URL("/default"), hub.SubActive, hub.Options{})
 	h.publish("one", "two")
-	eventually(t, "three deliveries", func() bool { return len(rcv.deliveries("")) == 3 })
+	testenv.WaitFor(t, 15*time.Second, "three deliveries", func() bool { return len(rcv.deliveries("")) == 3 })
 
 	for path, method := range map[string]string{"/post": "POST", "/notify": "NOTIFY", "/default": "POST"} {
 		ds := rcv.deliveries(path)
@@ -169,7 +171,7 @@ func TestWebhookFeedDescribesTheNode(t *testing.T) {
 	rcv := newReceiver(t, h.clock)
 	h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{})
 	h.publish("one")
-	eventually(t, "a delivery", func() bool { return len(rcv.deliveries("/hook")) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "a delivery", func() bool { return len(rcv.deliveries("/hook")) == 1 })
 	body := rcv.deliveries("/hook")[0].Body
 	var doc struct {
 		ID    string `xml:"http://www.w3.org/2005/Atom id"`
@@ -238,7 +240,7 @@ func TestDeliveryPatch(t *testing.T) {
 			step := func(what string, change func()) {
 				t.Helper()
 				change()
-				eventually(t, what, func() bool {
+				testenv.WaitFor(t, 15*time.Second, what, func() bool {
 					s := h.sub(id)
 					return s.Cursor == h.lastSeq() && s.LeaseOwner == ""
 				})
@@ -281,7 +283,7 @@ func TestDeliveryPatch(t *testing.T) {
 				if _, err := h.hub.Retract(ctx, "news", "owner", []string{"b"}); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "a failed attempt", func() bool { s := h.sub(id); return s.ConsecutiveErrors > 0 && s.LeaseOwner == "" })
+				testenv.WaitFor(t, 15*time.Second, "a failed attempt", func() bool { s := h.sub(id); return s.ConsecutiveErrors > 0 && s.LeaseOwner == "" })
 				rcv.Up()
 				h.clock.Set(h.sub(id).NextAttemptAt)
 				h.engine.Wake(0)
@@ -292,7 +294,7 @@ func TestDeliveryPatch(t *testing.T) {
 					t.Fatal(err)
 				}
 				h.publish("g", "h")
-				eventually(t, "a failed attempt", func() bool { s := h.sub(id); return s.ConsecutiveErrors > 0 && s.LeaseOwner == "" })
+				testenv.WaitFor(t, 15*time.Second, "a failed attempt", func() bool { s := h.sub(id); return s.ConsecutiveErrors > 0 && s.LeaseOwner == "" })
 				rcv.Up()
 				h.clock.Set(h.sub(id).NextAttemptAt)
 				h.engine.Wake(0)
@@ -309,13 +311,13 @@ func TestDeliveryNoneSkipsRemovals(t *testing.T) {
 	rcv := newReceiver(t, h.clock)
 	id := h.subscribe(rcv.URL("/hook"), hub.SubActive, hub.Options{})
 	h.publish("a")
-	eventually(t, "the first delivery", func() bool { return len(rcv.deliveries("")) == 1 })
+	testenv.WaitFor(t, 15*time.Second, "the first delivery", func() bool { return len(rcv.deliveries("")) == 1 })
 	if _, err := h.hub.Retract(context.Background(), "news", "owner", []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cursor to pass the retraction", func() bool { s := h.sub(id); return s.Cursor == h.lastSeq() && s.LeaseOwner == "" })
+	testenv.WaitFor(t, 15*time.Second, "the cursor to pass the retraction", func() bool { s := h.sub(id); return s.Cursor == h.lastSeq() && s.LeaseOwner == "" })
 	h.publish("b")
-	eventually(t, "the second delivery", func() bool { return len(rcv.deliveries("")) == 2 })
+	testenv.WaitFor(t, 15*time.Second, "the second delivery", func() bool { return len(rcv.deliveries("")) == 2 })
 	if ids := atomIDs(t, rcv.deliveries("")[1].Body); !slices.Equal(ids, []string{feed.AtomID("b")}) {
 		t.Errorf("second delivery %v", ids)
 	}

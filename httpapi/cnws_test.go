@@ -11,6 +11,7 @@ import (
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/cnws"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 const cnwsNS = cnws.Namespace
@@ -177,7 +178,7 @@ func TestCNWSResourceChange(t *testing.T) {
 	rec.setAnswer(answerStatus(200, strings.Replace(cnwsTrueAnswer, "true", "false", 1)))
 	e.cnws(cnwsChangeDoc(feedURL, "Third", ""))
 	rec.waitMatching(t, 3, "notifications", isPost)
-	waitFor(t, "the subscriber to be removed", func() bool { return len(e.subs("news", hub.KindCNWS)) == 0 })
+	testenv.WaitFor(t, 15*time.Second, "the subscriber to be removed", func() bool { return len(e.subs("news", hub.KindCNWS)) == 0 })
 }
 
 // TestCNWSBadDocuments: anything but a valid notification is answered

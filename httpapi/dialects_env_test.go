@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
 
@@ -182,18 +183,6 @@ func (e *dialectEnv) subs(node string, kind hub.Kind) []hub.Subscription {
 	return subs
 }
 
-// waitFor polls ok for up to 15 seconds.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitBaselined waits until the node's source was fetched once.
 func (e *dialectEnv) waitBaselined(node string) *hub.Source {
 	e.t.Helper()
@@ -202,7 +191,7 @@ func (e *dialectEnv) waitBaselined(node string) *hub.Source {
 		e.t.Fatal(err)
 	}
 	var src *hub.Source
-	waitFor(e.t, "the baseline fetch of "+node, func() bool {
+	testenv.WaitFor(e.t, 15*time.Second, "the baseline fetch of "+node, func() bool {
 		src, err = e.hub.Source(e.ctx, n.SourceID)
 		return err == nil && src.Baselined
 	})
@@ -338,7 +327,7 @@ func (rc *receiver) matching(ok func(hit) bool) []hit {
 func (rc *receiver) waitMatching(t *testing.T, n int, what string, ok func(hit) bool) []hit {
 	t.Helper()
 	var got []hit
-	waitFor(t, fmt.Sprintf("%d %s", n, what), func() bool {
+	testenv.WaitFor(t, 15*time.Second, fmt.Sprintf("%d %s", n, what), func() bool {
 		got = rc.matching(ok)
 		return len(got) >= n
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 const (
@@ -597,7 +598,7 @@ func TestWebhookVerifiedByTheEngine(t *testing.T) {
 
 	href := rcv.URL + "/hook?k=v"
 	wantStatus(t, e.subscribe("news", typeHTTPSub, "", `<subscribe><url href="`+strings.ReplaceAll(href, "&", "&amp;")+`"/></subscribe>`), http.StatusAccepted)
-	waitUntil(t, "the subscription to be verified", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the subscription to be verified", func() bool {
 		subs := e.webhooks("news")
 		return len(subs) == 1 && subs[0].State == hub.SubActive
 	})
@@ -608,20 +609,9 @@ func TestWebhookVerifiedByTheEngine(t *testing.T) {
 	}
 
 	wantStatus(t, e.subscribe("news", typeHTTPSub, "", `<unsubscribe><url href="`+strings.ReplaceAll(href, "&", "&amp;")+`"/></unsubscribe>`), http.StatusAccepted)
-	waitUntil(t, "the unsubscription to be verified", func() bool { return len(e.webhooks("news")) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "the unsubscription to be verified", func() bool { return len(e.webhooks("news")) == 0 })
 	if checks := rcv.verifications(); len(checks) != 2 || checks[1].Get("hub.mode") != "unsubscribe" {
 		t.Errorf("verification requests: %v", checks)
-	}
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // subscribeAsReader sends a WebSub subscription from the client at addr
@@ -122,7 +123,7 @@ func TestStrangersMeetTheImplicitNodeCap(t *testing.T) {
 			t.Errorf("%s lost its node", topic)
 		}
 	}
-	waitFor(t, "every subscription taken to be verified", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "every subscription taken to be verified", func() bool {
 		active := 0
 		for _, topic := range topics {
 			for _, s := range e.webSubSubs(topic) {

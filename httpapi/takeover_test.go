@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -88,7 +89,7 @@ func (e *dialectEnv) subscription(node string, kind hub.Kind, callback string) (
 func (e *dialectEnv) waitSettled(node string, kind hub.Kind, callback string) hub.Subscription {
 	e.t.Helper()
 	var s hub.Subscription
-	waitFor(e.t, "an active subscription of "+callback+" without a pending change", func() bool {
+	testenv.WaitFor(e.t, 15*time.Second, "an active subscription of "+callback+" without a pending change", func() bool {
 		var ok bool
 		s, ok = e.subscription(node, kind, callback)
 		return ok && s.State == hub.SubActive && !s.Change.Pending() && s.LeaseOwner == ""
@@ -115,7 +116,7 @@ func (e *dialectEnv) requestChange(node string, kind hub.Kind, callback string, 
 func (e *dialectEnv) waitDecided(node string, kind hub.Kind, callback string, change hub.SubChange) hub.Subscription {
 	e.t.Helper()
 	var s hub.Subscription
-	waitFor(e.t, "the pending change to be decided", func() bool {
+	testenv.WaitFor(e.t, 15*time.Second, "the pending change to be decided", func() bool {
 		var ok bool
 		s, ok = e.subscription(node, kind, callback)
 		return !ok || s.Change.ID != change.ID || !s.Change.Pending()
@@ -351,7 +352,7 @@ func TestCNWSResubscribeChangesNothing(t *testing.T) {
 	cb.setAnswer(answerStatus(http.StatusServiceUnavailable, ""))
 	e.publishChange("/feed.xml", "a", "b", "c", "d")
 	var failing hub.Subscription
-	waitFor(t, "a failed notification", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "a failed notification", func() bool {
 		failing, _ = e.subscription("news", hub.KindCNWS, cb.URL+"/cnws")
 		return failing.ConsecutiveErrors == 1 && failing.LeaseOwner == ""
 	})
@@ -464,7 +465,7 @@ func TestWebhookReplacedWhileVerified(t *testing.T) {
 	e.webhookRequest(`<subscribe><url href="` + href + `" secret="second"/></subscribe>`)
 	release()
 	cb.waitMatching(t, 2, "the verification of the second request", isGet)
-	waitFor(t, "the refused subscription to be removed", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the refused subscription to be removed", func() bool {
 		_, ok := e.subscription("news", hub.KindWebhook, href)
 		return !ok
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // The websub.rocks hub scenarios 100–106, played against pingd's hub on
@@ -53,7 +54,7 @@ func (e *dialectEnv) subscribeWebSub(rc *receiver, callback, topic string, extra
 	if q.Get("hub.mode") != "subscribe" || q.Get("hub.topic") != topic || q.Get("hub.challenge") == "" || q.Get("hub.lease_seconds") == "" {
 		e.t.Fatalf("verification %v", q)
 	}
-	waitFor(e.t, "the subscription to be active", func() bool {
+	testenv.WaitFor(e.t, 15*time.Second, "the subscription to be active", func() bool {
 		for _, s := range e.webSubSubs(topic) {
 			// A renewal is a pending change until it is applied.
 			if callbackOf(s) == callback && s.State == hub.SubActive && !s.Change.Pending() {
@@ -234,7 +235,7 @@ func TestWebSubRocks104Unsubscribe(t *testing.T) {
 	if v.Query.Get("hub.mode") != "unsubscribe" || v.Query.Get("hub.topic") != topic || v.Query.Get("hub.lease_seconds") != "" {
 		t.Fatalf("unsubscribe verification %v", v.Query)
 	}
-	waitFor(t, "the subscription to be removed", func() bool { return len(e.webSubSubs(topic)) == 0 })
+	testenv.WaitFor(t, 15*time.Second, "the subscription to be removed", func() bool { return len(e.webSubSubs(topic)) == 0 })
 	e.origin.set("/104.xml", "application/rss+xml", rssDoc("Topic", "a", "b"))
 	e.publishWebSub(topic)
 	time.Sleep(500 * time.Millisecond)
@@ -299,7 +300,7 @@ func TestWebSubDenials(t *testing.T) {
 		d.Query.Get("hub.challenge") != "" {
 		t.Fatalf("denial %v", d.Query)
 	}
-	waitFor(t, "the denied request to be dropped", func() bool { return len(e.subs("closed", hub.KindWebSub)) == 0 })
+	testenv.WaitFor(t, 15*time.Second, "the denied request to be dropped", func() bool { return len(e.subs("closed", hub.KindWebSub)) == 0 })
 
 	// With the token: verified, and the owner's items arrive as Atom.
 	e.subscribeWebSub(sub, sub.URL+"/cb", topic, nil, "Authorization", "Bearer "+token)
@@ -341,7 +342,7 @@ func TestWebSubDenials(t *testing.T) {
 	if d.Query.Get("hub.mode") != "denied" || !strings.Contains(d.Query.Get("hub.reason"), "cannot be fetched") {
 		t.Fatalf("denial %v", d.Query)
 	}
-	waitFor(t, "the denied request to be dropped", func() bool { return len(e.webSubSubs(missing)) == 0 })
+	testenv.WaitFor(t, 15*time.Second, "the denied request to be dropped", func() bool { return len(e.webSubSubs(missing)) == 0 })
 
 	// pingd's own URL of a node that does not exist: 404 at once.
 	if resp := e.webSub(url.Values{"hub.mode": {"subscribe"}, "hub.topic": {e.srv.URL + "/atom/nope"}, "hub.callback": {other.URL}}); resp.StatusCode != 404 {
@@ -382,7 +383,7 @@ func TestWebSubLeasesAndVerification(t *testing.T) {
 		t.Fatalf("HTTP %d", resp.StatusCode)
 	}
 	refusing.waitMatching(t, 1, "verification", isGet)
-	waitFor(t, "the unconfirmed subscription to be dropped", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the unconfirmed subscription to be dropped", func() bool {
 		for _, s := range e.webSubSubs(topic) {
 			if callbackOf(s) == refusing.URL {
 				return false

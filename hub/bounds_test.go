@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestDeleteUnusedImplicitNodes: an implicit node nobody subscribes to is
@@ -82,7 +83,7 @@ func TestDeleteUnusedImplicitNodes(t *testing.T) {
 	e.clock.Advance(48 * time.Hour)
 	e.settle(sentinel.SourceID)
 	for _, p := range []string{"/owned", "/kept"} {
-		waitFor(t, "a poll of "+p, func() bool { return e.origin.hitCount(p) > hits[p] })
+		testenv.WaitFor(t, 20*time.Second, "a poll of "+p, func() bool { return e.origin.hitCount(p) > hits[p] })
 	}
 	if got := e.origin.hitCount("/unused"); got != hits["/unused"] {
 		t.Fatalf("the deleted source was fetched %d times more", got-hits["/unused"])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // These tests run the hub's fetch loop against feeds served on loopback and
@@ -144,7 +145,7 @@ func TestSlowWaitIsReported(t *testing.T) {
 		}
 		created <- n
 	}()
-	waitFor(t, "the observer to hear of the wait", func() bool { return started.Load() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the observer to hear of the wait", func() bool { return started.Load() == 1 })
 	if ended.Load() != 0 {
 		t.Fatalf("the wait was reported over while the fetch hangs")
 	}
@@ -247,7 +248,7 @@ func TestChangePublishesOnlyNewEntriesOldestFirst(t *testing.T) {
 			t.Errorf("node %q: event %+v lost the entry", n.Name, evs[1])
 		}
 		// The loop wakes the transports once the outcome is stored.
-		waitFor(t, "node "+n.Name+"'s transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
+		testenv.WaitFor(t, 20*time.Second, "node "+n.Name+"'s transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
 		if cur := e.node(n.Name); cur.LastSeq != 4 || cur.XMPPSeq != 2 {
 			t.Errorf("node %q at %d, its XMPP cursor at %d; want 4 (the baseline's 2 kept, 2 new) and 2", n.Name, cur.LastSeq, cur.XMPPSeq)
 		}
@@ -576,7 +577,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 			// The ping made the source due now; the fetcher, which may
 			// have claimed it beside the sentinel, puts it back to the
 			// Retry-After time without fetching.
-			waitFor(t, "the fetch put off until Retry-After", func() bool {
+			testenv.WaitFor(t, 20*time.Second, "the fetch put off until Retry-After", func() bool {
 				src = e.source(n.SourceID)
 				return src.LeaseOwner == "" && src.NextFetchAt.Equal(want)
 			})
@@ -653,7 +654,7 @@ func TestChangeNoteNotifiesOnce(t *testing.T) {
 	if len(evs) != 1 || evs[0].Kind != hub.EventChange || evs[0].Title != note.Title || evs[0].Summary != note.Description {
 		t.Fatalf("log %+v, want one change event carrying the note", evs)
 	}
-	waitFor(t, "the transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
+	testenv.WaitFor(t, 20*time.Second, "the transports to be woken", func() bool { return e.rec.wakesOf(n.ID) > 0 })
 
 	// Exactly once: later fetches do not repeat it.
 	e.ping(n.SourceID, u, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // dbUse is what the SQLite file holds: rows of the tables a feed grows,
@@ -84,7 +85,7 @@ func TestAFloodOfNewEntriesStaysBounded(t *testing.T) {
 	// CreateNode waits for the baseline only up to BaselineWait: on a busy
 	// machine the baseline of this big document may still run, and would
 	// then fetch round 1's document as its baseline.
-	waitFor(t, "the flood's baseline", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the flood's baseline", func() bool {
 		src := e.source(many.SourceID)
 		return src.Baselined && src.LeaseOwner == ""
 	})

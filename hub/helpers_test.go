@@ -146,7 +146,7 @@ func (e *env) run() {
 		}
 	})
 	// Learning of a source waits for its baseline only once Run runs.
-	waitFor(e.t, "Run to start", e.hub.FetchLoopOn)
+	testenv.WaitFor(e.t, 20*time.Second, "Run to start", e.hub.FetchLoopOn)
 }
 
 // createNode creates a node following the origin's path, failing the test
@@ -206,7 +206,7 @@ func (e *env) waitFetched(srcID int64) *hub.Source {
 	e.t.Helper()
 	now := e.clock.Now()
 	var src *hub.Source
-	waitFor(e.t, fmt.Sprintf("fetch of source %d at %s", srcID, now.Format(time.TimeOnly)), func() bool {
+	testenv.WaitFor(e.t, 20*time.Second, fmt.Sprintf("fetch of source %d at %s", srcID, now.Format(time.TimeOnly)), func() bool {
 		src = e.source(srcID)
 		return src.LastFetchAt.Equal(now) && src.LeaseOwner == ""
 	})
@@ -239,21 +239,8 @@ func (e *env) settle(sentinel int64) {
 	if _, err := e.hub.Changed(e.t.Context(), e.origin.url("/sentinel"), nil); err != nil {
 		e.t.Fatalf("ping sentinel: %v", err)
 	}
-	waitFor(e.t, "the sentinel's fetch", func() bool { return e.origin.hitCount("/sentinel") > before })
+	testenv.WaitFor(e.t, 20*time.Second, "the sentinel's fetch", func() bool { return e.origin.hitCount("/sentinel") > before })
 	e.waitFetched(sentinel)
-}
-
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline (a hang, not a slow machine, is what it catches).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // origin is a loopback web server whose handlers tests set per path; it

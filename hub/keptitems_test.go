@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestBaselineEntriesBecomeItemsTellingNoOne: a node made for a feed has
@@ -85,7 +86,7 @@ func TestBaselineEntriesBecomeItemsTellingNoOne(t *testing.T) {
 	// (the loop had already claimed the source for its baseline) that read
 	// the document before it changed; the ping's own fetch follows it.
 	var evs []hub.Event
-	waitFor(t, "the new entry in the node's log", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the new entry in the node's log", func() bool {
 		var err error
 		if evs, err = e.store.EventsAfter(ctx, n.ID, n.XMPPSeq, 0); err != nil {
 			t.Fatal(err)
@@ -96,7 +97,7 @@ func TestBaselineEntriesBecomeItemsTellingNoOne(t *testing.T) {
 	if evs, err := e.store.EventsAfter(ctx, n.ID, n.XMPPSeq, 0); err != nil || !slices.Equal(itemIDs(evs), []string{"d"}) || len(evs) != 1 {
 		t.Errorf("told after the change: %v (%v, %v), want [d]", itemIDs(evs), kinds(evs), err)
 	}
-	waitFor(t, "the change to wake the node's transports", func() bool { return e.rec.wakesOf(n.ID) > 0 })
+	testenv.WaitFor(t, 20*time.Second, "the change to wake the node's transports", func() bool { return e.rec.wakesOf(n.ID) > 0 })
 }
 
 // TestANewNodeOfABaselinedFeedKeepsItsEntries: a node made for a feed

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // The fetch loop at scale: politeness per host (slots, spacing, pauses)
@@ -104,10 +105,10 @@ func TestHostSpacing(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	e.run()
-	waitFor(t, "the first fetch of the spaced host", func() bool { return spaced.hitCount("/a")+spaced.hitCount("/b") >= 1 })
+	testenv.WaitFor(t, 20*time.Second, "the first fetch of the spaced host", func() bool { return spaced.hitCount("/a")+spaced.hitCount("/b") >= 1 })
 	// Its outcome is stored before the clock moves: LastFetchAt is the
 	// hub's time when the answer is in, not when the request went.
-	waitFor(t, "the first fetch stored", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the first fetch stored", func() bool {
 		for _, n := range nodes {
 			if src := e.source(n.SourceID); !src.LastFetchAt.IsZero() && src.LeaseOwner == "" {
 				return true
@@ -132,9 +133,9 @@ func TestHostSpacing(t *testing.T) {
 	}
 	e.clock.Advance(time.Second)
 	e.hub.WakeFetcher()
-	waitFor(t, "the second fetch after the spacing", func() bool { return spaced.hitCount("/a")+spaced.hitCount("/b") == 2 })
+	testenv.WaitFor(t, 20*time.Second, "the second fetch after the spacing", func() bool { return spaced.hitCount("/a")+spaced.hitCount("/b") == 2 })
 	first, second := e.source(nodes[0].SourceID), e.source(nodes[1].SourceID)
-	waitFor(t, "both fetches stored", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "both fetches stored", func() bool {
 		first, second = e.source(nodes[0].SourceID), e.source(nodes[1].SourceID)
 		return !first.LastFetchAt.IsZero() && !second.LastFetchAt.IsZero() && first.LeaseOwner == "" && second.LeaseOwner == ""
 	})
@@ -175,7 +176,7 @@ func TestARetryAfterPausesTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var src *hub.Source
-	waitFor(t, "the other source given back until the host's pause ends", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the other source given back until the host's pause ends", func() bool {
 		src = e.source(two.SourceID)
 		return src.LeaseOwner == "" && src.NextFetchAt.Equal(pauseEnd)
 	})
@@ -218,7 +219,7 @@ func TestPerHostConcurrencyHoldsWithManySources(t *testing.T) {
 	// Those beyond what the host keeps waiting are given back due at its
 	// pace: the clock moves on as time would.
 	for _, n := range nodes {
-		waitFor(t, "every source fetched", func() bool {
+		testenv.WaitFor(t, 20*time.Second, "every source fetched", func() bool {
 			e.clock.Advance(100 * time.Millisecond)
 			e.hub.WakeFetcher()
 			src := e.source(n.SourceID)

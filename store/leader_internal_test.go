@@ -110,7 +110,7 @@ func TestLeaderPostgres(t *testing.T) {
 	// The holder's session dies: the lock is free for b at once, and a
 	// learns it lost the lock within seconds.
 	terminateLeaderSession(t, a.(*sqlStore), "xmpp")
-	waitUntil(t, 10*time.Second, "b to take the lock of a dead session", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "b to take the lock of a dead session", func() bool {
 		lb, err := b.TryLeader(context.Background(), "xmpp")
 		if err != nil {
 			return false
@@ -210,17 +210,6 @@ func terminateLeaderSession(t *testing.T, s *sqlStore, name string) {
 	}
 	if terminated != 1 {
 		t.Fatalf("terminated %d sessions holding %q, want 1", terminated, name)
-	}
-}
-
-func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

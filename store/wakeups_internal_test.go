@@ -82,19 +82,19 @@ func TestWakeupsPostgres(t *testing.T) {
 	_, ro := runWakeups(t, other)
 	// Each listens once it has said "look at everything".
 	for _, r := range []*received{ra, rb, ro} {
-		waitUntil(t, 10*time.Second, "the listening sessions", func() bool { return r.has(0) })
+		testenv.WaitFor(t, 10*time.Second, "the listening sessions", func() bool { return r.has(0) })
 	}
 
 	wa.Wake(7)
 	wa.Wake(8)
-	waitUntil(t, 5*time.Second, "b to hear of nodes 7 and 8", func() bool { return rb.has(7) && rb.has(8) })
+	testenv.WaitFor(t, 5*time.Second, "b to hear of nodes 7 and 8", func() bool { return rb.has(7) && rb.has(8) })
 	wa.Wake(0)
-	waitUntil(t, 5*time.Second, "b to hear of every node", func() bool { return rb.count(0) == 2 })
+	testenv.WaitFor(t, 5*time.Second, "b to hear of every node", func() bool { return rb.count(0) == 2 })
 	// Many at once are split into payloads PostgreSQL takes.
 	for id := int64(1000); id < 3000; id++ {
 		wa.Wake(id)
 	}
-	waitUntil(t, 5*time.Second, "b to hear of 2000 nodes", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "b to hear of 2000 nodes", func() bool {
 		for id := int64(1000); id < 3000; id++ {
 			if !rb.has(id) {
 				return false
@@ -123,9 +123,9 @@ func TestWakeupsPostgres(t *testing.T) {
 		WHERE application_name = $1`, "pingd wake-ups "+wb.origin).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("terminated %d listening sessions of b (%v), want 1", n, err)
 	}
-	waitUntil(t, 10*time.Second, "b to listen again", func() bool { return rb.count(0) == before+1 })
+	testenv.WaitFor(t, 10*time.Second, "b to listen again", func() bool { return rb.count(0) == before+1 })
 	wa.Wake(99)
-	waitUntil(t, 5*time.Second, "b to hear of node 99 after listening again", func() bool { return rb.has(99) })
+	testenv.WaitFor(t, 5*time.Second, "b to hear of node 99 after listening again", func() bool { return rb.has(99) })
 }
 
 func TestWakeupsSQLite(t *testing.T) {

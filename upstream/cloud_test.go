@@ -18,6 +18,7 @@ import (
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/soap"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/internal/xmlrpc"
 )
 
@@ -234,7 +235,7 @@ func TestRSSCloudUpstreamOverRPC(t *testing.T) {
 			if resp, ok, err := cloud.notifyCall(t, "", site.URL+"/rss"); err != nil || !ok || resp.StatusCode != http.StatusOK {
 				t.Fatalf("notification: HTTP %d, %v, %v", resp.StatusCode, ok, err)
 			}
-			waitFor(t, "the notified entry", func() bool { return slices.Contains(e.items(t, n), "clouded") })
+			testenv.WaitFor(t, 15*time.Second, "the notified entry", func() bool { return slices.Contains(e.items(t, n), "clouded") })
 			if got := site.gets.Load() - before; got != 1 {
 				t.Errorf("%d GETs after one notification, want 1", got)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // TestNeverSubscribesToItself: a feed whose publisher uses pingd as its
@@ -51,7 +52,7 @@ func TestNeverSubscribesToItself(t *testing.T) {
 	if _, err := e.hub.Ping(e.ctx, hub.Ping{Dialect: "websub", URL: site.URL + "/feed.atom"}, []string{site.URL + "/feed.atom"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the published entry", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the published entry", func() bool {
 		return strings.Contains(strings.Join(e.items(t, n), " "), "urn:published")
 	})
 

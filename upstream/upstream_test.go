@@ -262,22 +262,11 @@ func (e *env) follow(t *testing.T, name, feedURL string, gets func() int64) (*hu
 	if _, err := e.st.PutSubscription(e.ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the baseline fetch", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the baseline fetch", func() bool {
 		src, err := e.hub.Source(e.ctx, n.SourceID)
 		return err == nil && src.Baselined && gets() >= 1
 	})
 	return n, sub
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func (e *env) upstreams(t *testing.T, sourceID int64) []hub.Upstream {
@@ -314,8 +303,8 @@ func TestWebSubVerificationBeforeTheAnswer(t *testing.T) {
 	site.hubURL = wh.URL
 	n, _ := e.follow(t, "news", site.URL+"/feed.atom", site.gets.Load)
 	e.m.Check(e.ctx)
-	waitFor(t, "the hub's verification", func() bool { _, ok := wh.subscriber(); return ok })
-	waitFor(t, "the subscription to be active", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the hub's verification", func() bool { _, ok := wh.subscriber(); return ok })
+	testenv.WaitFor(t, 15*time.Second, "the subscription to be active", func() bool {
 		ups := e.upstreams(t, n.SourceID)
 		return len(ups) == 1 && ups[0].State == hub.UpstreamActive
 	})
@@ -343,7 +332,7 @@ func testWebSubUpstream(t *testing.T, inHeader bool) {
 	e.m.Check(e.ctx)
 	// pingd marks it active when it answers the verification; the hub
 	// records it once it has read that answer.
-	waitFor(t, "the hub's verification", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the hub's verification", func() bool {
 		ups := e.upstreams(t, n.SourceID)
 		_, recorded := wh.subscriber()
 		return len(ups) == 1 && ups[0].State == hub.UpstreamActive && recorded
@@ -373,7 +362,7 @@ func testWebSubUpstream(t *testing.T, inHeader bool) {
 	if code := wh.push(t, "<feed/>", ""); code != http.StatusAccepted {
 		t.Fatalf("push answered %d", code)
 	}
-	waitFor(t, "the pushed entry", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the pushed entry", func() bool {
 		ids := e.items(t, n)
 		return len(ids) > 0 && strings.Contains(strings.Join(ids, " "), "urn:pushed")
 	})
@@ -402,7 +391,7 @@ func testWebSubUpstream(t *testing.T, inHeader bool) {
 	// The hub verifies each request in a goroutine of its own: the
 	// renewal's must be over before the unsubscription's, or the hub
 	// could record the renewal after the unsubscription.
-	waitFor(t, "the renewal's verification", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the renewal's verification", func() bool {
 		wh.mu.Lock()
 		defer wh.mu.Unlock()
 		return wh.verified == 2
@@ -413,7 +402,7 @@ func testWebSubUpstream(t *testing.T, inHeader bool) {
 		t.Fatal(err)
 	}
 	e.m.Check(e.ctx)
-	waitFor(t, "the unsubscription", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the unsubscription", func() bool {
 		_, subscribed := wh.subscriber()
 		return !subscribed && len(e.upstreams(t, n.SourceID)) == 0
 	})
@@ -504,7 +493,7 @@ func TestRSSCloudUpstream(t *testing.T) {
 	if code := cloud.notify(t, site.URL+"/rss"); code != http.StatusOK {
 		t.Fatalf("notification answered %d", code)
 	}
-	waitFor(t, "the notified entry", func() bool { return strings.Contains(strings.Join(e.items(t, n), " "), "clouded") })
+	testenv.WaitFor(t, 15*time.Second, "the notified entry", func() bool { return strings.Contains(strings.Join(e.items(t, n), " "), "clouded") })
 	if got := site.gets.Load() - before; got != 1 {
 		t.Errorf("%d GETs after one notification, want 1", got)
 	}

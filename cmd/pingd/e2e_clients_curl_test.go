@@ -180,7 +180,7 @@ func (cb *callbackServer) requests(method, path string) []callbackRequest {
 
 func (cb *callbackServer) waitRequests(t *testing.T, method, path string, n int) []callbackRequest {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d %s request(s) to %s", n, method, path), func() bool { return len(cb.requests(method, path)) >= n })
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%d %s request(s) to %s", n, method, path), func() bool { return len(cb.requests(method, path)) >= n })
 	return cb.requests(method, path)
 }
 
@@ -358,7 +358,7 @@ func TestClientsCurl(t *testing.T) {
 	}
 
 	// Subscribers as the admin API lists them: every kind.
-	waitFor(t, 20*time.Second, "every HTTP subscription to be active", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every HTTP subscription to be active", func() bool {
 		active := map[string]int{}
 		for _, s := range e.d.nodeSubscribers("news") {
 			if s.State == "active" {
@@ -578,7 +578,7 @@ func TestClientsCurl(t *testing.T) {
 			LastError string `json:"last_error"`
 		} `json:"source"`
 	}
-	waitFor(t, 15*time.Second, "the unfetchable source's error in its status", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the unfetchable source's error in its status", func() bool {
 		r := api("GET", "/api/nodes/unfetchable/status", "", testAdminToken)
 		return r.Status == 200 && json.Unmarshal([]byte(r.Body), &status) == nil && status.Source.LastError != ""
 	})

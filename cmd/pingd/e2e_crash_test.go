@@ -53,7 +53,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 	d1 := newInstance(t, prosodyServer(p), db)
 	d2 := newInstance(t, prosodyServer(p), db)
 	d1.Start(true)
-	waitFor(t, 10*time.Second, "the first to lead", d1.leads)
+	testenv.WaitFor(t, 10*time.Second, "the first to lead", d1.leads)
 	d2.Start(true)
 	ds := []*daemon{d1, d2}
 	// A process's name in the leases, as its start-up line says.
@@ -161,7 +161,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 			t.Fatalf("subscribe %s: HTTP %d", path, resp.StatusCode)
 		}
 	}
-	waitFor(t, 30*time.Second, "every webhook verified", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every webhook verified", func() bool {
 		var list struct {
 			Subscribers []map[string]any `json:"subscribers"`
 		}
@@ -179,7 +179,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 	warm := feedItems("warm", 1)
 	feed.Add(warm...)
 	d2.pingSource(feed.URL)
-	waitFor(t, 20*time.Second, "the warm-up everywhere", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the warm-up everywhere", func() bool {
 		return xmppGot.complete(names, guids(warm)) && hookGot.complete(paths, guids(warm))
 	})
 
@@ -220,7 +220,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 			fast = append(fast, path)
 		}
 	}
-	waitFor(t, 20*time.Second, "the fan-out under way", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the fan-out under way", func() bool {
 		return inFlight.Load() > 0 && hookGot.complete(fast[:len(fast)/2], guids(burst))
 	})
 	v := 0 // the leader
@@ -245,7 +245,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 	time.Sleep(4 * time.Second)
 	victim.Start(false) // restarted under the same name (host and HTTP address)
 
-	waitFor(t, 30*time.Second, "every entry at every subscriber", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every entry at every subscriber", func() bool {
 		return xmppGot.complete(names, guids(burst)) && hookGot.complete(paths, guids(burst))
 	})
 	allIn := time.Since(killed)

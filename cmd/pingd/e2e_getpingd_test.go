@@ -168,7 +168,7 @@ func TestGetPingdWhitelistEndToEnd(t *testing.T) {
 	before := d.nodeLastSeq("private")
 	feed.Add(feedItem{"n2", "New two"})
 	d.pingFeed(feed.URL)
-	waitFor(t, 15*time.Second, "the new item in the node", func() bool { return d.nodeLastSeq("private") > before })
+	testenv.WaitFor(t, 15*time.Second, "the new item in the node", func() bool { return d.nodeLastSeq("private") > before })
 	if got := collectItems(t, reader, 1, 3*time.Second, 0); len(got) != 0 {
 		t.Errorf("removed JID still got %v", got)
 	}
@@ -293,7 +293,7 @@ func TestGetPingdWebhooksEndToEnd(t *testing.T) {
 	if code != 202 {
 		t.Fatalf("webhook subscription: HTTP %d %s", code, body)
 	}
-	waitFor(t, 15*time.Second, "verification of intent", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "verification of intent", func() bool {
 		subs := d.nodeSubscribers("news")
 		return len(subs) == 1 && subs[0].State == "active"
 	})
@@ -304,7 +304,7 @@ func TestGetPingdWebhooksEndToEnd(t *testing.T) {
 
 	feed.Add(feedItem{"a", "A"}, feedItem{"b", "B"})
 	d.pingFeed(feed.URL)
-	waitFor(t, 15*time.Second, "the first delivery", func() bool { return len(hook.titles()) >= 2 })
+	testenv.WaitFor(t, 15*time.Second, "the first delivery", func() bool { return len(hook.titles()) >= 2 })
 	if got := hook.titles(); !slices.Equal(got, []string{"A", "B"}) {
 		t.Fatalf("received %v, want A, B", got)
 	}
@@ -313,7 +313,7 @@ func TestGetPingdWebhooksEndToEnd(t *testing.T) {
 	hook.Down()
 	feed.Add(feedItem{"c", "C"})
 	d.pingFeed(feed.URL)
-	waitFor(t, 15*time.Second, "a failed delivery", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "a failed delivery", func() bool {
 		subs := d.nodeSubscribers("news")
 		return len(subs) == 1 && subs[0].Delivery.ConsecutiveErrors > 0
 	})
@@ -321,7 +321,7 @@ func TestGetPingdWebhooksEndToEnd(t *testing.T) {
 	d.Start(true)
 	hook.Up()
 	// The retry comes after the first backoff (about 30 s).
-	waitFor(t, 90*time.Second, "the pending delivery after the restart", func() bool { return len(hook.titles()) >= 3 })
+	testenv.WaitFor(t, 90*time.Second, "the pending delivery after the restart", func() bool { return len(hook.titles()) >= 3 })
 	time.Sleep(500 * time.Millisecond)
 	if got := hook.titles(); !slices.Equal(got, []string{"A", "B", "C"}) {
 		t.Fatalf("received %v, want A, B, C exactly once each", got)

@@ -210,7 +210,7 @@ func (g *guiProcess) archived(t *testing.T, jid string) []string {
 
 func (g *guiProcess) waitArchived(t *testing.T, jid, text string, limit time.Duration) {
 	t.Helper()
-	waitFor(t, limit, fmt.Sprintf("Gajim's archive to hold %q from %s", text, jid), func() bool {
+	testenv.WaitFor(t, limit, fmt.Sprintf("Gajim's archive to hold %q from %s", text, jid), func() bool {
 		for _, m := range g.archived(t, jid) {
 			if strings.Contains(m, text) {
 				return true
@@ -260,7 +260,7 @@ func TestGajimShowsEntries(t *testing.T) {
 	service := p.ComponentDomain
 	waitStep := func(step string) {
 		t.Helper()
-		waitFor(t, 30*time.Second, "Gajim to get past "+step, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "Gajim to get past "+step, func() bool {
 			st := g.gajimStatus()
 			if len(st.Errors) > 0 {
 				t.Fatalf("the driver failed at %s: %s", st.Step, st.Errors[0])
@@ -282,7 +282,7 @@ func TestGajimShowsEntries(t *testing.T) {
 
 	// 2. pingd a contact by the ?roster link, shown online.
 	waitStep("add_contact")
-	waitFor(t, 15*time.Second, "Gajim to show pingd online", func() bool { return g.gajimStatus().PingdOnline })
+	testenv.WaitFor(t, 15*time.Second, "Gajim to show pingd online", func() bool { return g.gajimStatus().PingdOnline })
 
 	// 3. The command by the message link: the answer and the entries.
 	waitStep("press_enter")

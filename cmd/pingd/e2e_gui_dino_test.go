@@ -210,12 +210,12 @@ func TestDinoShowsEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "Dino to start", func() bool { return step() == "started" })
-	waitFor(t, 30*time.Second, "Dino to log in with STARTTLS", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "Dino to start", func() bool { return step() == "started" })
+	testenv.WaitFor(t, 30*time.Second, "Dino to log in with STARTTLS", func() bool {
 		return strings.Contains(p.Log(), "Authenticated as "+jid)
 	})
 	signal("open")
-	waitFor(t, 30*time.Second, "the command to be typed", func() bool { return step() == "typed" })
+	testenv.WaitFor(t, 30*time.Second, "the command to be typed", func() bool { return step() == "typed" })
 
 	db := filepath.Join(home, ".local", "share", "dino", "dino.db")
 	service := p.ComponentDomain
@@ -230,7 +230,7 @@ func TestDinoShowsEntries(t *testing.T) {
 		return -1
 	}
 	var msgs []dinoMessage
-	waitFor(t, 20*time.Second, "the newest entry in Dino's database", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the newest entry in Dino's database", func() bool {
 		msgs = dinoMessages(t, db, service)
 		return findIn(msgs, "An old entry") >= 0
 	})
@@ -240,7 +240,7 @@ func TestDinoShowsEntries(t *testing.T) {
 			entryAt, cmdAt, len(msgs), msgs)
 	}
 	r.publish("new-1", "Fresh for Dino")
-	waitFor(t, 20*time.Second, "the new entry in Dino's database", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the new entry in Dino's database", func() bool {
 		return findIn(dinoMessages(t, db, service), "Fresh for Dino") >= 0
 	})
 	screen := waitScreenAll(t, filepath.Join(out, "screen.png"), 20*time.Second, "subscribe demo", "An old entry", "Fresh for Dino")

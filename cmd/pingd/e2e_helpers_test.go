@@ -148,7 +148,7 @@ func (d *daemon) Start(waitReady bool) {
 	if waitReady {
 		path = "/readyz"
 	}
-	waitFor(d.t, 30*time.Second, "pingd "+path, func() bool {
+	testenv.WaitFor(d.t, 30*time.Second, "pingd "+path, func() bool {
 		select {
 		case <-d.exited:
 			d.t.Fatalf("pingd exited:\n%s", d.logs.String())
@@ -181,17 +181,6 @@ func (d *daemon) signal(sig syscall.Signal) {
 		_ = d.cmd.Process.Kill()
 		<-d.exited
 		d.t.Errorf("pingd did not stop within 30s of %v", sig)
-	}
-}
-
-func waitFor(t testing.TB, limit time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -246,7 +235,7 @@ func (d *daemon) status(node string) sourceStatus {
 func (d *daemon) waitBaselined(nodes ...string) {
 	d.t.Helper()
 	for _, node := range nodes {
-		waitFor(d.t, 10*time.Second, "the baseline of "+node, func() bool {
+		testenv.WaitFor(d.t, 10*time.Second, "the baseline of "+node, func() bool {
 			st := d.status(node)
 			return st.Source != nil && st.Source.Baselined
 		})

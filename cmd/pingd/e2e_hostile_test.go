@@ -192,7 +192,7 @@ func TestHostileFeedsDoNotCrashPingd(t *testing.T) {
 	}
 	fetched := map[string]time.Time{}
 	for node, refusal := range want {
-		waitFor(t, 60*time.Second, "the refusal of "+node, func() bool {
+		testenv.WaitFor(t, 60*time.Second, "the refusal of "+node, func() bool {
 			d.alive("while fetching hostile feeds")
 			lastErr, at, n := d.sourceState(node)
 			fetched[node] = at
@@ -216,7 +216,7 @@ func TestHostileFeedsDoNotCrashPingd(t *testing.T) {
 	calmSeq := d.status("calm").LastSeq
 	calm.Add(feedItem{"calm-2", "Calm two"})
 	d.xmlrpc("weblogUpdates.ping", "Calm", calm.URL)
-	waitFor(t, 30*time.Second, "the harmless node to publish", func() bool { return d.status("calm").LastSeq == calmSeq+1 })
+	testenv.WaitFor(t, 30*time.Second, "the harmless node to publish", func() bool { return d.status("calm").LastSeq == calmSeq+1 })
 
 	// A restart on the same database, then pings that fetch every source
 	// again (the mended one and the hostile topics).
@@ -230,7 +230,7 @@ func TestHostileFeedsDoNotCrashPingd(t *testing.T) {
 	}
 	want["turns"] = "elements and attributes over the limit of 200000"
 	for node, refusal := range want {
-		waitFor(t, 60*time.Second, "a fetch of "+node+" after the restart", func() bool {
+		testenv.WaitFor(t, 60*time.Second, "a fetch of "+node+" after the restart", func() bool {
 			d.alive("after a restart on the same database")
 			lastErr, at, _ := d.sourceState(node)
 			return at.After(fetched[node]) && strings.Contains(lastErr, refusal)

@@ -43,7 +43,7 @@ func TestMetricsAfterWork(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("WebSub subscribe: HTTP %d", resp.StatusCode)
 	}
-	waitFor(t, 15*time.Second, "the WebSub subscription verified", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the WebSub subscription verified", func() bool {
 		hook.mu.Lock()
 		defer hook.mu.Unlock()
 		return len(hook.checks) > 0
@@ -64,7 +64,7 @@ func TestMetricsAfterWork(t *testing.T) {
 		t.Fatalf("ping answers %v, want two 200 and one 429", codes)
 	}
 	collectItems(t, reader, 1, 15*time.Second, 200*time.Millisecond)
-	waitFor(t, 15*time.Second, "the WebSub delivery", func() bool { return len(hook.titles()) > 0 })
+	testenv.WaitFor(t, 15*time.Second, "the WebSub delivery", func() bool { return len(hook.titles()) > 0 })
 
 	scrape := func() string {
 		resp, err := http.Get(d.URL + "/metrics")
@@ -92,7 +92,7 @@ func TestMetricsAfterWork(t *testing.T) {
 		"\nprocess_resident_memory_bytes ",
 	}
 	// The database's figures are read at most every 10 s.
-	waitFor(t, 30*time.Second, "the series after the work", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the series after the work", func() bool {
 		body = scrape()
 		for _, w := range want {
 			if !strings.Contains(body, w) {

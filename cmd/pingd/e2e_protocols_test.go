@@ -83,7 +83,7 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "<status>true</status>") || !strings.Contains(body, "<title>Test feed</title>") {
 		t.Fatalf("CNWS subscribe: HTTP %d %s", code, body)
 	}
-	waitFor(t, 20*time.Second, "every subscription to be active", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every subscription to be active", func() bool {
 		active := map[string]bool{}
 		for _, s := range d.protoSubscribers("news") {
 			if s.State == "active" {
@@ -154,7 +154,7 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 		}
 		// Each HTTP subscriber: one request for this change.
 		for name, rs := range map[string]*recordingServer{"webhook": hook, "WebSub": websub, "rssCloud": cloud, "CNWS": cnws} {
-			waitFor(t, 20*time.Second, fmt.Sprintf("%s: the %s subscriber's notification", r.dialect, name), func() bool { return len(rs.posts()) >= n })
+			testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("%s: the %s subscriber's notification", r.dialect, name), func() bool { return len(rs.posts()) >= n })
 		}
 		time.Sleep(500 * time.Millisecond)
 		for name, rs := range map[string]*recordingServer{"webhook": hook, "WebSub": websub, "rssCloud": cloud, "CNWS": cnws} {

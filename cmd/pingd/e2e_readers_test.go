@@ -85,7 +85,7 @@ func (r *readerSetup) waitSent(minSeq int64) {
 		LastSeq int64 `json:"last_seq"`
 		XMPPSeq int64 `json:"xmpp_seq"`
 	}
-	waitFor(r.d.t, 20*time.Second, "the notifications to be taken by the XMPP server", func() bool {
+	testenv.WaitFor(r.d.t, 20*time.Second, "the notifications to be taken by the XMPP server", func() bool {
 		return r.d.api("GET", "/api/nodes/demo/status", nil, &st) == 200 && st.LastSeq >= minSeq && st.XMPPSeq == st.LastSeq
 	})
 }

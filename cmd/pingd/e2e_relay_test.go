@@ -60,7 +60,7 @@ func TestPingRelay(t *testing.T) {
 	if body := d.xmlrpc("weblogUpdates.ping", "A blog", "http://blog.example/"); !strings.Contains(body, "flerror") {
 		t.Fatalf("ping: %s", body)
 	}
-	waitFor(t, 10*time.Second, "the relays", func() bool { return len(got()) >= 2 })
+	testenv.WaitFor(t, 10*time.Second, "the relays", func() bool { return len(got()) >= 2 })
 	c := got()
 	if !contains(c, "weblogUpdates.ping:A blog,http://blog.example/:1") || !contains(c, "GET:name=A+blog&url=http%3A%2F%2Fblog.example%2F") {
 		t.Fatalf("relayed: %q", c)
@@ -69,7 +69,7 @@ func TestPingRelay(t *testing.T) {
 	d.xmlrpc("weblogUpdates.ping", "A blog", "http://blog.example/")
 	// extendedPing names the feed: relayed as extendedPing, tags too.
 	d.xmlrpc("weblogUpdates.extendedPing", "B blog", "http://b.example/", "http://b.example/post", "http://b.example/feed.xml", "go|xmpp")
-	waitFor(t, 10*time.Second, "the extended relay", func() bool { return len(got()) >= 4 })
+	testenv.WaitFor(t, 10*time.Second, "the extended relay", func() bool { return len(got()) >= 4 })
 	// A ping another pingd relayed is not relayed again.
 	req, _ := http.NewRequest(http.MethodPost, d.URL+"/ping", strings.NewReader(url.Values{"url": {"http://c.example/"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

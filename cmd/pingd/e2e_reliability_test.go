@@ -359,7 +359,7 @@ func newRelSetupOn(t *testing.T, p *testenv.Prosody, xmppReaders int, mkHooks fu
 		s.d.subscribeHook(relNode, h)
 		s.subs = append(s.subs, h.name)
 	}
-	waitFor(t, 30*time.Second, "every webhook verified", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every webhook verified", func() bool {
 		active := 0
 		for _, sub := range s.d.nodeSubscribers(relNode) {
 			if sub.Kind == "webhook" && sub.State == "active" {
@@ -590,7 +590,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		published = append(published, relIDs(during)...)
 		share := 0.05 + 0.45*rnd.Float64()
 		want := int(share * float64(len(during)*readers))
-		waitFor(t, 30*time.Second, "the fan-out to be under way", func() bool { return s.tally.has(xmppSubs, relIDs(during)) >= want })
+		testenv.WaitFor(t, 30*time.Second, "the fan-out to be under way", func() bool { return s.tally.has(xmppSubs, relIDs(during)) >= want })
 		if round%2 == 0 {
 			p.Stop()
 		} else {
@@ -600,7 +600,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		proxy.Block()
 		t.Logf("round %d: Prosody %s once %d of %d XMPP notifications had arrived", round, mode,
 			s.tally.has(xmppSubs, relIDs(during)), len(during)*readers)
-		waitFor(t, 20*time.Second, "/readyz to report the lost server", func() bool { return s.d.ready() == http.StatusServiceUnavailable })
+		testenv.WaitFor(t, 20*time.Second, "/readyz to report the lost server", func() bool { return s.d.ready() == http.StatusServiceUnavailable })
 
 		// While the server is down pings are taken and fetched; webhooks
 		// get everything.
@@ -608,7 +608,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		hits := s.feed.Hits()
 		s.publish(backlog)
 		published = append(published, relIDs(backlog)...)
-		waitFor(t, 20*time.Second, "the fetch while the server is down", func() bool { return s.feed.Hits() > hits })
+		testenv.WaitFor(t, 20*time.Second, "the fetch while the server is down", func() bool { return s.feed.Hits() > hits })
 		s.waitSubs(t, hookSubs, published, 60*time.Second, "the webhooks while the XMPP server is down")
 		time.Sleep(time.Duration(500+rnd.IntN(2000)) * time.Millisecond)
 		if code := s.d.ready(); code != http.StatusServiceUnavailable {
@@ -619,7 +619,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		s.redial(t, round+1)
 		proxy.Allow()
 		back := time.Now()
-		waitFor(t, 90*time.Second, "/readyz after the server came back", func() bool { return s.d.ready() == http.StatusOK })
+		testenv.WaitFor(t, 90*time.Second, "/readyz after the server came back", func() bool { return s.d.ready() == http.StatusOK })
 		t.Logf("round %d: pingd ready again %v after the server came back (it was down for %v)", round,
 			time.Since(back).Round(100*time.Millisecond), back.Sub(down).Round(100*time.Millisecond))
 		s.waitSubs(t, xmppSubs, relIDs(backlog), 60*time.Second, "the backlog after the server came back")
@@ -794,7 +794,7 @@ func runSlowAndBrokenReceivers(t *testing.T, rounds int) {
 	for _, h := range broken {
 		s.d.subscribeHook(relNode, h)
 	}
-	waitFor(t, 30*time.Second, "the broken receivers' subscriptions", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the broken receivers' subscriptions", func() bool {
 		for _, h := range broken {
 			if sub := s.d.relSubscription(h); sub == nil || sub.State != "active" {
 				return false
@@ -821,7 +821,7 @@ func runSlowAndBrokenReceivers(t *testing.T, rounds int) {
 	}
 
 	// 410: removed after its one delivery, never retried.
-	waitFor(t, 20*time.Second, "the 410 receiver's removal", func() bool { return s.d.relSubscription(gone) == nil })
+	testenv.WaitFor(t, 20*time.Second, "the 410 receiver's removal", func() bool { return s.d.relSubscription(gone) == nil })
 	// 500 and resets: kept, one attempt so far, the next one after the
 	// first backoff (30 s ± 20%), not at once.
 	for _, h := range []*relHook{failing, resetting} {
@@ -1133,7 +1133,7 @@ func fullDiskPings(t *testing.T, d *daemon, prefix string, makeRoom func()) []st
 	}
 	makeRoom()
 	var after []relPingOutcome
-	waitFor(t, 30*time.Second, "pings to be taken again", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "pings to be taken again", func() bool {
 		after = d.pingEveryDialect(fmt.Sprintf("%s-room%d", prefix, round))
 		round++
 		for _, o := range after {
@@ -1344,7 +1344,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	s.d.stopped = true
 	termAt := time.Now()
-	waitFor(t, 10*time.Second, "pingd to stop taking connections", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "pingd to stop taking connections", func() bool {
 		nc, err := net.DialTimeout("tcp", strings.TrimPrefix(s.d.URL, "http://"), time.Second)
 		if err != nil {
 			return true
@@ -1372,7 +1372,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if !strings.Contains(s.d.logs.String(), "pingd stopped") {
 		t.Error("no \"pingd stopped\" in the log")
 	}
-	waitFor(t, 5*time.Second, "the component connection to close", func() bool { _, closed := rec.last(); return closed })
+	testenv.WaitFor(t, 5*time.Second, "the component connection to close", func() bool { _, closed := rec.last(); return closed })
 	if sent, _ := rec.last(); !strings.HasSuffix(strings.TrimSpace(sent), "</stream:stream>") {
 		t.Errorf("pingd's XMPP stream did not end with </stream:stream>; it ended with %q", sent[max(0, len(sent)-200):])
 	}
@@ -1382,7 +1382,7 @@ func TestGracefulShutdown(t *testing.T) {
 	restart := time.Now()
 	s.d.Start(true)
 	s.waitSubs(t, []string{hook.name}, relIDs(item), 30*time.Second, "the delivery cut off by the shutdown")
-	waitFor(t, 30*time.Second, "the fetch cut off by the shutdown", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the fetch cut off by the shutdown", func() bool {
 		var st struct {
 			Source struct {
 				Baselined bool `json:"baselined"`

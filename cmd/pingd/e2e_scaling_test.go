@@ -235,7 +235,7 @@ func TestScalingEjabberdShared(t *testing.T) {
 	d2 := newInstance(t, x, db, "PINGD_XMPP_SHARED=1")
 	d1.Start(true)
 	d2.Start(true) // ready = connected: both hold a connection under one name
-	waitFor(t, 10*time.Second, "one of them to lead", func() bool { return d1.leads() || d2.leads() })
+	testenv.WaitFor(t, 10*time.Second, "one of them to lead", func() bool { return d1.leads() || d2.leads() })
 	if d1.leads() && d2.leads() {
 		t.Fatal("both processes lead")
 	}
@@ -280,9 +280,9 @@ func TestScalingEjabberdShared(t *testing.T) {
 		feed.Add(items...)
 		d.pingSource(feed.URL)
 		want = append(want, guids(items)...)
-		waitFor(t, 20*time.Second, "the round to arrive", func() bool { return got.complete(names, guids(items)) })
+		testenv.WaitFor(t, 20*time.Second, "the round to arrive", func() bool { return got.complete(names, guids(items)) })
 	}
-	waitFor(t, 30*time.Second, "every item at every subscriber", func() bool { return got.complete(names, want) })
+	testenv.WaitFor(t, 30*time.Second, "every item at every subscriber", func() bool { return got.complete(names, want) })
 	time.Sleep(1500 * time.Millisecond) // room for duplicates to show
 	missing, repeated, _ := got.check(names, want)
 	if len(missing) > 0 || len(repeated) > 0 {
@@ -290,7 +290,7 @@ func TestScalingEjabberdShared(t *testing.T) {
 	}
 	// The markers that name the cursors came back to one process or the
 	// other, and the cursor was recorded.
-	waitFor(t, 10*time.Second, "the XMPP cursor to be recorded", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the XMPP cursor to be recorded", func() bool {
 		var st struct {
 			LastSeq int64 `json:"last_seq"`
 			XMPPSeq int64 `json:"xmpp_seq"`
@@ -330,7 +330,7 @@ func TestScalingProsodyFailover(t *testing.T) {
 	d1 := newInstance(t, prosodyServer(p), db)
 	d2 := newInstance(t, prosodyServer(p), db)
 	d1.Start(true)
-	waitFor(t, 10*time.Second, "the first to lead", d1.leads)
+	testenv.WaitFor(t, 10*time.Second, "the first to lead", d1.leads)
 	d2.Start(true) // ready as a healthy standby
 	time.Sleep(1500 * time.Millisecond)
 	if d2.leads() {
@@ -360,14 +360,14 @@ func TestScalingProsodyFailover(t *testing.T) {
 	warm := feedItems("warm", 2)
 	feed.Add(warm...)
 	d2.pingSource(feed.URL)
-	waitFor(t, 15*time.Second, "the warm-up items", func() bool { return got.complete(names, guids(warm)) })
+	testenv.WaitFor(t, 15*time.Second, "the warm-up items", func() bool { return got.complete(names, guids(warm)) })
 
 	// The fan-out: 400 items × 10 subscribers, killed at its first item.
 	burst := feedItems("burst", 400)
 	feed.Add(burst...)
 	d2.pingSource(feed.URL)
 	first := burst[0].GUID
-	waitFor(t, 20*time.Second, "the fan-out to begin", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the fan-out to begin", func() bool {
 		for _, n := range names {
 			if got.complete([]string{n}, []string{first}) {
 				return true
@@ -385,7 +385,7 @@ func TestScalingProsodyFailover(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 15*time.Second, "the standby to take over", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the standby to take over", func() bool {
 		return d2.countLog("connected to XMPP server") > 0
 	})
 	takeover := time.Since(killed)
@@ -395,7 +395,7 @@ func TestScalingProsodyFailover(t *testing.T) {
 	feed.Add(after...)
 	d2.pingSource(feed.URL)
 	want := append(append(guids(warm), guids(burst)...), guids(after)...)
-	waitFor(t, 40*time.Second, "every item at every subscriber", func() bool { return got.complete(names, want) })
+	testenv.WaitFor(t, 40*time.Second, "every item at every subscriber", func() bool { return got.complete(names, want) })
 	time.Sleep(time.Second)
 	missing, repeated, extra := got.check(names, want)
 	t.Logf("killed the leader %d/%d notifications into the fan-out; the standby connected %v later; "+
@@ -425,7 +425,7 @@ func TestScalingDeleteThroughStandby(t *testing.T) {
 	d1 := newInstance(t, prosodyServer(p), db)
 	d2 := newInstance(t, prosodyServer(p), db)
 	d1.Start(true)
-	waitFor(t, 10*time.Second, "the first to lead", d1.leads)
+	testenv.WaitFor(t, 10*time.Second, "the first to lead", d1.leads)
 	d2.Start(true)
 	if code := d2.api("POST", "/api/nodes", map[string]any{"node": "news", "source": feed.URL}, nil); code != 201 {
 		t.Fatalf("create node through the standby: HTTP %d", code)
@@ -503,7 +503,7 @@ func TestScalingWebhooksAndPollsOnce(t *testing.T) {
 			t.Fatalf("create node %d: HTTP %d", i, code)
 		}
 	}
-	waitFor(t, 20*time.Second, "every baseline fetch", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every baseline fetch", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(hits) == sources
@@ -563,7 +563,7 @@ func TestScalingWebhooksAndPollsOnce(t *testing.T) {
 			t.Fatalf("subscribe %s: HTTP %d", path, resp.StatusCode)
 		}
 	}
-	waitFor(t, 20*time.Second, "every subscription verified", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every subscription verified", func() bool {
 		var list struct {
 			Subscribers []map[string]any `json:"subscribers"`
 		}
@@ -584,7 +584,7 @@ func TestScalingWebhooksAndPollsOnce(t *testing.T) {
 		ds[round%len(ds)].pingSource(feed.URL)
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, 30*time.Second, "every delivery", func() bool { return got.complete(subs, want) })
+	testenv.WaitFor(t, 30*time.Second, "every delivery", func() bool { return got.complete(subs, want) })
 	time.Sleep(1500 * time.Millisecond)
 	if missing, repeated, _ := got.check(subs, want); len(missing) > 0 || len(repeated) > 0 {
 		t.Fatalf("missing %d, e.g. %v; delivered more than once %d, e.g. %v",
@@ -802,7 +802,7 @@ func (d *daemon) startBinary(bin string) {
 	d.cmd, d.stopped = cmd, false
 	d.exited = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(d.exited) }()
-	waitFor(d.t, 30*time.Second, "pingd /healthz", func() bool {
+	testenv.WaitFor(d.t, 30*time.Second, "pingd /healthz", func() bool {
 		select {
 		case <-d.exited:
 			d.t.Fatalf("pingd exited:\n%s", d.logs.String())
@@ -942,7 +942,7 @@ func benchScaling(b *testing.B, instances int) {
 	for i := range feeds {
 		feeds[i] = newFeedServer(b, feedItem{"old", "Old"})
 		d := ds[i%len(ds)]
-		waitFor(b, 30*time.Second, "node creation", func() bool {
+		testenv.WaitFor(b, 30*time.Second, "node creation", func() bool {
 			return d.api("POST", "/api/nodes", map[string]string{"node": fmt.Sprintf("n%d", i), "source": feeds[i].URL}, nil) == 201
 		})
 	}
@@ -965,7 +965,7 @@ func benchScaling(b *testing.B, instances int) {
 	}
 	// The sink answers each verification once; the state is saved right
 	// after, so a little later every subscription is active.
-	waitFor(b, 120*time.Second, "every subscription verified", func() bool {
+	testenv.WaitFor(b, 120*time.Second, "every subscription verified", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.verified >= sources*perNode

@@ -110,7 +110,7 @@ func TestPrivateAddressesRefused(t *testing.T) {
 			}
 		case http.StatusCreated:
 			node := fmt.Sprintf("src%d", i)
-			waitFor(t, 20*time.Second, "the refused fetch of "+target, func() bool {
+			testenv.WaitFor(t, 20*time.Second, "the refused fetch of "+target, func() bool {
 				var st struct {
 					Source struct {
 						LastError string `json:"last_error"`
@@ -158,7 +158,7 @@ func TestPrivateAddressesRefused(t *testing.T) {
 		t.Fatalf("publish: %v %s", err, resp)
 	}
 	// Give verifications and deliveries time to try.
-	waitFor(t, 30*time.Second, "no subscription left waiting", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "no subscription left waiting", func() bool {
 		for _, s := range d.nodeSubscribers("pub") {
 			if s.State == "pending" {
 				return false
@@ -427,7 +427,7 @@ func TestNoSecretsInLogsOrDatabase(t *testing.T) {
 		t.Fatalf("whitelist request: HTTP %d %s", code, body)
 	}
 	d.getPingdRequest("news", "application/getpingd+xmpp+subscribe+xml", nodeToken, `<subscribe><consumer jid="reader@localhost"/></subscribe>`)
-	waitFor(t, 20*time.Second, "both callbacks verified", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "both callbacks verified", func() bool {
 		active := 0
 		for _, s := range d.nodeSubscribers("news") {
 			if s.State == "active" {
@@ -441,7 +441,7 @@ func TestNoSecretsInLogsOrDatabase(t *testing.T) {
 	hook.Close()
 	feed.Add(feedItem{"b", "Item b"})
 	d.pingFeed(feed.URL)
-	waitFor(t, 20*time.Second, "the failed deliveries", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the failed deliveries", func() bool {
 		failing := 0
 		for _, s := range d.nodeSubscribers("news") {
 			if s.Delivery.ConsecutiveErrors > 0 {
@@ -540,7 +540,7 @@ func TestHugeFeedIsCut(t *testing.T) {
 			Baselined bool   `json:"baselined"`
 		} `json:"source"`
 	}
-	waitFor(t, 60*time.Second, "the fetch to be cut", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the fetch to be cut", func() bool {
 		d.api("GET", "/api/nodes/huge/status", nil, &st)
 		return st.Source.LastError != ""
 	})

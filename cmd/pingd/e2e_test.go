@@ -150,7 +150,7 @@ func TestRestartsLoseNothing(t *testing.T) {
 	// Stop Prosody, ping, start Prosody: pingd reconnects by itself.
 	proxy.Block()
 	p.Stop()
-	waitFor(t, 20*time.Second, "readyz to fail", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "readyz to fail", func() bool {
 		resp, err := http.Get(d.URL + "/readyz")
 		if err != nil {
 			return false
@@ -163,11 +163,11 @@ func TestRestartsLoseNothing(t *testing.T) {
 	seq := d.status("n").LastSeq
 	feed.Add(feedItem{"d", "D"})
 	ping()
-	waitFor(t, 10*time.Second, "fetch while XMPP is down", func() bool { return d.status("n").LastSeq > seq })
+	testenv.WaitFor(t, 10*time.Second, "fetch while XMPP is down", func() bool { return d.status("n").LastSeq > seq })
 	p.Start()
 	reader2 := testenv.Dial(ctx, t, p, "reader", "pw", "r2")
 	proxy.Allow()
-	waitFor(t, 60*time.Second, "readyz after Prosody restart", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "readyz after Prosody restart", func() bool {
 		resp, err := http.Get(d.URL + "/readyz")
 		if err != nil {
 			return false

@@ -125,7 +125,7 @@ func TestPushFromUpstream(t *testing.T) {
 	if got := collectItems(t, reader, 2, 15*time.Second, 300*time.Millisecond); len(got) != 2 {
 		t.Fatalf("sent on subscribing: %+v", got)
 	}
-	waitFor(t, 20*time.Second, "the upstream subscriptions", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the upstream subscriptions", func() bool {
 		hubMu.Lock()
 		defer hubMu.Unlock()
 		cloudMu.Lock()
@@ -138,7 +138,7 @@ func TestPushFromUpstream(t *testing.T) {
 			State string `json:"state"`
 		} `json:"upstream"`
 	}
-	waitFor(t, 10*time.Second, "the WebSub subscription to be active", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the WebSub subscription to be active", func() bool {
 		d.api("GET", "/api/nodes/atom/status", nil, &status)
 		return len(status.Upstream) == 1 && status.Upstream[0].Kind == "websub" && status.Upstream[0].State == "active"
 	})
@@ -304,7 +304,7 @@ func TestPushFromUpstreamRPCClouds(t *testing.T) {
 			t.Fatalf("subscribe %s: %s", node, resp)
 		}
 	}
-	waitFor(t, 20*time.Second, "the registrations with the cloud", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the registrations with the cloud", func() bool {
 		cloudMu.Lock()
 		defer cloudMu.Unlock()
 		return len(regs) == 2

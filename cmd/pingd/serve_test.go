@@ -52,7 +52,7 @@ func TestServeJoinsRequestsBeforeClosingTheStore(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
-	waitFor(t, 20*time.Second, "/healthz", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "/healthz", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false

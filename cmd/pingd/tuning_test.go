@@ -255,7 +255,7 @@ func TestPingLimitOptionsTakeEffect(t *testing.T) {
 				t.Errorf("serve: %v", err)
 			}
 		}()
-		waitFor(t, 20*time.Second, "/healthz", func() bool {
+		testenv.WaitFor(t, 20*time.Second, "/healthz", func() bool {
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err != nil {
 				return false
