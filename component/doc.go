@@ -10,25 +10,25 @@
 // Config.Store), and
 // it never imports httpapi.
 //
-// Three types share the work. The Component (component.go; 21 methods)
+// Three types share the work. The Component (component.go)
 // keeps the connection, the leadership and the stanza router: it reads
 // each stanza off the stream and hands it to the service, runs the
 // request pool whose jobs the service carries out, and calls the
 // dispatcher (Wake; on a new connection, the probe, the acknowledgements'
 // recorder and the multicast look-up; the multicast bounces its pool
-// hands back). The dispatcher (dispatcher.go; 42 methods) sends the
+// hands back). The dispatcher (dispatcher.go) sends the
 // notifications: its work queue and loop, the rendering and fan-out,
 // digests, acknowledgement markers and multicast, in notify.go,
 // fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
 // acks.go, multicast.go and queries.go; deleted nodes' notifications in
-// deletions.go. The service (service.go; 68
-// methods) carries out and answers every request served over the stream:
+// deletions.go. The service (service.go)
+// carries out and answers every request served over the stream:
 // IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
 // cases, subscription options, chat and ad-hoc commands, presence and
 // errors answering notifications; it hands the dispatcher the markers
 // that come back and tells multicast bounces apart, and asks it for an
 // item's checked payload (items retrieval) and the room left in the
-// budget (chat answers). The service stays one type above forty methods
+// budget (chat answers). The service stays one large type
 // because its three doors, XEP-0060 IQs, chat commands and XEP-0050
 // ad-hoc commands (themselves IQs, listed by disco), are the same use
 // cases: they share the node look-up, the access checks, the answering
