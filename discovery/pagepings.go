@@ -3,7 +3,6 @@ package discovery
 import (
 	"context"
 	"log/slog"
-	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -135,7 +134,7 @@ func (p *PagePings) lookAt(pageURL, remote string) ([]string, bool) {
 		m = nil
 	}
 	if m == nil || (!m.reading && now.Sub(m.readAt) >= pageRecheck) {
-		lk, err := p.lookups.Begin(p.base, addressKey(remote), true)
+		lk, err := p.lookups.Begin(p.base, ratelimit.ClientKey(remote), true)
 		if err != nil {
 			p.log.Debug("page of a ping not read now", "page", pageURL, "remote", remote, "err", err)
 		} else {
@@ -233,24 +232,4 @@ func (p *PagePings) changed(ctx context.Context, pageURL string, feeds []string)
 			p.log.InfoContext(ctx, "ping of a homepage reaches its feed", "page", pageURL, "feed", feed, "sources", n)
 		}
 	}
-}
-
-// addressKey is the bucket of a client address: the address itself for
-// IPv4, its /64 for IPv6 (one host has a whole /64); what is no address
-// is its own key.
-func addressKey(remote string) string {
-	addr, err := netip.ParseAddr(remote)
-	if err != nil {
-		if ap, err2 := netip.ParseAddrPort(remote); err2 == nil {
-			addr, err = ap.Addr(), nil
-		}
-	}
-	if err != nil {
-		return remote
-	}
-	addr = addr.WithZone("").Unmap()
-	if addr.Is4() {
-		return addr.String()
-	}
-	return netip.PrefixFrom(addr, 64).Masked().String()
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // The client's address. Every per-client limit (subscriptions, implicit
@@ -57,22 +59,7 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 }
 
 // clientKey is the request's client as its rate-limit buckets know it.
-func clientKey(r *http.Request) string { return bucketOf(clientIP(r)) }
-
-// bucketOf is the rate-limit key of a client address: the address itself
-// for IPv4 (IPv4-mapped IPv6 included), its /64 for IPv6. Anything that is
-// not an address is its own key.
-func bucketOf(ip string) string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	addr = addr.WithZone("").Unmap()
-	if addr.Is4() {
-		return addr.String()
-	}
-	return netip.PrefixFrom(addr, 64).Masked().String()
-}
+func clientKey(r *http.Request) string { return ratelimit.ClientKey(clientIP(r)) }
 
 // clientAddrKey marks a request's context with its client address.
 type clientAddrKey struct{}

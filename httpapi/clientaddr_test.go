@@ -112,18 +112,6 @@ func TestClientAddress(t *testing.T) {
 	}
 }
 
-func TestBucketOf(t *testing.T) {
-	for in, want := range map[string]string{
-		"192.0.2.1": "192.0.2.1", "::ffff:192.0.2.1": "192.0.2.1", "2001:db8::1": "2001:db8::/64",
-		"2001:db8:0:0:ffff::1": "2001:db8::/64", "2001:db8:0:1::1": "2001:db8:0:1::/64", "fe80::1%eth0": "fe80::/64",
-		"::1": "::/64", "pipe": "pipe",
-	} {
-		if got := bucketOf(in); got != want {
-			t.Errorf("bucketOf(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // startProxy puts a reverse proxy on 127.0.0.1 in front of the API's
 // server. It sets X-Forwarded-For to the address each request names in
 // its "X-Test-Client" header, as nginx with proxy_set_header

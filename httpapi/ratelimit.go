@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/ratelimit"
 )
 
 // allowPing takes a token for a ping of rawURL from the URL's bucket and
@@ -46,7 +47,7 @@ func (a *API) allowSubscribe(clientIP string) *RateLimitError {
 // back n times (an rssCloud registration checks each of its URLs with a
 // call of its own): it takes n tokens, at most the whole burst.
 func (a *API) allowSubscribeN(clientIP string, n int) *RateLimitError {
-	key := bucketOf(clientIP)
+	key := ratelimit.ClientKey(clientIP)
 	if ok, wait := a.subLimit.AllowN(key, time.Now(), n); !ok {
 		return &RateLimitError{RetryAfter: wait, What: "too many subscription requests from " + key}
 	}
@@ -59,7 +60,7 @@ func (a *API) allowSubscribeN(clientIP string, n int) *RateLimitError {
 // stranger may add only a few an hour. Subscribing to a URL a node follows
 // already costs nothing here.
 func (a *API) allowImplicitNode(clientIP string) *RateLimitError {
-	key := bucketOf(clientIP)
+	key := ratelimit.ClientKey(clientIP)
 	if ok, wait := a.implicitLimit.Allow(key, time.Now()); !ok {
 		return &RateLimitError{RetryAfter: wait, What: "too many new URLs to follow from " + key}
 	}
