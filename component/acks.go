@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -263,6 +264,23 @@ func (d *dispatcher) probeRouting(ctx context.Context, conn *connection) {
 		d.log.Warn("the XMPP server did not route the component's own IQ back: notifications are recorded as sent when written, and those in flight when the server dies are lost",
 			"waited", d.ackTimeout)
 	}
+}
+
+// readyToWrite waits for room in the connection's window and checks that
+// this process still leads: what every write of notifications (a node's
+// batch, a deletion's) must hold before it starts. A broken stream comes
+// back as errStream, the end of ctx as itself.
+func (d *dispatcher) readyToWrite(ctx context.Context, conn *connection) error {
+	if err := d.waitForRoom(ctx, conn); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errStream, err)
+	}
+	if !d.leading.Load() {
+		return errNotLeading
+	}
+	return nil
 }
 
 // waitForRoom blocks while the connection's window is full.

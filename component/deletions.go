@@ -36,14 +36,8 @@ func (d *dispatcher) deliverDeletions(ctx context.Context, conn *connection) err
 		if conn.acks.deletionWritten(del.ID) {
 			continue
 		}
-		if err := d.waitForRoom(ctx, conn); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("%w: %w", errStream, err)
-		}
-		if !d.leading.Load() {
-			return errNotLeading
+		if err := d.readyToWrite(ctx, conn); err != nil {
+			return err
 		}
 		msgs := d.renderDeletion(del)
 		largest := 0

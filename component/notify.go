@@ -245,14 +245,8 @@ func (d *dispatcher) deliverNode(ctx context.Context, conn *connection, nodeID i
 		if end < len(events) {
 			events, more = events[:end], true
 		}
-		if err := d.waitForRoom(ctx, conn); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("%w: %w", errStream, err)
-		}
-		if !d.leading.Load() {
-			return errNotLeading
+		if err := d.readyToWrite(ctx, conn); err != nil {
+			return err
 		}
 		last := events[len(events)-1].Seq
 		// The batch is recorded as written under the write's own lock, so
