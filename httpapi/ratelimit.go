@@ -35,7 +35,7 @@ func (a *API) allowPing(rawURL string) *RateLimitError {
 }
 
 // allowSubscribe takes a token for a subscription request from the
-// client's bucket (bucketOf: its address, or its /64 for IPv6): every
+// client's bucket (ratelimit.ClientKey: its address, or its /64 for IPv6): every
 // such request makes pingd call a URL of the client's choosing (a
 // verification, a test notification), so without a bound anyone could
 // have pingd call a third party's server as often as they like.

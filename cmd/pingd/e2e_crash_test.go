@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -105,22 +103,8 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 	hookGot := newTally()
 	var inFlight atomic.Int64
 	receive := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			fmt.Fprint(w, r.URL.Query().Get("hub.challenge"))
+		if !hookGot.receive(w, r) {
 			return
-		}
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		var doc struct {
-			Entries []struct {
-				Title string `xml:"title"`
-			} `xml:"entry"`
-		}
-		if err := xml.Unmarshal(body, &doc); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, e := range doc.Entries {
-			hookGot.add(r.URL.Path, strings.TrimPrefix(e.Title, "Item "))
 		}
 		if strings.HasPrefix(r.URL.Path, "/slow/") {
 			inFlight.Add(1)

@@ -175,6 +175,32 @@ func (t *tally) check(subs, ids []string) (missing, repeated []string, extra int
 	return missing, repeated, extra
 }
 
+// receive is the part every webhook receiver of these tests shares: it
+// answers a verification's challenge, or counts the entries of an Atom
+// delivery under the request's path (their titles name the feed items).
+// It reports whether the request was a delivery it counted; otherwise it
+// has answered it.
+func (t *tally) receive(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet {
+		fmt.Fprint(w, r.URL.Query().Get("hub.challenge"))
+		return false
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	var doc struct {
+		Entries []struct {
+			Title string `xml:"title"`
+		} `xml:"entry"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	for _, e := range doc.Entries {
+		t.add(r.URL.Path, strings.TrimPrefix(e.Title, "Item "))
+	}
+	return true
+}
+
 // listen feeds every item notification a client receives into the tally,
 // until the test ends.
 func (t *tally) listen(tb testing.TB, c *testenv.Client) {
@@ -519,26 +545,7 @@ func TestScalingWebhooksAndPollsOnce(t *testing.T) {
 
 	// Webhooks: 30 receivers on one node, subscribed through all processes.
 	got := newTally()
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			fmt.Fprint(w, r.URL.Query().Get("hub.challenge"))
-			return
-		}
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		// Entries carry their own ids; the title names the feed item.
-		var doc struct {
-			Entries []struct {
-				Title string `xml:"title"`
-			} `xml:"entry"`
-		}
-		if err := xml.Unmarshal(body, &doc); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, e := range doc.Entries {
-			got.add(r.URL.Path, strings.TrimPrefix(e.Title, "Item "))
-		}
-	}))
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.receive(w, r) }))
 	defer sink.Close()
 	feed := newFeedServer(t, feedItem{"old", "Old"})
 	if code := ds[0].api("POST", "/api/nodes", map[string]string{"node": "hooks", "source": feed.URL}, nil); code != 201 {
