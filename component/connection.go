@@ -61,6 +61,12 @@ func streamWork(ctx context.Context) (context.Context, context.CancelFunc) {
 	if served == nil {
 		return ctx, cancel
 	}
+	if served.Err() != nil {
+		// AfterFunc would cancel in a goroutine of its own, after the
+		// caller may have started work for a stream that is gone.
+		cancel()
+		return ctx, cancel
+	}
 	unhook := context.AfterFunc(served, cancel)
 	return ctx, func() { unhook(); cancel() }
 }
