@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -14,15 +15,71 @@ import (
 	"time"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a server a test starts later (Prosody, ejabberd, pingd itself).
+//
+// It is picked below the kernel's ephemeral range: a port from that range
+// may meanwhile become the local end of any outgoing connection of a test
+// running in parallel, and the server's bind then fails or, worse, a
+// readiness probe reaches the wrong listener. Ports are not handed out
+// twice by one test binary.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	low, high := freePortRange()
+	for range 200 {
+		port := low + rand.IntN(high-low)
+		if !claimPort(port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+var (
+	portsMu     sync.Mutex
+	portsHanded = map[int]bool{}
+)
+
+func claimPort(port int) bool {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if portsHanded[port] {
+		return false
+	}
+	portsHanded[port] = true
+	return true
+}
+
+// freePortRange is the span of ports below the ephemeral range (Linux
+// default 32768–60999); 20000 up to its start.
+func freePortRange() (low, high int) {
+	low, high = 20000, 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low, high
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		return low, high
+	}
+	switch {
+	case first-low >= 2000:
+		return low, first
+	case last < 60000:
+		return last + 1, 65000
+	}
+	return low, high
 }
 
 // Prosody is a private Prosody server run by a test.
@@ -170,19 +227,49 @@ func (p *Prosody) Start() {
 	}
 	p.cmd = cmd
 	deadline := time.Now().Add(20 * time.Second)
-	for _, addr := range []string{p.C2SAddr, p.ComponentAddr} {
+	probes := []struct{ addr, ns, to string }{
+		{p.C2SAddr, "jabber:client", p.Domain},
+		{p.ComponentAddr, "jabber:component:accept", p.ComponentDomain},
+	}
+	for _, probe := range probes {
 		for {
-			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			err := probeStream(probe.addr, probe.ns, probe.to)
 			if err == nil {
-				c.Close()
 				break
 			}
-			if time.Now().After(deadline) {
-				p.t.Fatalf("prosody did not listen on %s: %v\n%s\n%s", addr, err, out.String(), p.Log())
+			if strings.Contains(p.Log(), "Failed to open server port") || time.Now().After(deadline) {
+				p.t.Fatalf("prosody did not serve %s on %s: %v\n%s\n%s", probe.ns, probe.addr, err, out.String(), p.Log())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// probeStream opens an XMPP stream to addr and checks that an XMPP server
+// answers with a stream header of its own: a port that merely accepts
+// could belong to another test's listener.
+func probeStream(addr, ns, to string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	header := fmt.Sprintf("<?xml version='1.0'?><stream:stream to='%s' xmlns='%s' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>", to, ns)
+	if _, err := c.Write([]byte(header)); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	var got []byte
+	for !bytes.Contains(got, []byte("stream:stream")) {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return fmt.Errorf("no XMPP stream header from %s (read %q): %w", addr, got, err)
+		}
+	}
+	_, _ = c.Write([]byte("</stream:stream>"))
+	return nil
 }
 
 // Stop stops the server gracefully (SIGTERM, then SIGKILL after 10 s).
