@@ -98,7 +98,8 @@
 // bounds.go (what strangers may make pingd keep);
 // extensions.go (a change
 // announcement's extension elements added to its entries); opennodes.go
-// (the OPML list); slowwait.go (WaitObserver: slow waits told to the
+// (the OPML list); statusreport.go (the status report's types, which
+// the store fills); slowwait.go (WaitObserver: slow waits told to the
 // caller's worker pool); urlcanon.go and weblink.go (URL spellings).
 //
 // Fetches are claimed with leases; a fetch cut off by shutdown gives its

@@ -44,19 +44,6 @@ func (s *sqlStore) ClearBounces(ctx context.Context, ids []int64) error {
 	return nil
 }
 
-// BouncingStatus is one XMPP subscription whose notifications bounce.
-type BouncingStatus struct {
-	ID       int64
-	NodeName string
-	// Address is the subscribed JID.
-	Address string
-	// Bounces counts them in a row, since FirstBounce; LastError is the
-	// last one's condition and text.
-	Bounces     int
-	FirstBounce time.Time
-	LastError   string
-}
-
 // statusBouncing lists the XMPP subscriptions with bounces (status page).
 func (s *sqlStore) statusBouncing(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
 	const where = ` WHERE s.kind = 'xmpp' AND s.consecutive_errors > 0`
