@@ -174,12 +174,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 			return err
 		}
 		base := "http://" + ln.Addr().String()
-		api, err := httpapi.New(httpapi.Config{
-			Hub: h, Store: p.Store, PublicURL: base, ComponentJID: opts.Domain, Logger: log, Version: "bench",
-			Ready:    func() bool { return p.Comp == nil || p.Comp.Connected() },
-			PingRate: opts.PingRate, PingBurst: opts.PingBurst,
-			PingHostRate: opts.PingHostRate, PingHostBurst: opts.PingHostBurst,
-		})
+		api, err := benchAPI(h, base, log, opts)
 		if err != nil {
 			ln.Close()
 			return err
@@ -210,4 +205,26 @@ func (p *pingdSide) Stop() {
 	if p.Store != nil {
 		_ = p.Store.Close()
 	}
+}
+
+// benchAPI is the part of the HTTP side the benchmarks drive: the pings
+// on /RPC2, under the options' ping limits.
+func benchAPI(h *hub.Hub, base string, log *slog.Logger, opts pingdOptions) (*httpapi.Router, error) {
+	site := httpapi.Site{PublicURL: base, Logger: log}
+	gate, err := httpapi.NewAdminGate(httpapi.AdminGateConfig{Tokens: h})
+	if err != nil {
+		return nil, err
+	}
+	rpc, err := httpapi.NewRPC(httpapi.RPCConfig{Site: site})
+	if err != nil {
+		return nil, err
+	}
+	pings, err := httpapi.NewPings(httpapi.PingsConfig{Site: site, Hub: h, RPC: rpc,
+		Limits: httpapi.NewPingLimits(httpapi.PingLimitsConfig{
+			Rate: opts.PingRate, Burst: opts.PingBurst, HostRate: opts.PingHostRate, HostBurst: opts.PingHostBurst,
+		})})
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.NewRouter(httpapi.RouterConfig{Logger: log, Admin: gate}, rpc, pings)
 }

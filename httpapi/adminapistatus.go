@@ -67,7 +67,7 @@ type apiPings struct {
 	Total    int64 `json:"total"`
 }
 
-func (a *API) getAPIStatus(w http.ResponseWriter, r *http.Request) {
+func (a *Pages) getAPIStatus(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
 	defer cancel()
 	v := a.statusView(ctx, true)

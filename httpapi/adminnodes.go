@@ -50,12 +50,12 @@ type discoveredJSON struct {
 // hub and please_notify.
 type nodeLinks = nodeurl.Links
 
-func (a *API) nodeJSON(n *hub.Node) nodeJSON {
+func (a *Admin) nodeJSON(n *hub.Node) nodeJSON {
 	// The public URL was validated by New, so neither call fails; if one
 	// did, the answer would lack links rather than fail.
 	links, _ := nodeurl.NodeLinks(a.publicURL, n.Name)
 	var snippets discovery.PublisherSnippets
-	if cloud, err := a.cloudOf(links); err == nil {
+	if cloud, err := cloudOf(a.publicURL, a.cloud, links); err == nil {
 		snippets = discovery.SnippetsWith(links, cloud)
 	}
 	return nodeJSON{
@@ -107,7 +107,7 @@ type patchNodeRequest struct {
 }
 
 // patchNode is PATCH /api/nodes/{node}.
-func (a *API) patchNode(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) patchNode(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -150,7 +150,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.nodeJSON(updated))
 }
 
-func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) createNode(w http.ResponseWriter, r *http.Request) {
 	var req createNodeRequest
 	if !a.readJSON(w, r, &req) {
 		return
@@ -228,7 +228,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-func (a *API) listNodes(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) listNodes(w http.ResponseWriter, r *http.Request) {
 	nodes, err := a.hub.Nodes(r.Context())
 	if err != nil {
 		a.writeHubError(w, r, err, "list nodes")
@@ -264,7 +264,7 @@ func (a *API) listNodes(w http.ResponseWriter, r *http.Request) {
 }
 
 // node loads the node named in the path, answering 400 or 404 itself.
-func (a *API) node(w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
+func (a *Admin) node(w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
 	name, ok := pathVar(r, "node")
 	if !ok {
 		writeJSONError(w, http.StatusBadRequest, "the node name is not validly percent-encoded")
@@ -278,7 +278,7 @@ func (a *API) node(w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
 	return n, true
 }
 
-func (a *API) getNode(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) getNode(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -286,7 +286,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.nodeJSON(n))
 }
 
-func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) deleteNode(w http.ResponseWriter, r *http.Request) {
 	name, ok := pathVar(r, "node")
 	if !ok {
 		writeJSONError(w, http.StatusBadRequest, "the node name is not validly percent-encoded")
@@ -299,7 +299,7 @@ func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *API) rotateToken(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) rotateToken(w http.ResponseWriter, r *http.Request) {
 	name, ok := pathVar(r, "node")
 	if !ok {
 		writeJSONError(w, http.StatusBadRequest, "the node name is not validly percent-encoded")

@@ -113,7 +113,7 @@ func subscriberFrom(s *hub.Subscription) subscriberJSON {
 	return out
 }
 
-func (a *API) getSubscribers(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) getSubscribers(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -190,7 +190,7 @@ type statusJSON struct {
 	Upstream []upstreamJSON `json:"upstream"`
 }
 
-func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) getStatus(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -219,8 +219,8 @@ func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		st.Source = sourceFrom(src)
-		if us, ok := a.cfg.Store.(hub.UpstreamStore); ok {
-			ups, err := us.UpstreamsOfSource(r.Context(), n.SourceID)
+		if a.cfg.Upstreams != nil {
+			ups, err := a.cfg.Upstreams.UpstreamsOfSource(r.Context(), n.SourceID)
 			if err != nil {
 				a.writeHubError(w, r, err, "load upstream subscriptions")
 				return
@@ -261,11 +261,11 @@ func upstreamFrom(u hub.Upstream) upstreamJSON {
 
 // getRelay is GET /api/relay: each configured relay target's counts, last
 // success and last error.
-func (a *API) getRelay(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) getRelay(w http.ResponseWriter, r *http.Request) {
 	out := []hub.RelayTargetStatus{}
 	byTarget := map[string]hub.RelayTargetStatus{}
-	if rs, ok := a.cfg.Store.(hub.RelayStore); ok {
-		st, err := rs.RelayStatus(r.Context())
+	if a.cfg.Relays != nil {
+		st, err := a.cfg.Relays.RelayStatus(r.Context())
 		if err != nil {
 			a.writeHubError(w, r, err, "relay status")
 			return

@@ -16,7 +16,7 @@ type whitelistEntry struct {
 	Affiliation hub.Affiliation `json:"affiliation"`
 }
 
-func (a *API) getWhitelist(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) getWhitelist(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -50,7 +50,7 @@ func bareJID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return bare, true
 }
 
-func (a *API) putWhitelist(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) putWhitelist(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return
@@ -67,7 +67,7 @@ func (a *API) putWhitelist(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"node": n.Name, "jid": bare, "affiliation": hub.AffMember})
 }
 
-func (a *API) deleteWhitelist(w http.ResponseWriter, r *http.Request) {
+func (a *Admin) deleteWhitelist(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.node(w, r)
 	if !ok {
 		return

@@ -35,7 +35,7 @@ import (
 // cached for a day; the current hour may be cached as long as its reading
 // serves.
 
-func (a *API) archive(w http.ResponseWriter, r *http.Request) {
+func (a *Lists) archivedHour(w http.ResponseWriter, r *http.Request) {
 	if !a.allowList(w, r) {
 		return
 	}
@@ -68,14 +68,13 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusNotFound, "no archive for that hour (future, or older than the pings pingd keeps)")
 		return
 	}
-	archive, ok := a.cfg.Store.(hub.PingArchive)
-	if !ok {
-		writeText(w, http.StatusNotFound, "this store keeps no archive")
+	if a.archive == nil {
+		writeText(w, http.StatusNotFound, "this server keeps no ping archive")
 		return
 	}
 	l, err := a.lists.list(r.Context(), "archive "+start.Format(time.RFC3339), now,
 		func(ctx context.Context, _ time.Time) ([]hub.Ping, int64, error) {
-			return archive.PingsBetween(ctx, start, end, listMaxEntries)
+			return a.archive.PingsBetween(ctx, start, end, listMaxEntries)
 		})
 	if err != nil {
 		a.listUnavailable(w, r, err)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/pingd/pingd/hub"
 )
 
@@ -22,15 +20,9 @@ const (
 // recentKey names the reading of the last hour's pings in the list cache.
 const recentKey = "recent"
 
-func (a *API) changesRoutes(r *mux.Router) {
-	r.HandleFunc("/changes.xml", a.changes("changes", changesWindow)).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/shortChanges.xml", a.changes("short", shortChangesWindow)).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/{year:[0-9]{4}}/{month:[0-9]{2}}/{day:[0-9]{2}}/{hour:[0-9]{2}}.xml", a.archive).Methods(http.MethodGet, http.MethodHead)
-}
-
 // changes serves the pings received within window in the weblogs.com
 // format, from the cached reading of the last hour (lists.go).
-func (a *API) changes(view string, window time.Duration) http.HandlerFunc {
+func (a *Lists) changes(view string, window time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !a.allowList(w, r) {
 			return

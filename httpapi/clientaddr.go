@@ -17,7 +17,7 @@ import (
 // address pingd records (ping origins, the rssCloud callback host) is the
 // client's, and behind a reverse proxy the TCP peer is the proxy: all
 // clients would share one bucket, and one scraper would lock out everyone.
-// So when the peer is one of Config.TrustedProxies, the client is read
+// So when the peer is one of RouterConfig.TrustedProxies, the client is read
 // from the forwarding headers the proxy wrote (Forwarded, RFC 7239, or
 // X-Forwarded-For). Those headers are lists a client can start itself, so
 // they are read from the right: hops that are trusted proxies are passed
@@ -64,7 +64,7 @@ func clientKey(r *http.Request) string { return ratelimit.ClientKey(clientIP(r))
 // clientAddrKey marks a request's context with its client address.
 type clientAddrKey struct{}
 
-// clientIP is the client's address: the one ServeHTTP found (see
+// clientIP is the client's address: the one Router.ServeHTTP found (see
 // resolveClient), or the peer's for a request that did not pass there.
 func clientIP(r *http.Request) string {
 	if ip, ok := r.Context().Value(clientAddrKey{}).(string); ok {
@@ -73,8 +73,14 @@ func clientIP(r *http.Request) string {
 	return peerIP(r)
 }
 
+// clientResolver finds a request's client: the TCP peer, or the client a
+// trusted proxy's forwarding headers name.
+type clientResolver struct {
+	proxies []netip.Prefix
+}
+
 // withClient returns r with its client address in the context.
-func (a *API) withClient(r *http.Request) *http.Request {
+func (a *clientResolver) withClient(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, a.resolveClient(r)))
 }
 
@@ -95,9 +101,9 @@ func peerIP(r *http.Request) string {
 
 // resolveClient finds the client's address: the peer's, unless the peer is
 // a trusted proxy and its forwarding headers name another.
-func (a *API) resolveClient(r *http.Request) string {
+func (a *clientResolver) resolveClient(r *http.Request) string {
 	peer := peerIP(r)
-	if len(a.cfg.TrustedProxies) == 0 {
+	if len(a.proxies) == 0 {
 		return peer
 	}
 	peerAddr, err := netip.ParseAddr(peer)
@@ -132,8 +138,8 @@ func (a *API) resolveClient(r *http.Request) string {
 	return peer
 }
 
-func (a *API) trusted(addr netip.Addr) bool {
-	for _, p := range a.cfg.TrustedProxies {
+func (a *clientResolver) trusted(addr netip.Addr) bool {
+	for _, p := range a.proxies {
 		if p.Contains(addr) {
 			return true
 		}
@@ -146,7 +152,7 @@ var errNoClient = errors.New("no client address in the forwarding header")
 // firstUntrusted walks the hops of a forwarding header from the right and
 // returns the first that is not a trusted proxy; when every hop is one,
 // the leftmost. A hop it cannot read before that is an error.
-func (a *API) firstUntrusted(hops []string) (netip.Addr, error) {
+func (a *clientResolver) firstUntrusted(hops []string) (netip.Addr, error) {
 	var last netip.Addr
 	for i := len(hops) - 1; i >= 0; i-- {
 		addr, ok := parseHop(hops[i])

@@ -38,8 +38,8 @@ func TestClientAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &API{cfg: Config{TrustedProxies: trusted}}
-	none := &API{}
+	a := &clientResolver{proxies: trusted}
+	none := &clientResolver{}
 	h := func(kv ...string) http.Header {
 		hdr := http.Header{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -49,7 +49,7 @@ func TestClientAddress(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		api    *API
+		api    *clientResolver
 		peer   string
 		header http.Header
 		want   string // the client address

@@ -26,16 +26,65 @@ const DialectCNWS = "cnws"
 // first fetch so that its answer can carry the title and description.
 const cnwsBaselineWait = 3 * time.Second
 
-func (a *API) cnwsRoutes(r *mux.Router) {
+// CNWSHub is what CNWS asks of the hub.
+type CNWSHub interface {
+	Ping(ctx context.Context, p hub.Ping, urls []string, note *hub.ChangeNote) (int, error)
+	Serves(kind hub.Kind) bool
+	Node(ctx context.Context, name string) (*hub.Node, error)
+	NodeForURL(ctx context.Context, rawURL string, create bool) (*hub.Node, error)
+	NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*hub.Node, error)
+	Authorize(node *hub.Node, token string) bool
+	Subscribe(ctx context.Context, s hub.Subscription) (*hub.Subscription, bool, error)
+	Source(ctx context.Context, id int64) (*hub.Source, error)
+}
+
+// CNWSConfig configures CNWS.
+type CNWSConfig struct {
+	Site
+	Hub CNWSHub
+	// PingLimits bound resourceChange, a ping; SubscribeLimits bound
+	// subscribe.
+	PingLimits      *PingLimits
+	SubscribeLimits *SubscribeLimits
+	// CheckHost: see checkOutbound (outbound.go); nil: no early check.
+	CheckHost func(ctx context.Context, host string) error
+	// ObservePing: see PingsConfig.
+	ObservePing func(dialect, outcome string)
+}
+
+// CNWS is POST /cnws: subscribe and resourceChange.
+type CNWS struct {
+	site
+	hub       CNWSHub
+	pings     *PingLimits
+	subscribe *SubscribeLimits
+	observe   pingObserver
+}
+
+// NewCNWS returns the CNWS endpoint.
+func NewCNWS(cfg CNWSConfig) (*CNWS, error) {
+	s, err := newSite("CNWS", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Hub == nil || cfg.PingLimits == nil || cfg.SubscribeLimits == nil {
+		return nil, errors.New("httpapi: CNWS: no hub, ping limits or subscription limits")
+	}
+	s.checkHost = cfg.CheckHost
+	return &CNWS{site: s, hub: cfg.Hub, pings: cfg.PingLimits, subscribe: cfg.SubscribeLimits, observe: cfg.ObservePing}, nil
+}
+
+// Routes installs POST /cnws.
+func (a *CNWS) Routes(r *mux.Router) {
 	r.HandleFunc("/cnws", a.cnws).Methods(http.MethodPost)
 }
 
 // cnws is POST /cnws.
-func (a *API) cnws(w http.ResponseWriter, r *http.Request) {
+func (a *CNWS) cnws(w http.ResponseWriter, r *http.Request) {
 	if !a.limitBody(w, r, func(msg string) { writeCNWSResult(w, http.StatusRequestEntityTooLarge, false, "", "", msg) }) {
 		return
 	}
-	req, err := cnws.Decode(r.Body, a.cfg.MaxBodyBytes)
+	req, err := cnws.Decode(r.Body, a.maxBody)
 	switch {
 	case err == nil:
 	case isTooLarge(err):
@@ -56,16 +105,16 @@ func (a *API) cnws(w http.ResponseWriter, r *http.Request) {
 // source of the URL is fetched, and its URL-level subscribers are told
 // (with the publisher's title and description) even if the fetch shows no
 // difference.
-func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.ReceivedChange) {
+func (a *CNWS) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.ReceivedChange) {
 	ctx := r.Context()
-	if limited := a.allowPing(ch.ResourceID); limited != nil {
-		a.countPing(DialectCNWS, limited)
+	if limited := a.pings.allow(ch.ResourceID); limited != nil {
+		a.observe.count(DialectCNWS, limited)
 		setRetryAfter(w, limited.RetryAfter)
 		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
 		return
 	}
 	note := &hub.ChangeNote{Title: ch.Title, Description: ch.Description, Extensions: ch.Extensions}
-	urls, err := a.ownNodeSource(ctx, ch.ResourceID)
+	urls, err := ownNodeSource(ctx, &a.site, a.hub, ch.ResourceID)
 	if err != nil {
 		a.log.ErrorContext(ctx, "CNWS resourceChange not recorded", "url", ch.ResourceID, "err", err)
 		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the change could not be recorded; please try again later")
@@ -74,7 +123,7 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.Receiv
 	// The resource is recorded as submitted, also when it names one of
 	// pingd's own feeds: changes.xml lists what the publisher sent.
 	n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectCNWS, URL: ch.ResourceID, Remote: clientIP(r)}, urls, note)
-	a.countPing(DialectCNWS, err)
+	a.observe.count(DialectCNWS, err)
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())
@@ -92,9 +141,9 @@ func (a *API) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.Receiv
 // and description. A repeated subscribe is the re-confirmation the draft
 // asks subscribers to send after 30 days without notification: the
 // subscriber is on the list, so the status is true.
-func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subscribe) {
+func (a *CNWS) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subscribe) {
 	ctx := r.Context()
-	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+	if limited := a.subscribe.allow(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeCNWSResult(w, http.StatusTooManyRequests, false, "", "", limited.What)
 		return
@@ -109,7 +158,7 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subs
 			return
 		}
 	}
-	n, err := a.subscribedNode(ctx, s.ResourceID, clientIP(r))
+	n, err := subscribedNode(ctx, &a.site, a.hub, a.subscribe, s.ResourceID, clientIP(r), false)
 	var limited *RateLimitError
 	switch {
 	case errors.As(err, &limited):
@@ -124,7 +173,7 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subs
 		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the subscription could not be stored; please try again later")
 		return
 	}
-	if ok, _ := a.mayRead(r, n); !ok {
+	if ok, _ := mayRead(a.hub, r, n); !ok {
 		writeCNWSResult(w, http.StatusUnauthorized, false, "", "",
 			fmt.Sprintf("%s belongs to a whitelist node: subscribing needs its bearer token", s.ResourceID))
 		return
@@ -154,7 +203,7 @@ func (a *API) cnwsSubscribe(w http.ResponseWriter, r *http.Request, s *cnws.Subs
 // describe returns the title and description of a node's resource: its
 // source's once fetched (waiting briefly for a first fetch), else the
 // node's own title.
-func (a *API) describe(ctx context.Context, n *hub.Node) (title, desc string) {
+func (a *CNWS) describe(ctx context.Context, n *hub.Node) (title, desc string) {
 	if n.SourceID != 0 {
 		deadline := time.Now().Add(cnwsBaselineWait)
 		for {

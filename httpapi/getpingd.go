@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/getpingd"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/internal/ratelimit"
 	"github.com/pingd/pingd/whitelist"
 )
 
@@ -21,7 +24,78 @@ import (
 // order the XRDS document lists them.
 var acceptedSubscribeTypes = []string{getpingd.ContentTypeHTTPSubscribe, getpingd.ContentTypeXMPPSubscribe}
 
-func (a *API) getPingdRoutes(r *mux.Router) {
+// GetPingdHub is what GetPingd's descriptors and subscription requests
+// ask of the hub.
+type GetPingdHub interface {
+	Node(ctx context.Context, name string) (*hub.Node, error)
+	Items(ctx context.Context, node *hub.Node, ids []string, max int) ([]hub.Event, error)
+	Authorize(node *hub.Node, token string) bool
+	RequestSubscription(ctx context.Context, s hub.Subscription) (*hub.Subscription, hub.RequestOutcome, error)
+	RequestUnsubscription(ctx context.Context, nodeName string, kind hub.Kind, address string) (*hub.Subscription, hub.RequestOutcome, error)
+}
+
+// WhitelistService applies GetPingd XMPP consumer requests
+// (*whitelist.Service).
+type WhitelistService interface {
+	Apply(ctx context.Context, nodeName string, req whitelist.Request, token string) ([]byte, error)
+}
+
+// GetPingdConfig configures GetPingd.
+type GetPingdConfig struct {
+	Site
+	Hub GetPingdHub
+	// ComponentJID is the XMPP address of pingd's pubsub service, which
+	// the descriptors name.
+	ComponentJID string
+	// Whitelist applies XMPP consumer requests.
+	Whitelist WhitelistService
+	// Limits bound the subscription requests per client.
+	Limits *SubscribeLimits
+	// XMPP consumer (whitelist) requests take a token of the client's
+	// subscription bucket and, unless they carry the node's or the admin
+	// token, one of the node's own bucket; default 1 per second in bursts
+	// of 20 per node.
+	WhitelistNodeRate  float64
+	WhitelistNodeBurst int
+	// CheckHost: see checkOutbound (outbound.go); nil: no early check.
+	CheckHost func(ctx context.Context, host string) error
+}
+
+// GetPingd is a node's GetPingd descriptor (/feeds/{node}: the page, its
+// XRDS document at /xrds/{node}) and the subscription requests posted to
+// it: webhooks and XMPP consumer (whitelist) requests.
+type GetPingd struct {
+	site
+	hub          GetPingdHub
+	componentJID string
+	whitelist    WhitelistService
+	limits       *SubscribeLimits
+	// nodeLimit: XMPP consumer requests without a valid token, per node.
+	nodeLimit *ratelimit.Keyed
+}
+
+// NewGetPingd returns GetPingd's descriptors and subscription requests.
+func NewGetPingd(cfg GetPingdConfig) (*GetPingd, error) {
+	s, err := newSite("GetPingd", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Hub == nil || cfg.Whitelist == nil || cfg.Limits == nil {
+		return nil, errors.New("httpapi: GetPingd: no hub, whitelist service or subscription limits")
+	}
+	if cfg.WhitelistNodeRate <= 0 {
+		cfg.WhitelistNodeRate = DefaultWhitelistNodeRate
+	}
+	if cfg.WhitelistNodeBurst <= 0 {
+		cfg.WhitelistNodeBurst = DefaultWhitelistNodeBurst
+	}
+	s.checkHost = cfg.CheckHost
+	return &GetPingd{site: s, hub: cfg.Hub, componentJID: cfg.ComponentJID, whitelist: cfg.Whitelist,
+		limits: cfg.Limits, nodeLimit: ratelimit.New(cfg.WhitelistNodeRate, cfg.WhitelistNodeBurst)}, nil
+}
+
+// Routes installs the descriptors and the subscription requests.
+func (a *GetPingd) Routes(r *mux.Router) {
 	r.HandleFunc("/feeds/{node}", a.descriptor).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/feeds/{node}", a.subscribeRequest).Methods(getpingd.MethodSubscribe, http.MethodPost)
 	r.HandleFunc("/xrds/{node}", a.xrds).Methods(http.MethodGet, http.MethodHead)
@@ -29,65 +103,31 @@ func (a *API) getPingdRoutes(r *mux.Router) {
 
 // loadNode loads the node named in the path, answering 400 or 404 (plain
 // text) itself.
-func (a *API) loadNode(w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
+func loadNode(s *site, nodes nodeGetter, w http.ResponseWriter, r *http.Request) (*hub.Node, bool) {
 	name, ok := pathVar(r, "node")
 	if !ok {
 		writeText(w, http.StatusBadRequest, "the node name is not validly percent-encoded")
 		return nil, false
 	}
-	n, err := a.hub.Node(r.Context(), name)
+	n, err := nodes.Node(r.Context(), name)
 	switch {
 	case errors.Is(err, hub.ErrNotFound):
 		writeText(w, http.StatusNotFound, fmt.Sprintf("no node %q", name))
 		return nil, false
 	case err != nil:
-		a.log.ErrorContext(r.Context(), "load node", "node", name, "err", err)
+		s.log.ErrorContext(r.Context(), "load node", "node", name, "err", err)
 		writeText(w, http.StatusInternalServerError, "load node: internal error")
 		return nil, false
 	}
 	return n, true
 }
 
-// mayRead reports whether the request may read the node's content and
-// subscribe to it over HTTP: always on an open node; on a whitelist node
-// only with "Authorization: Bearer" and the node's or the admin token.
-// tokenGiven says whether a bearer token was sent at all.
-func (a *API) mayRead(r *http.Request, n *hub.Node) (ok, tokenGiven bool) {
-	if n.AccessModel != hub.AccessWhitelist {
-		return true, false
-	}
-	token, given := bearerToken(r)
-	return given && a.hub.Authorize(n, token), given
-}
-
-// requireReader answers 401 and returns false unless mayRead allows the
-// request. The node feeds, GetPingd webhook subscriptions and WebSub
-// subscriptions of whitelist nodes go through it.
-func (a *API) requireReader(w http.ResponseWriter, r *http.Request, n *hub.Node) bool {
-	ok, given := a.mayRead(r, n)
-	if !ok {
-		unauthorized(w, given, fmt.Sprintf("%q is a whitelist node: its content needs the node's or the admin bearer token", n.Name))
-	}
-	return ok
-}
-
-// unauthorized answers 401 with a Bearer challenge; invalid says a token
-// was sent but is not the right one.
-func unauthorized(w http.ResponseWriter, invalid bool, msg string) {
-	challenge := `Bearer realm="pingd"`
-	if invalid {
-		challenge += `, error="invalid_token"`
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	writeText(w, http.StatusUnauthorized, msg)
-}
-
 // descriptor serves the node's GetPingd descriptor: the XRDS document when
 // the client prefers application/xrds+xml, else the HTML page pointing at
 // it. Both carry X-XRDS-Location and say which request types SUBSCRIBE
 // takes (Accept-Post).
-func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
-	n, ok := a.loadNode(w, r)
+func (a *GetPingd) descriptor(w http.ResponseWriter, r *http.Request) {
+	n, ok := loadNode(&a.site, a.hub, w, r)
 	if !ok {
 		return
 	}
@@ -124,8 +164,8 @@ func (a *API) descriptor(w http.ResponseWriter, r *http.Request) {
 
 // xrds serves the node's XRDS document, with the media type exactly as
 // Yadis clients compare it.
-func (a *API) xrds(w http.ResponseWriter, r *http.Request) {
-	n, ok := a.loadNode(w, r)
+func (a *GetPingd) xrds(w http.ResponseWriter, r *http.Request) {
+	n, ok := loadNode(&a.site, a.hub, w, r)
 	if !ok {
 		return
 	}
@@ -136,8 +176,8 @@ func (a *API) xrds(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, r, discovery.ContentTypeXRDS, discovery.XRDS(d))
 }
 
-func (a *API) descriptorOf(w http.ResponseWriter, r *http.Request, n *hub.Node) (discovery.Descriptor, nodeurl.Links, bool) {
-	d, err := discovery.NewDescriptor(a.publicURL, a.cfg.ComponentJID, n)
+func (a *GetPingd) descriptorOf(w http.ResponseWriter, r *http.Request, n *hub.Node) (discovery.Descriptor, nodeurl.Links, bool) {
+	d, err := discovery.NewDescriptor(a.publicURL, a.componentJID, n)
 	if err == nil {
 		var links nodeurl.Links
 		if links, err = nodeurl.NodeLinks(a.publicURL, n.Name); err == nil {
@@ -174,8 +214,8 @@ func writeAnswer(w http.ResponseWriter, code int, body []byte) {
 // subscribeRequest takes a GetPingd subscription request, SUBSCRIBE
 // /feeds/{node} or POST /feeds/{node}?method=subscribe, dispatched on its
 // Content-Type (parameters such as charset are ignored).
-func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
-	n, ok := a.loadNode(w, r)
+func (a *GetPingd) subscribeRequest(w http.ResponseWriter, r *http.Request) {
+	n, ok := loadNode(&a.site, a.hub, w, r)
 	if !ok {
 		return
 	}
@@ -196,7 +236,7 @@ func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
 			got, strings.Join(acceptedSubscribeTypes, " and ")))
 		return
 	}
-	limit := min(a.cfg.MaxBodyBytes, getpingd.MaxRequestBytes)
+	limit := min(a.maxBody, getpingd.MaxRequestBytes)
 	if r.ContentLength > limit {
 		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
 		return
@@ -210,7 +250,7 @@ func (a *API) subscribeRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // whitelistRequest applies an XMPP consumer (whitelist) request.
-func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+func (a *GetPingd) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
 	if limited := a.allowWhitelistRequest(r, n); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before asking again")
@@ -220,7 +260,7 @@ func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.No
 	if err == nil {
 		token, _ := bearerToken(r)
 		var doc []byte
-		if doc, err = whitelist.NewService(a.hub, a.log).Apply(r.Context(), n.Name, req, token); err == nil {
+		if doc, err = a.whitelist.Apply(r.Context(), n.Name, req, token); err == nil {
 			writeAnswer(w, http.StatusOK, doc)
 			return
 		}
@@ -250,8 +290,8 @@ func (a *API) whitelistRequest(w http.ResponseWriter, r *http.Request, n *hub.No
 // verified is cancelled at once by an unsubscribe request (200):
 // verifying the unsubscription would let a failed check activate a
 // subscription no one confirmed.
-func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
-	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+func (a *GetPingd) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node) {
+	if limited := a.limits.allow(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before subscribing again")
 		return
@@ -265,7 +305,7 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !a.requireReader(w, r, n) {
+	if !requireReader(a.hub, w, r, n) {
 		return
 	}
 	ctx := r.Context()
@@ -307,7 +347,7 @@ func (a *API) webhookRequest(w http.ResponseWriter, r *http.Request, n *hub.Node
 	writeAnswer(w, http.StatusAccepted, getpingd.WebhookAnswer("pending", getpingd.Unsubscribe, n.Name, req.Href))
 }
 
-func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err error) {
+func (a *GetPingd) writeSubscribeError(w http.ResponseWriter, r *http.Request, err error) {
 	if limited := callbackHostLimit(err); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeText(w, limited.status(), limited.What)
@@ -324,12 +364,21 @@ func (a *API) writeSubscribeError(w http.ResponseWriter, r *http.Request, err er
 	}
 }
 
-// redactCallback drops the query of a callback URL for logs: receivers
-// often put secrets there.
-func redactCallback(href string) string {
-	base, query, found := strings.Cut(href, "?")
-	if found && query != "" {
-		return base + "?…"
+// allowWhitelistRequest takes tokens for a GetPingd XMPP consumer request
+// (application/getpingd+xmpp+subscribe+xml) to n: one from the client's
+// subscription bucket and, unless the request carries the node's or the
+// admin token, one from the node's bucket. The node's bucket bounds what
+// strangers can ask of one node from many addresses (and guesses of its
+// token); its owner is not held up by them.
+func (a *GetPingd) allowWhitelistRequest(r *http.Request, n *hub.Node) *RateLimitError {
+	if limited := a.limits.allow(clientIP(r)); limited != nil {
+		return limited
 	}
-	return base
+	if token, ok := bearerToken(r); ok && a.hub.Authorize(n, token) {
+		return nil
+	}
+	if ok, wait := a.nodeLimit.Allow(strconv.FormatInt(n.ID, 10), time.Now()); !ok {
+		return &RateLimitError{RetryAfter: wait, What: fmt.Sprintf("too many requests for the node %q without its token", n.Name)}
+	}
+	return nil
 }

@@ -4,25 +4,18 @@ import (
 	"context"
 	"net/http"
 	"time"
-
-	"github.com/gorilla/mux"
 )
 
 // healthCheckTimeout bounds the store check of /healthz, so a hung
 // database gives 503 rather than a hung probe.
 const healthCheckTimeout = 3 * time.Second
 
-func (a *API) healthRoutes(r *mux.Router) {
-	r.HandleFunc("/healthz", a.healthz).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/readyz", a.readyz).Methods(http.MethodGet, http.MethodHead)
-}
-
 // healthz answers 200 while the store answers.
-func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+func (a *Pages) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), healthCheckTimeout)
 	defer cancel()
-	if err := a.cfg.Store.Check(ctx); err != nil {
+	if err := a.store.Check(ctx); err != nil {
 		a.log.WarnContext(r.Context(), "health check: store does not answer", "err", err)
 		writeText(w, http.StatusServiceUnavailable, "unhealthy: the database does not answer")
 		return
@@ -32,7 +25,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 
 // readyz answers 200 only while the component is connected to the XMPP
 // server.
-func (a *API) readyz(w http.ResponseWriter, _ *http.Request) {
+func (a *Pages) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if a.cfg.Ready == nil || !a.cfg.Ready() {
 		writeText(w, http.StatusServiceUnavailable, "not ready: not connected to the XMPP server")

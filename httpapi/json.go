@@ -16,14 +16,14 @@ import (
 
 // readJSON decodes a capped JSON object body into v, answering 400 or
 // 413 itself when it cannot.
-func (a *API) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if !a.limitBody(w, r, func(msg string) { writeJSONError(w, http.StatusRequestEntityTooLarge, msg) }) {
+func (s *site) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !s.limitBody(w, r, func(msg string) { writeJSONError(w, http.StatusRequestEntityTooLarge, msg) }) {
 		return false
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if isTooLarge(err) {
-			writeJSONError(w, http.StatusRequestEntityTooLarge, a.tooLargeMessage())
+			writeJSONError(w, http.StatusRequestEntityTooLarge, s.tooLargeMessage())
 		} else {
 			writeJSONError(w, http.StatusBadRequest, "could not read the request body")
 		}
@@ -88,7 +88,7 @@ func checkSurrogateEscapes(body []byte) error {
 // writeHubError maps a hub error to its status: ErrInvalid 400,
 // ErrNotFound 404, ErrExists 409, ErrForbidden 403, anything else 500
 // (logged, and not shown to the client).
-func (a *API) writeHubError(w http.ResponseWriter, r *http.Request, err error, what string) {
+func (s *site) writeHubError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
 		writeJSONError(w, http.StatusBadRequest, err.Error())
@@ -99,7 +99,7 @@ func (a *API) writeHubError(w http.ResponseWriter, r *http.Request, err error, w
 	case errors.Is(err, hub.ErrForbidden):
 		writeJSONError(w, http.StatusForbidden, err.Error())
 	default:
-		a.log.ErrorContext(r.Context(), what, "err", err)
+		s.log.ErrorContext(r.Context(), what, "err", err)
 		writeJSONError(w, http.StatusInternalServerError, what+": internal error")
 	}
 }

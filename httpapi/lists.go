@@ -33,7 +33,7 @@ import (
 //     connections; a request waits at most listWait for its list;
 //   - a document holds at most listMaxEntries pings, the newest, in at
 //     most listMaxBytes; "count" still says how many pings came in;
-//   - readers are limited per client IP (Config.ListRate, ListBurst).
+//   - readers are limited per client IP (ListsConfig.ListRate, ListBurst).
 //
 // Views filtered by ?tag= are rendered per request from the kept reading,
 // never from the store: tags are the readers' choice, and a rendering per
@@ -319,9 +319,9 @@ func carriesTag(tags []string, tag string) bool {
 
 // allowList takes a token from the client's list-reading bucket,
 // answering 429 itself when there is none.
-func (a *API) allowList(w http.ResponseWriter, r *http.Request) bool {
+func (a *Lists) allowList(w http.ResponseWriter, r *http.Request) bool {
 	key := clientKey(r)
-	if ok, wait := a.listLimit.Allow(key, time.Now()); !ok {
+	if ok, wait := a.limit.Allow(key, time.Now()); !ok {
 		setRetryAfter(w, wait)
 		writeText(w, http.StatusTooManyRequests, "too many requests for the ping lists from "+key+"; retry later")
 		return false
@@ -330,7 +330,7 @@ func (a *API) allowList(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // listUnavailable answers a list that could not be read.
-func (a *API) listUnavailable(w http.ResponseWriter, r *http.Request, err error) {
+func (a *Lists) listUnavailable(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, errListsBusy) {
 		setRetryAfter(w, time.Second)
 	} else if r.Context().Err() == nil {

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
@@ -46,11 +44,6 @@ func (f feedFormat) contentType() string {
 		return "application/rss+xml; charset=utf-8"
 	}
 	return "application/atom+xml; charset=utf-8"
-}
-
-func (a *API) nodeFeedRoutes(r *mux.Router) {
-	r.HandleFunc("/atom/{node}", a.nodeFeed(formatAtom)).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/rss/{node}", a.nodeFeed(formatRSS)).Methods(http.MethodGet, http.MethodHead)
 }
 
 // feedVersion identifies one rendering of a node feed. Its entity tag is
@@ -177,10 +170,10 @@ func acceptsFeedIM(header string) bool {
 // items: conditional GET (If-None-Match, then If-Modified-Since), gzip,
 // and RFC 3229 "A-IM: feed" deltas. A whitelist node's feed needs its
 // node's or the admin token.
-func (a *API) nodeFeed(format feedFormat) http.HandlerFunc {
+func (a *Pages) nodeFeed(format feedFormat) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		n, ok := a.loadNode(w, r)
-		if !ok || !a.requireReader(w, r, n) {
+		n, ok := loadNode(&a.site, a.hub, w, r)
+		if !ok || !requireReader(a.hub, w, r, n) {
 			return
 		}
 		ctx := r.Context()
@@ -268,7 +261,7 @@ func (a *API) nodeFeed(format feedFormat) http.HandlerFunc {
 // ok false when the change since base cannot be told as new entries: an
 // item was retracted or the node purged (a delta only adds), the log was
 // pruned past base, or the client is too far behind.
-func (a *API) feedDelta(r *http.Request, n *hub.Node, items []hub.Event, base int64) ([]hub.Event, bool, error) {
+func (a *Pages) feedDelta(r *http.Request, n *hub.Node, items []hub.Event, base int64) ([]hub.Event, bool, error) {
 	behind := n.LastSeq - base
 	if behind <= 0 || behind > maxDeltaEvents {
 		return nil, false, nil
@@ -315,7 +308,7 @@ func feedModified(n *hub.Node, items []hub.Event) time.Time {
 }
 
 // feedFingerprint hashes what a node feed depends on besides its log.
-func (a *API) feedFingerprint(n *hub.Node, format feedFormat) string {
+func (a *Pages) feedFingerprint(n *hub.Node, format feedFormat) string {
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%s\x00%s\x00%s\x00%d\x00%d\x00%d\x00%q\x00%d\x00%q\x00%s\x00%+v",
 		a.cfg.Version, format, a.publicURL, n.ID, n.CreatedAt.UnixNano(), n.UpdatedAt.UnixNano(),
@@ -324,7 +317,7 @@ func (a *API) feedFingerprint(n *hub.Node, format feedFormat) string {
 }
 
 // renderNodeFeed renders the node's feed document of items (newest first).
-func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time, items []hub.Event) ([]byte, error) {
+func (a *Pages) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time, items []hub.Event) ([]byte, error) {
 	links, err := nodeurl.NodeLinks(a.publicURL, n.Name)
 	if err != nil {
 		return nil, err
@@ -334,7 +327,7 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 		return feed.AtomFeed(meta, items), nil
 	}
 	meta.SelfURL = links.RSS
-	c, err := a.cloudOf(links)
+	c, err := cloudOf(a.publicURL, a.cloud, links)
 	if err != nil {
 		return nil, err
 	}
@@ -348,22 +341,22 @@ func (a *API) renderNodeFeed(n *hub.Node, format feedFormat, modified time.Time,
 
 // cloudOf is the rssCloud <cloud> that node feeds and publisher snippets
 // advertise: the REST endpoint, or /RPC2 when registrations are to come
-// over XML-RPC or SOAP (Config.CloudProtocol).
-func (a *API) cloudOf(links nodeurl.Links) (discovery.Cloud, error) {
+// over XML-RPC or SOAP (PagesConfig.CloudProtocol).
+func cloudOf(publicURL, protocol string, links nodeurl.Links) (discovery.Cloud, error) {
 	c, err := discovery.CloudFor(links.PleaseNotify)
 	if err != nil {
 		return c, err
 	}
-	switch a.cfg.CloudProtocol {
+	switch protocol {
 	case rsscloud.XMLRPC:
-		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "rssCloud.pleaseNotify", rsscloud.XMLRPC
+		c.Path, c.RegisterProcedure, c.Protocol = rpcPath(publicURL), "rssCloud.pleaseNotify", rsscloud.XMLRPC
 	case rsscloud.SOAP:
-		c.Path, c.RegisterProcedure, c.Protocol = a.rpcPath(), "pleaseNotify", rsscloud.SOAP
+		c.Path, c.RegisterProcedure, c.Protocol = rpcPath(publicURL), "pleaseNotify", rsscloud.SOAP
 	}
 	return c, nil
 }
 
-func (a *API) feedError(w http.ResponseWriter, r *http.Request, n *hub.Node, err error) {
+func (a *Pages) feedError(w http.ResponseWriter, r *http.Request, n *hub.Node, err error) {
 	a.log.ErrorContext(r.Context(), "serve node feed", "node", n.Name, "err", err)
 	h := w.Header()
 	for _, k := range []string{"ETag", "Last-Modified", "IM", "Delta-Base", "Vary"} {
@@ -374,10 +367,21 @@ func (a *API) feedError(w http.ResponseWriter, r *http.Request, n *hub.Node, err
 }
 
 // rpcPath is the path of /RPC2 under the public URL.
-func (a *API) rpcPath() string {
-	u, err := url.Parse(a.publicURL)
+func rpcPath(publicURL string) string {
+	u, err := url.Parse(publicURL)
 	if err != nil {
 		return "/RPC2"
 	}
 	return strings.TrimRight(u.Path, "/") + "/RPC2"
+}
+
+// cloudProtocol checks a configured rssCloud protocol; "" is "http-post".
+func cloudProtocol(p string) (string, error) {
+	switch p {
+	case "":
+		return rsscloud.HTTPPost, nil
+	case rsscloud.HTTPPost, rsscloud.XMLRPC, rsscloud.SOAP:
+		return p, nil
+	}
+	return "", fmt.Errorf("httpapi: rssCloud protocol %q: want http-post, xml-rpc or soap", p)
 }

@@ -15,8 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gorilla/mux"
-
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/opml"
 	"github.com/pingd/pingd/internal/ratelimit"
@@ -29,7 +27,7 @@ import (
 // same way: rendered at most once per opmlInterval, one rendering at a
 // time, with a strong ETag, 304, gzip made once and nosniff; capped at
 // opmlMaxOutlines outlines in opmlMaxBytes; readers limited per client IP
-// (Config.ListRate and ListBurst, a bucket of its own).
+// (ListsConfig.ListRate and ListBurst, a bucket of its own).
 //
 // Each node is an outline of type "rss" (OPML 2.0's subscription list):
 // text and title are the node's title (else its source's, else its name);
@@ -84,11 +82,6 @@ func newOPMLList(rate float64, burst int) *opmlList {
 		maxOutlines: opmlMaxOutlines, maxBytes: opmlMaxBytes}
 }
 
-func (a *API) opmlRoutes(r *mux.Router) {
-	r.HandleFunc("/opml", a.getOPML).Methods(http.MethodGet, http.MethodHead)
-	r.Handle("/api/opml", a.admin(a.importOPML)).Methods(http.MethodPost)
-}
-
 // fresh says whether the rendering may serve a request at now.
 func (d *opmlDoc) fresh(now time.Time) bool {
 	return d != nil && !now.Before(d.at) && now.Sub(d.at) < opmlInterval
@@ -141,7 +134,7 @@ func (l *opmlList) current(ctx context.Context, now time.Time, render func(conte
 }
 
 // getOPML serves the open nodes as an OPML 2.0 subscription list.
-func (a *API) getOPML(w http.ResponseWriter, r *http.Request) {
+func (a *Lists) getOPML(w http.ResponseWriter, r *http.Request) {
 	key := clientKey(r)
 	if ok, wait := a.opml.limit.Allow(key, time.Now()); !ok {
 		setRetryAfter(w, wait)
@@ -188,7 +181,7 @@ func (a *API) getOPML(w http.ResponseWriter, r *http.Request) {
 }
 
 // renderOPML reads the open nodes and renders the list.
-func (a *API) renderOPML(ctx context.Context, now time.Time) (*opmlDoc, error) {
+func (a *Lists) renderOPML(ctx context.Context, now time.Time) (*opmlDoc, error) {
 	nodes, total, err := a.hub.OpenNodes(ctx, a.opml.maxOutlines)
 	if err != nil {
 		return nil, err
@@ -252,7 +245,7 @@ type opmlOutcomeJSON struct {
 
 // importOPML creates an open node for each feed of an OPML subscription
 // list that no node follows yet, and reports outline by outline.
-func (a *API) importOPML(w http.ResponseWriter, r *http.Request) {
+func (a *Lists) importOPML(w http.ResponseWriter, r *http.Request) {
 	if !a.limitBody(w, r, func(msg string) { writeJSONError(w, http.StatusRequestEntityTooLarge, msg) }) {
 		return
 	}
@@ -292,7 +285,7 @@ func (a *API) importOPML(w http.ResponseWriter, r *http.Request) {
 }
 
 // importOutline finds or creates the node of one outline's feed.
-func (a *API) importOutline(ctx context.Context, o opml.Outline) opmlOutcomeJSON {
+func (a *Lists) importOutline(ctx context.Context, o opml.Outline) opmlOutcomeJSON {
 	res := opmlOutcomeJSON{Index: o.Index, Text: clipBytes(o.Name(), opmlReportText), XMLURL: clipBytes(o.XMLURL, opmlReportText)}
 	for _, f := range o.Folders {
 		res.Folders = append(res.Folders, clipBytes(f, opmlReportText))

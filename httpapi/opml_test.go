@@ -104,7 +104,7 @@ func TestOPMLListsOpenNodes(t *testing.T) {
 // oldest, and says how many there are; readers are limited per client.
 func TestOPMLIsBounded(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.ListRate, c.ListBurst = 0.001, 3 })
-	e.api.opml.maxOutlines = 2
+	e.api.lists.opml.maxOutlines = 2
 	for _, n := range []string{"a", "b", "c"} {
 		wantStatus(t, e.admin(http.MethodPost, "/api/nodes", map[string]any{"node": n}), http.StatusCreated)
 	}
@@ -112,7 +112,7 @@ func TestOPMLIsBounded(t *testing.T) {
 	if len(doc.Outlines) != 2 || doc.Outlines[1].Text != "b" || !strings.Contains(doc.Title, "the first 2 of 3") {
 		t.Errorf("capped list: title %q, outlines %+v", doc.Title, doc.Outlines)
 	}
-	e.api.opml.maxBytes = 1
+	e.api.lists.opml.maxBytes = 1
 	e.clock.Advance(opmlInterval)
 	if _, doc := e.getOPML(); len(doc.Outlines) != 0 || !strings.Contains(doc.Title, "the first 0 of 3") {
 		t.Errorf("list over its byte cap: title %q, outlines %+v", doc.Title, doc.Outlines)
@@ -249,7 +249,7 @@ func TestOPMLImportRefuses(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s; want %d saying %q", name, resp.StatusCode, body, tc.status, tc.says)
 		}
 	}
-	e.api.cfg.MaxBodyBytes = 1 << 20
+	e.api.lists.maxBody = 1 << 20
 	if resp := e.importOPML(outlines(opml.DefaultLimits.Outlines + 1)); resp.StatusCode != http.StatusRequestEntityTooLarge ||
 		!strings.Contains(string(readBody(t, resp)), "more than 2000 outlines") {
 		t.Errorf("too many outlines: HTTP %d", resp.StatusCode)

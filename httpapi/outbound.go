@@ -15,18 +15,18 @@ import (
 const outboundCheckTimeout = 5 * time.Second
 
 // checkOutbound refuses, before anything is stored, a URL that pingd would
-// later fetch or call back when Config.CheckHost says its host is not a
+// later fetch or call back when the handler's CheckHost says its host is not a
 // public address: a loopback, private, link-local or metadata address, or
 // a name that resolves to one. The answer then says why at once, instead
 // of a subscription that is stored and fails, or a source that is
 // accepted and never fetched. pingd's own node URLs are never fetched and
 // pass. A name that does not resolve (yet) passes too: the dial-time
 // guard, which sees the addresses actually used, stays the authority.
-func (a *API) checkOutbound(ctx context.Context, what, raw string) error {
-	if a.cfg.CheckHost == nil {
+func (s *site) checkOutbound(ctx context.Context, what, raw string) error {
+	if s.checkHost == nil {
 		return nil
 	}
-	if _, own := a.ownNodeName(raw); own {
+	if _, own := s.ownNodeName(raw); own {
 		return nil
 	}
 	u, err := url.Parse(raw)
@@ -35,7 +35,7 @@ func (a *API) checkOutbound(ctx context.Context, what, raw string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, outboundCheckTimeout)
 	defer cancel()
-	if err := a.cfg.CheckHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
+	if err := s.checkHost(ctx, u.Hostname()); errors.Is(err, netguard.ErrRefused) {
 		// The kind of address, not the address: for a name it is what
 		// pingd's resolver said, which strangers have no business learning.
 		kind := "not a public address"

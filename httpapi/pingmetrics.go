@@ -6,7 +6,8 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-// Outcomes of a ping, as Config.ObservePing is told them.
+// Outcomes of a ping, as the ObservePing of PingsConfig, CNWSConfig and
+// WebSubConfig is told them.
 const (
 	PingAccepted    = "accepted"
 	PingRefused     = "refused"      // not a URL pingd takes: 400 or a fault
@@ -14,12 +15,15 @@ const (
 	PingError       = "error"        // not recorded: 500 or a fault
 )
 
-// countPing tells Config.ObservePing the outcome of a ping of dialect.
-func (a *API) countPing(dialect string, err error) {
-	if a.cfg.ObservePing == nil {
+// pingObserver is a handler's ObservePing; nil observes nothing.
+type pingObserver func(dialect, outcome string)
+
+// count tells the observer the outcome of a ping of dialect.
+func (o pingObserver) count(dialect string, err error) {
+	if o == nil {
 		return
 	}
-	a.cfg.ObservePing(dialect, pingOutcome(err))
+	o(dialect, pingOutcome(err))
 }
 
 func pingOutcome(err error) string {

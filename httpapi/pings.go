@@ -30,16 +30,58 @@ const (
 	DialectForm          = weblogs.DialectForm
 )
 
-func (a *API) pingRoutes(r *mux.Router) {
+// PingsHub is what the weblog pings ask of the hub.
+type PingsHub interface {
+	Ping(ctx context.Context, p hub.Ping, urls []string, note *hub.ChangeNote) (int, error)
+}
+
+// PingsConfig configures the weblog pings.
+type PingsConfig struct {
+	Site
+	Hub PingsHub
+	// RPC is the XML-RPC endpoint the ping methods are added to; an XML
+	// body posted to /ping is answered there too.
+	RPC    *RPC
+	Limits *PingLimits
+	// ObservePing, when set, is told of every ping: its dialect and
+	// outcome (PingAccepted, PingRefused, PingRateLimited, PingError),
+	// for /metrics (pingmetrics.go).
+	ObservePing func(dialect, outcome string)
+}
+
+// Pings are the weblog pings: weblogUpdates.ping, extendedPing and
+// rssCloud.ping over XML-RPC (and rssCloud.ping over SOAP), the REST ping
+// at POST /ping and the HTTP GET pings (/ping, /pingSiteForm).
+type Pings struct {
+	site
+	hub     PingsHub
+	rpc     *RPC
+	limits  *PingLimits
+	observe pingObserver
+}
+
+// NewPings returns the weblog pings and adds their methods to cfg.RPC.
+func NewPings(cfg PingsConfig) (*Pings, error) {
+	s, err := newSite("pings", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Hub == nil || cfg.RPC == nil || cfg.Limits == nil {
+		return nil, errors.New("httpapi: pings: no hub, XML-RPC endpoint or ping limits")
+	}
+	a := &Pings{site: s, hub: cfg.Hub, rpc: cfg.RPC, limits: cfg.Limits, observe: cfg.ObservePing}
+	a.rpc.Handle(weblogs.MethodPing, a.rpcWeblogUpdatesPing)
+	a.rpc.Handle(weblogs.MethodExtendedPing, a.rpcExtendedPing)
+	a.rpc.Handle("rssCloud.ping", a.rpcRSSCloudPing)
+	return a, nil
+}
+
+// Routes installs the REST and HTTP GET pings (the XML-RPC ones are on
+// the RPC's /RPC2).
+func (a *Pings) Routes(r *mux.Router) {
 	r.HandleFunc("/ping", a.restPing).Methods(http.MethodPost)
 	r.HandleFunc("/ping", a.getPing).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/pingSiteForm", a.formPing).Methods(http.MethodGet, http.MethodHead)
-}
-
-func (a *API) pingRPCMethods() {
-	a.HandleRPC(weblogs.MethodPing, a.rpcWeblogUpdatesPing)
-	a.HandleRPC(weblogs.MethodExtendedPing, a.rpcExtendedPing)
-	a.HandleRPC("rssCloud.ping", a.rpcRSSCloudPing)
 }
 
 // errPingNotStored marks a ping the hub could not record: it must not be
@@ -50,8 +92,8 @@ var errPingNotStored = errors.New("the ping could not be recorded")
 // p.URL is the URL recorded (urls[0] when empty), every one of urls is
 // matched against the known sources. It returns how many sources will be
 // fetched.
-func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err error) {
-	defer func() { a.countPing(p.Dialect, err) }()
+func (a *Pings) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err error) {
+	defer func() { a.observe.count(p.Dialect, err) }()
 	if len(p.Name) > weblogs.MaxNameBytes {
 		return 0, fmt.Errorf("%w: the weblog name is longer than %d bytes", hub.ErrInvalid, weblogs.MaxNameBytes)
 	}
@@ -61,7 +103,7 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err e
 	if err := hub.ValidURL(urls[0]); err != nil {
 		return 0, err
 	}
-	if limited := a.allowPing(urls[0]); limited != nil {
+	if limited := a.limits.allow(urls[0]); limited != nil {
 		return 0, limited
 	}
 	// A ping another pingd relayed is not relayed again (the loop guard).
@@ -76,26 +118,6 @@ func (a *API) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err e
 	}
 	a.log.InfoContext(ctx, "ping", "dialect", p.Dialect, "url", urls[0], "remote", p.Remote, "sources", n)
 	return n, nil
-}
-
-// ownNodeSource is what a ping of raw fetches: raw itself, or, when raw
-// is one of pingd's own node feeds, its node's source (nothing for a node
-// without a source, or no such node: owners publish to it over XMPP).
-func (a *API) ownNodeSource(ctx context.Context, raw string) ([]string, error) {
-	name, ok := a.ownNodeName(raw)
-	if !ok {
-		return []string{raw}, nil
-	}
-	n, err := a.hub.Node(ctx, name)
-	switch {
-	case errors.Is(err, hub.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("node of %s: %w", raw, err)
-	case n.SourceURL == "":
-		return nil, nil
-	}
-	return []string{n.SourceURL}, nil
 }
 
 func pingThanks(sources int) string {
@@ -125,7 +147,7 @@ func weblogUpdatesAnswer(sources int, err error) (any, error) {
 
 // rpcWeblogUpdatesPing is weblogUpdates.ping(name, url): url is the site
 // or the feed; both are matched against the known sources.
-func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, error) {
+func (a *Pings) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, error) {
 	if err := wantParams(req, 2, 2, "(name, url)"); err != nil {
 		return nil, err
 	}
@@ -150,7 +172,7 @@ func (a *API) rpcWeblogUpdatesPing(ctx context.Context, req *RPCRequest) (any, e
 // filter by them.
 // The three-parameter form (name, url, feedUrl) that WordPress sends is
 // taken too, so that it need not fall back to weblogUpdates.ping.
-func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
+func (a *Pings) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error) {
 	if err := wantParams(req, 3, 5, "(name, url, changesUrl, feedUrl[, tags]) or (name, url, feedUrl)"); err != nil {
 		return nil, err
 	}
@@ -194,7 +216,7 @@ func (a *API) rpcExtendedPing(ctx context.Context, req *RPCRequest) (any, error)
 
 // rpcRSSCloudPing is rssCloud.ping(url); it answers true once the ping is
 // recorded.
-func (a *API) rpcRSSCloudPing(ctx context.Context, req *RPCRequest) (any, error) {
+func (a *Pings) rpcRSSCloudPing(ctx context.Context, req *RPCRequest) (any, error) {
 	if err := wantParams(req, 1, 1, "(url)"); err != nil {
 		return nil, err
 	}
@@ -220,10 +242,10 @@ func (a *API) rpcRSSCloudPing(ctx context.Context, req *RPCRequest) (any, error)
 // rssCloud REST one, <result success="…" msg="…"/> (or its JSON form for
 // Accept: application/json), which the rssCloud clients that post here
 // read; a browser, which prefers text/html, gets a page.
-func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
+func (a *Pings) restPing(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "text/xml" || mt == "application/xml" {
-		a.serveRPC(w, r)
+		a.rpc.serveRPC(w, r)
 		return
 	}
 	format := negotiateFormat(r.Header.Get("Accept"), formatXML, formatJSON, formatHTML)
@@ -240,7 +262,7 @@ func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if mt == "multipart/form-data" {
-		err = r.ParseMultipartForm(a.cfg.MaxBodyBytes)
+		err = r.ParseMultipartForm(a.maxBody)
 	} else {
 		err = r.ParseForm()
 	}
@@ -265,7 +287,7 @@ func (a *API) restPing(w http.ResponseWriter, r *http.Request) {
 // url is missing (what rssCloud servers answer); a url that is not one is
 // 400, 429 with Retry-After when rate limited, 500 when the ping could not
 // be recorded, each with success="false" and why.
-func (a *API) cloudPing(w http.ResponseWriter, r *http.Request, format, name, rawURL string) {
+func (a *Pings) cloudPing(w http.ResponseWriter, r *http.Request, format, name, rawURL string) {
 	answer := func(code int, ok bool, msg string) {
 		writeCloudResult(w, format, rsscloud.ElemResult, code, ok, msg)
 	}
@@ -292,18 +314,18 @@ func (a *API) cloudPing(w http.ResponseWriter, r *http.Request, format, name, ra
 // getPing is GET /ping?url=…[&name=…], the HTTP GET ping of the ping
 // sinks the RSS Feed State seed lists (/ping?url={0}); it is answered as
 // /pingSiteForm is, under the same limits.
-func (a *API) getPing(w http.ResponseWriter, r *http.Request) {
+func (a *Pings) getPing(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a.htmlPing(w, r, DialectREST, q.Get("name"), q.Get("url"))
 }
 
 // formPing is GET /pingSiteForm?name=…&url=…, weblogs.com's HTTP ping.
-func (a *API) formPing(w http.ResponseWriter, r *http.Request) {
+func (a *Pings) formPing(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a.htmlPing(w, r, DialectForm, q.Get("name"), q.Get("url"))
 }
 
-func (a *API) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, rawURL string) {
+func (a *Pings) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, rawURL string) {
 	rawURL = strings.TrimSpace(rawURL)
 	if rawURL == "" {
 		writePingPage(w, http.StatusBadRequest, "Ping refused", "The ping needs a url parameter naming the changed site or feed.", "")

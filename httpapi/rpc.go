@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -51,33 +52,55 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("rate limited: %s; retry in %s", e.What, e.RetryAfter.Round(time.Second))
 }
 
-// HandleRPC makes fn the implementation of the XML-RPC method name on
-// POST /RPC2, replacing any earlier one. This is the hook for the rssCloud
-// registration methods (rssCloud.pleaseNotify,
-// xmlStorageSystem.rssPleaseNotify) and any later method.
-func (a *API) HandleRPC(name string, fn RPCMethod) {
-	a.rpcMu.Lock()
-	defer a.rpcMu.Unlock()
-	a.rpc[name] = fn
+// RPCConfig configures the XML-RPC endpoint.
+type RPCConfig struct {
+	Site
 }
 
-func (a *API) rpcMethod(name string) RPCMethod {
-	a.rpcMu.RLock()
-	defer a.rpcMu.RUnlock()
-	return a.rpc[name]
+// RPC is POST /RPC2: the XML-RPC method table, which the areas fill
+// (the ping methods, rssCloud's registration), and rssCloud's SOAP
+// interface on the same path (soap.go).
+type RPC struct {
+	site
+	mu      sync.RWMutex
+	methods map[string]RPCMethod
 }
 
-func (a *API) rpcRoutes(r *mux.Router) {
+// NewRPC returns the endpoint with an empty method table.
+func NewRPC(cfg RPCConfig) (*RPC, error) {
+	s, err := newSite("XML-RPC", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	return &RPC{site: s, methods: map[string]RPCMethod{}}, nil
+}
+
+// Handle makes fn the implementation of the XML-RPC method name on
+// POST /RPC2, replacing any earlier one. The ping methods (Pings) and the
+// rssCloud registration methods (RSSCloud) are added this way, and so is
+// any later method.
+func (a *RPC) Handle(name string, fn RPCMethod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.methods[name] = fn
+}
+
+func (a *RPC) method(name string) RPCMethod {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.methods[name]
+}
+
+// Routes installs POST /RPC2.
+func (a *RPC) Routes(r *mux.Router) {
 	r.HandleFunc("/RPC2", a.serveRPC).Methods(http.MethodPost)
-	// The method table: each area registers its methods here.
-	a.pingRPCMethods()
 }
 
 // serveRPC decodes a <methodCall>, runs the method and answers with a
 // <methodResponse>. Every failure the caller can act on is a fault with
 // HTTP 200, as XML-RPC clients expect; only an oversized body (413) and a
 // rate limit (429) use HTTP statuses.
-func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
+func (a *RPC) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !a.limitBody(w, r, func(msg string) { writeText(w, http.StatusRequestEntityTooLarge, msg) }) {
 		return
 	}
@@ -85,7 +108,7 @@ func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
 		a.serveSOAP(w, r) // rssCloud's SOAP interface (soap.go)
 		return
 	}
-	call, err := xmlrpc.DecodeCall(r.Body, xmlrpc.Limits{MaxBytes: a.cfg.MaxBodyBytes})
+	call, err := xmlrpc.DecodeCall(r.Body, xmlrpc.Limits{MaxBytes: a.maxBody})
 	switch {
 	case err == nil:
 	case isTooLarge(err) || errors.Is(err, xmlrpc.ErrTooLarge):
@@ -101,7 +124,7 @@ func (a *API) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
-	fn := a.rpcMethod(call.Method)
+	fn := a.method(call.Method)
 	if fn == nil {
 		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultMethodNotFound, "unknown method %s", call.Method))
 		return

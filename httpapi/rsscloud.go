@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,10 +33,57 @@ import (
 // callback is judged by the check, not by this wait.
 const cloudVerifyWait = rsscloud.VerifyTimeout + 10*time.Second
 
-func (a *API) rssCloudRoutes(r *mux.Router) {
+// RSSCloudHub is what rssCloud's registrations ask of the hub.
+type RSSCloudHub interface {
+	Serves(kind hub.Kind) bool
+	Node(ctx context.Context, name string) (*hub.Node, error)
+	NodeForURL(ctx context.Context, rawURL string, create bool) (*hub.Node, error)
+	NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*hub.Node, error)
+	ReadResource(ctx context.Context, rawURL string) error
+	Authorize(node *hub.Node, token string) bool
+	RequestSubscription(ctx context.Context, s hub.Subscription) (*hub.Subscription, hub.RequestOutcome, error)
+	Subscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error)
+}
+
+// RSSCloudConfig configures rssCloud's registrations.
+type RSSCloudConfig struct {
+	Site
+	Hub RSSCloudHub
+	// RPC is the XML-RPC endpoint the registration methods are added to.
+	RPC    *RPC
+	Limits *SubscribeLimits
+	// CheckHost: see checkOutbound (outbound.go); nil: no early check.
+	CheckHost func(ctx context.Context, host string) error
+}
+
+// RSSCloud is rssCloud's registration (pleaseNotify) over REST, XML-RPC
+// and SOAP. rssCloud.ping is one of the weblog pings (Pings).
+type RSSCloud struct {
+	site
+	hub    RSSCloudHub
+	limits *SubscribeLimits
+}
+
+// NewRSSCloud returns the registrations and adds their methods to cfg.RPC.
+func NewRSSCloud(cfg RSSCloudConfig) (*RSSCloud, error) {
+	s, err := newSite("rssCloud", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Hub == nil || cfg.RPC == nil || cfg.Limits == nil {
+		return nil, errors.New("httpapi: rssCloud: no hub, XML-RPC endpoint or subscription limits")
+	}
+	s.checkHost = cfg.CheckHost
+	a := &RSSCloud{site: s, hub: cfg.Hub, limits: cfg.Limits}
+	cfg.RPC.Handle("rssCloud.pleaseNotify", a.rpcPleaseNotify)
+	cfg.RPC.Handle("xmlStorageSystem.rssPleaseNotify", a.rpcPleaseNotify)
+	return a, nil
+}
+
+// Routes installs the REST registration (the XML-RPC and SOAP ones are
+// on the RPC's /RPC2).
+func (a *RSSCloud) Routes(r *mux.Router) {
 	r.HandleFunc(nodeurl.PathPleaseNotify, a.restPleaseNotify).Methods(http.MethodPost)
-	a.HandleRPC("rssCloud.pleaseNotify", a.rpcPleaseNotify)
-	a.HandleRPC("xmlStorageSystem.rssPleaseNotify", a.rpcPleaseNotify)
 }
 
 // cloudOutcome is what a pleaseNotify call achieved.
@@ -55,11 +101,11 @@ const cloudReadParallel = 8
 // pleaseNotify registers the callback for every URL, waits for the checks
 // and says how it went. Only a failure to store is returned as an error;
 // everything the caller can act on is an outcome with a message.
-func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Registration, remoteIP string) (cloudOutcome, error) {
+func (a *RSSCloud) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Registration, remoteIP string) (cloudOutcome, error) {
 	// Each URL is checked with a call of its own (a test notification or a
 	// challenge): up to rsscloud.MaxURLs calls for one request, so each
 	// takes a token.
-	if limited := a.allowSubscribeN(remoteIP, len(reg.URLs)); limited != nil {
+	if limited := a.limits.allowN(remoteIP, len(reg.URLs)); limited != nil {
 		return cloudOutcome{}, limited
 	}
 	if !a.hub.Serves(hub.KindRSSCloud) {
@@ -87,7 +133,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 			continue
 		}
 		if _, err := a.hub.NodeForURL(ctx, u, false); errors.Is(err, hub.ErrNotFound) {
-			if limited := a.allowImplicitNode(remoteIP); limited != nil {
+			if limited := a.limits.allowImplicitNode(remoteIP); limited != nil {
 				return cloudOutcome{}, limited
 			}
 			paid[u] = true
@@ -100,7 +146,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 	}
 	nodes := make([]*hub.Node, len(reg.URLs))
 	for i, u := range reg.URLs {
-		n, err := a.subscribedNodePaid(ctx, u, remoteIP, paid[u])
+		n, err := subscribedNode(ctx, &a.site, a.hub, a.limits, u, remoteIP, paid[u])
 		var limited *RateLimitError
 		switch {
 		case errors.As(err, &limited):
@@ -110,7 +156,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 		case err != nil:
 			return cloudOutcome{}, fmt.Errorf("find node of %s: %w", u, err)
 		}
-		if ok, _ := a.mayRead(r, n); !ok {
+		if ok, _ := mayRead(a.hub, r, n); !ok {
 			return cloudOutcome{Msg: fmt.Sprintf("Can't register for %s: it belongs to a whitelist node; the request needs its bearer token.", u)}, nil
 		}
 		nodes[i] = n
@@ -154,7 +200,7 @@ func (a *API) pleaseNotify(ctx context.Context, r *http.Request, reg rsscloud.Re
 // URLs (their nodes were looked up already), a few at a time, all within
 // rsscloud.VerifyTimeout, and returns the first URL (in the request's
 // order) that could not be read, with why.
-func (a *API) readResources(ctx context.Context, urls []string) (string, error) {
+func (a *RSSCloud) readResources(ctx context.Context, urls []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, rsscloud.VerifyTimeout)
 	defer cancel()
 	errs := make([]error, len(urls))
@@ -195,7 +241,7 @@ type cloudRequest struct {
 // topics of those that did not succeed: a subscription removed by a failed
 // check, a change refused or replaced by a newer request, or either still
 // waiting when the wait ended.
-func (a *API) awaitVerified(ctx context.Context, reqs []cloudRequest, wait time.Duration) []string {
+func (a *RSSCloud) awaitVerified(ctx context.Context, reqs []cloudRequest, wait time.Duration) []string {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	waiting := slices.Clone(reqs)
@@ -244,7 +290,7 @@ func (a *API) awaitVerified(ctx context.Context, reqs []cloudRequest, wait time.
 // restPleaseNotify is POST /pleaseNotify: the REST form, answered with
 // <notifyResult success="…" msg="…"/>, or {"success": …, "msg": "…"} for
 // a client that prefers JSON.
-func (a *API) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
+func (a *RSSCloud) restPleaseNotify(w http.ResponseWriter, r *http.Request) {
 	format := negotiateFormat(r.Header.Get("Accept"), formatXML, formatJSON)
 	answer := func(code int, ok bool, msg string) {
 		writeCloudResult(w, format, rsscloud.ElemNotifyResult, code, ok, msg)
@@ -307,7 +353,7 @@ func writeCloudResult(w http.ResponseWriter, format, element string, code int, o
 // resource that cannot be read is a fault (rsscloud.FaultCode) with the
 // message rssCloud servers give, and malformed calls get invalid-params
 // faults.
-func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error) {
+func (a *RSSCloud) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error) {
 	const signature = "(notifyProcedure, port, path, protocol, urlList[, domain])"
 	if err := wantParams(req, 5, 6, signature); err != nil {
 		return nil, err
@@ -374,78 +420,4 @@ func (a *API) rpcPleaseNotify(ctx context.Context, req *RPCRequest) (any, error)
 		a.log.InfoContext(ctx, "rssCloud registration answered false", "method", req.Method, "why", out.Msg)
 	}
 	return out.OK, nil
-}
-
-// subscriberAddress is the address a URL-level subscription is stored
-// under: the callback with the topic in its fragment. Subscriptions are
-// keyed by node, kind and address, while these protocols key them by
-// callback and topic, and several topics can name one node (a feed, its
-// site, pingd's own feeds of it). HTTP clients never send a fragment, so
-// deliveries go to the callback itself. Both are in canonical form
-// (hub.CanonicalURL): the same callback and topic spelled another way are
-// the same subscription.
-func subscriberAddress(callback, topic string) string {
-	callback, _, _ = strings.Cut(callback, "#")
-	if c, err := hub.CanonicalURL(callback); err == nil {
-		callback = c
-	}
-	if c, err := hub.CanonicalURL(topic); err == nil {
-		topic = c
-	}
-	return callback + "#" + url.QueryEscape(topic)
-}
-
-// resourceNode returns the node a URL-level subscription (rssCloud, CNWS,
-// WebSub) names: one of pingd's own node URLs (descriptor, XRDS, Atom,
-// RSS) is that node; any other URL is the node following it. A request
-// that may create the node goes through subscribedNode.
-func (a *API) resourceNode(ctx context.Context, raw string) (*hub.Node, error) {
-	if name, ok := a.ownNodeName(raw); ok {
-		n, err := a.hub.Node(ctx, name)
-		if errors.Is(err, hub.ErrNotFound) {
-			return nil, fmt.Errorf("%w: pingd has no node %q", hub.ErrNotFound, name)
-		}
-		return n, err
-	}
-	return a.hub.NodeForURL(ctx, raw, false)
-}
-
-// subscribedNode is resourceNode for a subscription request from
-// clientIP, creating the implicit node when no node follows the URL. A
-// creation costs a token of the client's bucket of new implicit nodes, and
-// is refused when pingd follows as many URLs for subscribers as it may;
-// both refusals are a *RateLimitError (429 and 503, with Retry-After).
-func (a *API) subscribedNode(ctx context.Context, raw, clientIP string) (*hub.Node, error) {
-	return a.subscribedNodePaid(ctx, raw, clientIP, false)
-}
-
-// subscribedNodePaid is subscribedNode for a request that took the
-// implicit-node token for raw already (paid), as an rssCloud read does.
-func (a *API) subscribedNodePaid(ctx context.Context, raw, clientIP string, paid bool) (*hub.Node, error) {
-	if _, ok := a.ownNodeName(raw); ok {
-		return a.resourceNode(ctx, raw)
-	}
-	n, err := a.hub.NodeForURLCreating(ctx, raw, func(context.Context) error {
-		if paid {
-			return nil
-		}
-		if limited := a.allowImplicitNode(clientIP); limited != nil {
-			return limited
-		}
-		return nil
-	})
-	if errors.Is(err, hub.ErrImplicitNodesFull) {
-		return nil, &RateLimitError{RetryAfter: implicitNodesFullRetry, Status: http.StatusServiceUnavailable, What: err.Error()}
-	}
-	return n, err
-}
-
-// implicitNodesFullRetry is the Retry-After of a refusal because pingd
-// follows as many URLs for subscribers as it may: room is made by the
-// removal of unused implicit nodes, which takes hours, not seconds.
-const implicitNodesFullRetry = time.Hour
-
-// ownNodeName recognises pingd's own node URLs under its public URL.
-func (a *API) ownNodeName(raw string) (string, bool) {
-	return nodeurl.OwnNodeName(a.publicURL, raw)
 }

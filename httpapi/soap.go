@@ -53,7 +53,7 @@ var soapMethods = map[string]string{
 }
 
 // serveSOAP answers one SOAP call on /RPC2.
-func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
+func (a *RPC) serveSOAP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body) // capped by limitBody in serveRPC
 	if err != nil {
 		if isTooLarge(err) {
@@ -69,7 +69,7 @@ func (a *API) serveSOAP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, ok := soapMethods[call.Method]
-	fn := a.rpcMethod(name)
+	fn := a.method(name)
 	if !ok || fn == nil {
 		writeSOAPFault(w, soapClient, fmt.Sprintf("unknown procedure %q: this cloud answers pleaseNotify and ping", call.Method))
 		return

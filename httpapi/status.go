@@ -16,10 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/pingd/pingd/hub"
-	"github.com/pingd/pingd/store"
 )
 
 // The status page at "/": one server-rendered HTML document with its CSS
@@ -69,21 +66,10 @@ const (
 	statusMaxText = 300
 )
 
-// statusStore is what the page needs beyond Store; the store package's
-// stores provide it.
-type statusStore interface {
-	Backend() string
-	StatusReport(ctx context.Context, q store.StatusQuery) (*store.StatusReport, error)
-}
-
-func (a *API) statusRoutes(r *mux.Router) {
-	r.HandleFunc("/", a.statusPage).Methods(http.MethodGet, http.MethodHead)
-}
-
-func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
+func (a *Pages) statusPage(w http.ResponseWriter, r *http.Request) {
 	// Every view runs a few queries: the page shares the admin API's
 	// per-client limit, taken before the admin token is looked at.
-	if ok, wait := a.adminLimit.Allow(clientKey(r), time.Now()); !ok {
+	if ok, wait := a.gate.allow(r); !ok {
 		setRetryAfter(w, wait)
 		writeText(w, http.StatusTooManyRequests, "too many requests; retry later")
 		return
@@ -118,12 +104,12 @@ func (a *API) statusPage(w http.ResponseWriter, r *http.Request) {
 
 // statusAdmin checks the admin token of "/?admin=1", answering 401 itself
 // when the request may not see the admin view.
-func (a *API) statusAdmin(w http.ResponseWriter, r *http.Request) bool {
+func (a *Pages) statusAdmin(w http.ResponseWriter, r *http.Request) bool {
 	token, ok := bearerToken(r)
 	if !ok {
 		_, token, ok = r.BasicAuth()
 	}
-	if !ok || !a.hub.IsAdminToken(token) {
+	if !ok || !a.gate.tokens.IsAdminToken(token) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="pingd"`)
 		w.Header().Set("Cache-Control", "no-store")
 		writeText(w, http.StatusUnauthorized, "the admin view of the status page needs the admin token, "+
@@ -136,7 +122,7 @@ func (a *API) statusAdmin(w http.ResponseWriter, r *http.Request) bool {
 // statusView gathers what the page shows. Failures are shown on the page,
 // not answered with an error status: the page is most needed when
 // something is broken.
-func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
+func (a *Pages) statusView(ctx context.Context, admin bool) *statusPageView {
 	now := a.hub.Now()
 	v := &statusPageView{
 		Admin:        admin,
@@ -154,9 +140,7 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	if ss, ok := a.cfg.Store.(statusStore); ok {
-		v.Backend = ss.Backend()
-	}
+	v.Backend = a.store.Backend()
 	rd, err := a.status.get(ctx, admin, a.hub.Now, a.readStatus)
 	if err != nil {
 		// This viewer gave up waiting for the reading under way.
@@ -170,8 +154,6 @@ func (a *API) statusView(ctx context.Context, admin bool) *statusPageView {
 			v.StoreError = a.statusErr(admin, rd.checkErr)
 		case rd.reportErr != nil:
 			v.ReportError = a.statusErr(admin, rd.reportErr)
-		case rd.report == nil:
-			v.ReportError = "this store does not report statistics"
 		default:
 			v.fill(rd.report, now)
 		}
@@ -193,7 +175,7 @@ const statusCacheFor = 5 * time.Second
 type statusReading struct {
 	at        time.Time
 	checkErr  error
-	report    *store.StatusReport // nil: the store has no report
+	report    *hub.StatusReport // nil after an error
 	reportErr error
 }
 
@@ -262,23 +244,19 @@ func (c *statusCache) get(ctx context.Context, admin bool, now func() time.Time,
 }
 
 // readStatus reads what the page shows from the store: Check, then the
-// report (Store.StatusReport) when the store has one.
-func (a *API) readStatus(ctx context.Context, admin bool, now time.Time) *statusReading {
+// report (StatusStore.StatusReport).
+func (a *Pages) readStatus(ctx context.Context, admin bool, now time.Time) *statusReading {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	rd := &statusReading{at: now}
 	checkCtx, cancelCheck := context.WithTimeout(ctx, healthCheckTimeout)
-	rd.checkErr = a.cfg.Store.Check(checkCtx)
+	rd.checkErr = a.store.Check(checkCtx)
 	cancelCheck()
 	if rd.checkErr != nil {
 		a.log.WarnContext(ctx, "status page: store does not answer", "err", rd.checkErr)
 		return rd
 	}
-	ss, ok := a.cfg.Store.(statusStore)
-	if !ok {
-		return rd
-	}
-	rd.report, rd.reportErr = ss.StatusReport(ctx, store.StatusQuery{
+	rd.report, rd.reportErr = a.store.StatusReport(ctx, hub.StatusQuery{
 		Limit:       statusListLimit,
 		PingsSince:  now.Add(-statusPingWindow),
 		LateBefore:  now.Add(-statusLateAfter),
@@ -294,7 +272,7 @@ func (a *API) readStatus(ctx context.Context, admin bool, now time.Time) *status
 
 // fetchView is the fetch loop's limits and this process's share of its
 // load, from the hub (no query).
-func (a *API) fetchView() fetchLimitsView {
+func (a *Pages) fetchView() fetchLimitsView {
 	lim, load := a.hub.FetchLimits(), a.hub.FetchLoad()
 	v := fetchLimitsView{Workers: lim.Workers, PerHost: lim.PerHost, Spacing: "none",
 		Running: load.Running, WaitingForHost: load.WaitingForHost, HostsPaused: load.HostsPaused}
@@ -309,7 +287,7 @@ func (a *API) fetchView() fetchLimitsView {
 
 // statusErr is an error as the page shows it: in full to an admin, and
 // only as "see the log" to everyone else.
-func (a *API) statusErr(admin bool, err error) string {
+func (a *Pages) statusErr(admin bool, err error) string {
 	if admin {
 		return clip(redactText(err.Error()))
 	}

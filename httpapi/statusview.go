@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/pingd/pingd/hub"
-	"github.com/pingd/pingd/store"
 )
 
 // statusPageView is the template's data. Everything in it is plain text;
@@ -213,7 +212,7 @@ func compactDuration(d time.Duration) string {
 
 // fill turns the store's report into what the page shows, leaving out
 // what only an admin may see.
-func (v *statusPageView) fill(rep *store.StatusReport, now time.Time) {
+func (v *statusPageView) fill(rep *hub.StatusReport, now time.Time) {
 	r := &reportView{
 		NodesTotal:         rep.NodesTotal,
 		NodesMore:          max(rep.NodesTotal-len(rep.Nodes), 0),

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"mime"
@@ -57,12 +58,67 @@ func (l LeaseLimits) clamp(requested int) int {
 	return min(max(requested, int(l.Min/time.Second)), int(l.Max/time.Second))
 }
 
-func (a *API) webSubRoutes(r *mux.Router) {
+// WebSubHub is what the WebSub hub asks of pingd's hub.
+type WebSubHub interface {
+	Ping(ctx context.Context, p hub.Ping, urls []string, note *hub.ChangeNote) (int, error)
+	Serves(kind hub.Kind) bool
+	Node(ctx context.Context, name string) (*hub.Node, error)
+	NodeForURL(ctx context.Context, rawURL string, create bool) (*hub.Node, error)
+	NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*hub.Node, error)
+	Authorize(node *hub.Node, token string) bool
+	Subscriptions(ctx context.Context, f hub.SubscriptionFilter) ([]hub.Subscription, error)
+	RequestSubscription(ctx context.Context, s hub.Subscription) (*hub.Subscription, hub.RequestOutcome, error)
+	RequestUnsubscription(ctx context.Context, nodeName string, kind hub.Kind, address string) (*hub.Subscription, hub.RequestOutcome, error)
+}
+
+// WebSubConfig configures the WebSub hub.
+type WebSubConfig struct {
+	Site
+	Hub WebSubHub
+	// PingLimits bound publish requests, which are pings;
+	// SubscribeLimits bound subscribe and unsubscribe.
+	PingLimits      *PingLimits
+	SubscribeLimits *SubscribeLimits
+	// Leases bounds WebSub leases; zero fields take the defaults (10 days,
+	// clamped to 5 minutes … 30 days).
+	Leases LeaseLimits
+	// CheckHost: see checkOutbound (outbound.go); nil: no early check.
+	CheckHost func(ctx context.Context, host string) error
+	// ObservePing: see PingsConfig.
+	ObservePing func(dialect, outcome string)
+}
+
+// WebSub is the WebSub hub at POST /websub.
+type WebSub struct {
+	site
+	hub       WebSubHub
+	pings     *PingLimits
+	subscribe *SubscribeLimits
+	leases    LeaseLimits
+	observe   pingObserver
+}
+
+// NewWebSub returns the WebSub hub.
+func NewWebSub(cfg WebSubConfig) (*WebSub, error) {
+	s, err := newSite("WebSub", cfg.Site)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Hub == nil || cfg.PingLimits == nil || cfg.SubscribeLimits == nil {
+		return nil, errors.New("httpapi: WebSub: no hub, ping limits or subscription limits")
+	}
+	s.checkHost = cfg.CheckHost
+	return &WebSub{site: s, hub: cfg.Hub, pings: cfg.PingLimits, subscribe: cfg.SubscribeLimits,
+		leases: cfg.Leases, observe: cfg.ObservePing}, nil
+}
+
+// Routes installs POST /websub.
+func (a *WebSub) Routes(r *mux.Router) {
 	r.HandleFunc(nodeurl.PathWebSub, a.webSub).Methods(http.MethodPost)
 }
 
 // webSub is POST /websub.
-func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
+func (a *WebSub) webSub(w http.ResponseWriter, r *http.Request) {
 	if !a.limitBody(w, r, func(msg string) { writeText(w, http.StatusRequestEntityTooLarge, msg) }) {
 		return
 	}
@@ -97,7 +153,7 @@ func (a *API) webSub(w http.ResponseWriter, r *http.Request) {
 // webSubPublish takes a publish request as a ping of each topic: pingd
 // fetches it and distributes what is new. pingd's own node feeds stand
 // for their node's source. Each topic is recorded as submitted.
-func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.Request) {
+func (a *WebSub) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
 	type topic struct {
 		submitted string
@@ -105,7 +161,7 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 	}
 	topics := make([]topic, 0, len(req.URLs))
 	for _, u := range req.URLs {
-		fetch, err := a.ownNodeSource(ctx, u)
+		fetch, err := ownNodeSource(ctx, &a.site, a.hub, u)
 		if err != nil {
 			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", u, "err", err)
 			writeText(w, http.StatusInternalServerError, "the publish request could not be recorded; please try again later")
@@ -125,8 +181,8 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 			continue
 		}
 		limitedKeys[key] = true
-		if limited := a.allowPing(key); limited != nil {
-			a.countPing(DialectWebSub, limited)
+		if limited := a.pings.allow(key); limited != nil {
+			a.observe.count(DialectWebSub, limited)
 			setRetryAfter(w, limited.RetryAfter)
 			writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before publishing again")
 			return
@@ -135,7 +191,7 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 	// One ping per topic: each is its own entry of changes.xml.
 	for _, t := range topics {
 		n, err := a.hub.Ping(ctx, hub.Ping{Dialect: DialectWebSub, URL: t.submitted, Remote: clientIP(r)}, t.fetch, nil)
-		a.countPing(DialectWebSub, err)
+		a.observe.count(DialectWebSub, err)
 		if err != nil {
 			if errors.Is(err, hub.ErrInvalid) {
 				writeText(w, http.StatusBadRequest, err.Error())
@@ -154,9 +210,9 @@ func (a *API) webSubPublish(w http.ResponseWriter, r *http.Request, req websub.R
 // webSubSubscribe stores the request as pending and answers 202; the
 // delivery engine then verifies intent, or sends the denial notice for a
 // whitelist node without its token and for a topic that cannot be fetched.
-func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
+func (a *WebSub) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
-	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+	if limited := a.subscribe.allow(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before subscribing again")
 		return
@@ -171,7 +227,7 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub
 			return
 		}
 	}
-	n, err := a.subscribedNode(ctx, req.Topic, clientIP(r))
+	n, err := subscribedNode(ctx, &a.site, a.hub, a.subscribe, req.Topic, clientIP(r), false)
 	var limited *RateLimitError
 	switch {
 	case errors.As(err, &limited):
@@ -191,13 +247,13 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub
 	}
 	opts := hub.Options{
 		Topic:        req.Topic,
-		LeaseSeconds: a.cfg.WebSubLeases.clamp(req.LeaseSeconds),
+		LeaseSeconds: a.leases.clamp(req.LeaseSeconds),
 		Secret:       req.Secret,
 		SigAlgo:      req.SigAlgo,
 	}
 	log := a.log.With("node", n.Name, "callback", redactCallback(req.Callback))
 	address := subscriberAddress(req.Callback, req.Topic)
-	if ok, given := a.mayRead(r, n); !ok {
+	if ok, given := mayRead(a.hub, r, n); !ok {
 		existing, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindWebSub, Address: address})
 		if err != nil {
 			a.log.ErrorContext(ctx, "WebSub subscribe: look up subscription", "err", err)
@@ -247,9 +303,9 @@ func (a *API) webSubSubscribe(w http.ResponseWriter, r *http.Request, req websub
 // never verified is cancelled at once, and a callback without a
 // subscription has nothing to verify: both get 202 too, so the answer
 // tells nobody which callbacks are subscribed.
-func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
+func (a *WebSub) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req websub.Request) {
 	ctx := r.Context()
-	if limited := a.allowSubscribe(clientIP(r)); limited != nil {
+	if limited := a.subscribe.allow(clientIP(r)); limited != nil {
 		setRetryAfter(w, limited.RetryAfter)
 		writeText(w, http.StatusTooManyRequests, limited.What+"; please wait before unsubscribing again")
 		return
@@ -257,7 +313,7 @@ func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req webs
 	accepted := func() {
 		writeText(w, http.StatusAccepted, "Accepted: the hub will verify the request with the callback.")
 	}
-	n, err := a.resourceNode(ctx, req.Topic)
+	n, err := resourceNode(ctx, &a.site, a.hub, req.Topic)
 	switch {
 	case errors.Is(err, hub.ErrNotFound), errors.Is(err, hub.ErrInvalid):
 		accepted()
@@ -270,7 +326,7 @@ func (a *API) webSubUnsubscribe(w http.ResponseWriter, r *http.Request, req webs
 	// A whitelist node's subscriptions are its members' business, as its
 	// GetPingd webhooks are: without the token, whether or not the
 	// callback is subscribed, the answer is the same 401.
-	if ok, given := a.mayRead(r, n); !ok {
+	if ok, given := mayRead(a.hub, r, n); !ok {
 		unauthorized(w, given, fmt.Sprintf("%q is a whitelist node: unsubscribing needs the node's or the admin bearer token", n.Name))
 		return
 	}

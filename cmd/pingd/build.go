@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"time"
 
 	"github.com/pingd/pingd/component"
 	"github.com/pingd/pingd/delivery"
@@ -17,6 +19,7 @@ import (
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
 	"github.com/pingd/pingd/upstream"
+	"github.com/pingd/pingd/whitelist"
 )
 
 // The build functions make the daemon's parts from the configuration,
@@ -33,7 +36,7 @@ type parts struct {
 	wakeups    *store.Wakeups
 	relayer    *delivery.Relayer // nil without relay targets
 	upstreams  *upstream.Manager // nil without upstream push
-	api        *httpapi.API
+	api        *httpapi.Router
 	// pagePings' look-ups run beside the requests that start them; serve
 	// joins them before the store closes.
 	pagePings *discovery.PagePings
@@ -289,11 +292,39 @@ func buildRelay(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *slog
 	return relayer, names, nil
 }
 
-// apiConfig is the HTTP API's configuration but for the parts it is given.
-func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
+// apiOptions are the HTTP handlers' settings that options decide.
+type apiOptions struct {
+	TrustedProxies []netip.Prefix
+
+	PublicURL     string
+	ComponentJID  string
+	CloudProtocol string
+	Logger        *slog.Logger
+	Version       string
+
+	PingRate           float64
+	PingBurst          int
+	PingHostRate       float64
+	PingHostBurst      int
+	SubscribeRate      float64
+	SubscribeBurst     int
+	WhitelistNodeRate  float64
+	WhitelistNodeBurst int
+	AdminRate          float64
+	AdminBurst         int
+	ListRate           float64
+	ListBurst          int
+
+	ImplicitNodesPerHour float64
+	PollInterval         time.Duration
+}
+
+// apiConfig is the HTTP handlers' configuration but for the parts they
+// are given.
+func apiConfig(cfg *Config, log *slog.Logger) apiOptions {
 	// Validate has refused a list that does not parse.
 	proxies, _ := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
-	return httpapi.Config{
+	return apiOptions{
 		TrustedProxies: proxies,
 
 		PublicURL:     cfg.PublicURL,
@@ -320,27 +351,78 @@ func apiConfig(cfg *Config, log *slog.Logger) httpapi.Config {
 	}
 }
 
-// buildAPI makes the HTTP API with /metrics on it.
-func buildAPI(cfg *Config, st store.Store, h *hub.Hub, comp *component.Component, relayNames []string, out outbound, log *slog.Logger) (*httpapi.API, error) {
-	ac := apiConfig(cfg, log)
-	ac.Hub = h
-	ac.Store = st
-	ac.Ready = comp.Ready
-	ac.CheckHost = out.checkHost
-	ac.Resolver = out.resolver
-	ac.RelayTargets = relayNames
-	ac.ObservePing = observePing
-	api, err := httpapi.New(ac)
+// buildAPI makes the HTTP handlers, each given what it uses, and the
+// router that mounts them, with /metrics on it.
+func buildAPI(cfg *Config, st store.Store, h *hub.Hub, comp *component.Component, relayNames []string, out outbound, log *slog.Logger) (*httpapi.Router, error) {
+	o := apiConfig(cfg, log)
+	site := httpapi.Site{PublicURL: o.PublicURL, Logger: o.Logger}
+	gate, err := httpapi.NewAdminGate(httpapi.AdminGateConfig{Tokens: h, Rate: o.AdminRate, Burst: o.AdminBurst})
 	if err != nil {
 		return nil, err
 	}
-	api.Router().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
-	return api, nil
+	// Every ping dialect draws on the same buckets, and so does every
+	// subscription dialect.
+	pingLimits := httpapi.NewPingLimits(httpapi.PingLimitsConfig{
+		Rate: o.PingRate, Burst: o.PingBurst, HostRate: o.PingHostRate, HostBurst: o.PingHostBurst,
+	})
+	subLimits := httpapi.NewSubscribeLimits(httpapi.SubscribeLimitsConfig{
+		Rate: o.SubscribeRate, Burst: o.SubscribeBurst, ImplicitNodesPerHour: o.ImplicitNodesPerHour,
+	})
+	rpc, err := httpapi.NewRPC(httpapi.RPCConfig{Site: site})
+	if err != nil {
+		return nil, err
+	}
+	pings, err := httpapi.NewPings(httpapi.PingsConfig{Site: site, Hub: h, RPC: rpc, Limits: pingLimits, ObservePing: observePing})
+	if err != nil {
+		return nil, err
+	}
+	cloud, err := httpapi.NewRSSCloud(httpapi.RSSCloudConfig{Site: site, Hub: h, RPC: rpc, Limits: subLimits, CheckHost: out.checkHost})
+	if err != nil {
+		return nil, err
+	}
+	cnws, err := httpapi.NewCNWS(httpapi.CNWSConfig{Site: site, Hub: h, PingLimits: pingLimits, SubscribeLimits: subLimits,
+		CheckHost: out.checkHost, ObservePing: observePing})
+	if err != nil {
+		return nil, err
+	}
+	webSub, err := httpapi.NewWebSub(httpapi.WebSubConfig{Site: site, Hub: h, PingLimits: pingLimits, SubscribeLimits: subLimits,
+		CheckHost: out.checkHost, ObservePing: observePing})
+	if err != nil {
+		return nil, err
+	}
+	getPingd, err := httpapi.NewGetPingd(httpapi.GetPingdConfig{Site: site, Hub: h, ComponentJID: o.ComponentJID,
+		Whitelist: whitelist.NewService(h, log), Limits: subLimits,
+		WhitelistNodeRate: o.WhitelistNodeRate, WhitelistNodeBurst: o.WhitelistNodeBurst, CheckHost: out.checkHost})
+	if err != nil {
+		return nil, err
+	}
+	admin, err := httpapi.NewAdmin(httpapi.AdminConfig{Site: site, Hub: h, Gate: gate, Upstreams: st, Relays: st,
+		RelayTargets: relayNames, Resolver: out.resolver, CheckHost: out.checkHost, CloudProtocol: o.CloudProtocol})
+	if err != nil {
+		return nil, err
+	}
+	lists, err := httpapi.NewLists(httpapi.ListsConfig{Site: site, Hub: h, Archive: st, Gate: gate,
+		ListRate: o.ListRate, ListBurst: o.ListBurst, CheckHost: out.checkHost})
+	if err != nil {
+		return nil, err
+	}
+	pages, err := httpapi.NewPages(httpapi.PagesConfig{Site: site, Hub: h, Store: st, Gate: gate, Ready: comp.Ready,
+		Version: o.Version, ComponentJID: o.ComponentJID, PollInterval: o.PollInterval, CloudProtocol: o.CloudProtocol})
+	if err != nil {
+		return nil, err
+	}
+	router, err := httpapi.NewRouter(httpapi.RouterConfig{Logger: log, TrustedProxies: o.TrustedProxies, Admin: gate},
+		rpc, pings, admin, lists, getPingd, cloud, cnws, webSub, pages)
+	if err != nil {
+		return nil, err
+	}
+	router.Mux().Handle("/metrics", metrics.Handler()).Methods(http.MethodGet, http.MethodHead)
+	return router, nil
 }
 
 // buildUpstream makes the upstream subscriptions (nil without upstream
 // push) and mounts their callbacks on the API.
-func buildUpstream(cfg *Config, st store.Store, h *hub.Hub, tracker *upstream.Tracker, comp *component.Component, api *httpapi.API, out outbound, log *slog.Logger) (*upstream.Manager, error) {
+func buildUpstream(cfg *Config, st store.Store, h *hub.Hub, tracker *upstream.Tracker, comp *component.Component, api *httpapi.Router, out outbound, log *slog.Logger) (*upstream.Manager, error) {
 	if tracker == nil {
 		return nil, nil
 	}
@@ -353,7 +435,7 @@ func buildUpstream(cfg *Config, st store.Store, h *hub.Hub, tracker *upstream.Tr
 	if err != nil {
 		return nil, err
 	}
-	api.Router().PathPrefix("/upstream/").Handler(m.Handler())
+	api.Mux().PathPrefix("/upstream/").Handler(m.Handler())
 	return m, nil
 }
 

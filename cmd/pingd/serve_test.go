@@ -88,7 +88,7 @@ func TestServeJoinsRequestsBeforeClosingTheStore(t *testing.T) {
 	if err := pprof.Lookup("goroutine").WriteTo(&stacks, 1); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(stacks.String(), "httpapi.(*API).createNode") {
+	if strings.Contains(stacks.String(), "httpapi.(*Admin).createNode") {
 		t.Fatalf("a request is still running after serve closed the store:\n%s", stacks.String())
 	}
 }
