@@ -138,8 +138,8 @@ type AdminConfig struct {
 	// status; nil: pingd subscribes upstream nowhere, and the status says
 	// so with an empty list. cmd/pingd always gives it.
 	Upstreams UpstreamReader
-	// Relays, when set, reports the relay queue of each of RelayTargets;
-	// nil: the targets are listed without a queue. cmd/pingd always gives it.
+	// Relays reports the relay queue of each of RelayTargets; it may be
+	// nil only without targets. cmd/pingd always gives it.
 	Relays RelayStatusReader
 	// RelayTargets names the ping servers accepted pings are relayed to
 	// (the relay is a ping listener of the hub), for GET /api/relay.
@@ -171,6 +171,9 @@ func NewAdmin(cfg AdminConfig) (*Admin, error) {
 	}
 	if cfg.Hub == nil || cfg.Gate == nil {
 		return nil, errors.New("httpapi: admin: no hub or no admin gate")
+	}
+	if len(cfg.RelayTargets) > 0 && cfg.Relays == nil {
+		return nil, errors.New("httpapi: admin: relay targets without the relay queue to report on")
 	}
 	cloud, err := cloudProtocol(cfg.CloudProtocol)
 	if err != nil {

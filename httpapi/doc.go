@@ -20,7 +20,7 @@
 //   - GetPingd (getpingd.go): the descriptors, XRDS documents and the
 //     subscription requests (webhooks, XMPP consumer requests);
 //   - Admin (admin*.go): the admin API under /api/;
-//   - Lists (changes.go, archive.go, lists.go, opml.go): changes.xml,
+//   - Lists (listsarea.go, changes.go, archive.go, lists.go, opml.go): changes.xml,
 //     shortChanges.xml, the hourly archives, the OPML list and its import;
 //   - Pages (pages.go, status.go, statusview.go, nodefeeds.go, health.go):
 //     the status page and GET /api/status, the nodes' own Atom and RSS
