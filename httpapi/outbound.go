@@ -15,13 +15,16 @@ import (
 const outboundCheckTimeout = 5 * time.Second
 
 // checkOutbound refuses, before anything is stored, a URL that pingd would
-// later fetch or call back when the handler's CheckHost says its host is not a
-// public address: a loopback, private, link-local or metadata address, or
+// later fetch or call back when the handler's CheckHost says its host is
+// not a public address: a loopback, private, link-local or metadata address, or
 // a name that resolves to one. The answer then says why at once, instead
 // of a subscription that is stored and fails, or a source that is
 // accepted and never fetched. pingd's own node URLs are never fetched and
 // pass. A name that does not resolve (yet) passes too: the dial-time
 // guard, which sees the addresses actually used, stays the authority.
+// The handlers that store such URLs take the check as CheckHost in their
+// config: cmd/pingd gives netguard.CheckHost unless private addresses are
+// allowed; nil checks nothing early.
 func (s *site) checkOutbound(ctx context.Context, what, raw string) error {
 	if s.checkHost == nil {
 		return nil
