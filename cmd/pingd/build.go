@@ -391,7 +391,7 @@ func buildAPI(cfg *Config, st store.Store, h *hub.Hub, comp *component.Component
 		return nil, err
 	}
 	getPingd, err := httpapi.NewGetPingd(httpapi.GetPingdConfig{Site: site, Hub: h, ComponentJID: o.ComponentJID,
-		Whitelist: whitelist.NewService(h, log), Limits: subLimits,
+		Whitelist: whitelist.NewService(h, log.With("component", "http")), Limits: subLimits,
 		WhitelistNodeRate: o.WhitelistNodeRate, WhitelistNodeBurst: o.WhitelistNodeBurst, CheckHost: out.checkHost})
 	if err != nil {
 		return nil, err
