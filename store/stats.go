@@ -171,9 +171,11 @@ type SubscriberStatus struct {
 }
 
 // problemSub is the condition of a delivery problem (s: subscriptions, n:
-// its node).
-const problemSub = `s.kind <> 'xmpp' AND (s.consecutive_errors > 0 OR s.state = 'suspended'
-	OR (s.state = 'active' AND s.cursor_seq < n.last_seq))`
+// its node). Errors and suspensions are the HTTP kinds' alone (an XMPP
+// subscription's bounces are in xmpp_subscription_state); a cursor
+// behind is one only of an HTTP kind, whose cursor is in the row.
+const problemSub = `(s.consecutive_errors > 0 OR s.state = 'suspended'
+	OR (` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq))`
 
 // StatusReport reads the report in one read-only transaction, with a fixed
 // number of queries whatever the number of nodes, sources and subscribers.
@@ -260,12 +262,12 @@ func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, 
 			COALESCE(SUM(CASE WHEN state = 'suspended' THEN 1 ELSE 0 END), 0) AS suspended,
 			COALESCE(SUM(CASE WHEN consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
 			MIN(CASE WHEN consecutive_errors > 0 THEN first_failure_at END) AS oldest_failure
-		FROM subscriptions WHERE kind <> 'xmpp') qu
+		FROM subscriptions WHERE ` + httpKind + `) qu
 	CROSS JOIN
 		(SELECT COUNT(*) AS behind,
 			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind
 		FROM nodes n CROSS JOIN subscriptions s
-		WHERE s.node_id = n.id AND s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
+		WHERE s.node_id = n.id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
 	CROSS JOIN
 		(SELECT COUNT(*) AS problems FROM nodes n CROSS JOIN subscriptions s
 		WHERE s.node_id = n.id AND ` + problemSub + `) pr
@@ -327,9 +329,9 @@ func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, r
 		FROM nodes n
 		LEFT JOIN sources src ON src.id = n.source_id
 		LEFT JOIN (SELECT s.node_id,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
+				SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
+				SUM(CASE WHEN s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
+				SUM(CASE WHEN ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
 			FROM subscriptions s JOIN nodes sn ON sn.id = s.node_id
 			GROUP BY s.node_id) a ON a.node_id = n.id) t
 	ORDER BY CASE WHEN failing + suspended > 0 THEN 0
