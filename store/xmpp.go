@@ -130,10 +130,14 @@ func (s *sqlStore) SetDigest(ctx context.Context, id int64, opts hub.Options, cu
 	return nil
 }
 
+// dueDigestsWhere finds the due digests ($1 now, $2 the limit) through
+// xmpp_subscription_state_digests.
+const dueDigestsWhere = `WHERE x.digest_due_at IS NOT NULL AND x.digest_due_at <= $1
+	ORDER BY x.digest_due_at, s.id LIMIT $2`
+
 // DueDigests lists XMPP subscriptions whose digest is due.
 func (s *sqlStore) DueDigests(ctx context.Context, now time.Time, limit int) ([]hub.Subscription, error) {
-	out, err := s.subsWhere(ctx, s.read, `WHERE x.digest_due_at IS NOT NULL AND x.digest_due_at <= $1
-		ORDER BY x.digest_due_at, s.id LIMIT $2`, s.timeArg(now), limit)
+	out, err := s.subsWhere(ctx, s.read, dueDigestsWhere, s.timeArg(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list due digests: %w", err)
 	}
