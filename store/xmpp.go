@@ -35,14 +35,11 @@ func (s *sqlStore) RecordBounce(ctx context.Context, id int64, reason string, at
 	var count int
 	var first time.Time
 	err := s.inTx(ctx, func(tx *txn) error {
-		// The row exists from the subscription's start; the upsert is for
-		// one that lost it, never for a subscription of another kind.
-		return s.queryRow(ctx, tx, `INSERT INTO xmpp_subscription_state (subscription_id, bounces, first_bounce_at, last_bounce)
-			SELECT id, 1, $2, $3 FROM subscriptions WHERE id = $1 AND kind = 'xmpp'
-			ON CONFLICT (subscription_id) DO UPDATE SET bounces = xmpp_subscription_state.bounces + 1,
-				first_bounce_at = COALESCE(xmpp_subscription_state.first_bounce_at, excluded.first_bounce_at),
-				last_bounce = excluded.last_bounce
-			RETURNING bounces, first_bounce_at`,
+		// Every XMPP subscription has its row from its start (PutSubscription,
+		// migration 0021), and no subscription of another kind has one.
+		return s.queryRow(ctx, tx, `UPDATE xmpp_subscription_state SET bounces = bounces + 1,
+			first_bounce_at = COALESCE(first_bounce_at, $2), last_bounce = $3
+			WHERE subscription_id = $1 RETURNING bounces, first_bounce_at`,
 			[]any{id, s.timeArg(at), reason}, &count, tc(&first))
 	})
 	if err != nil {
