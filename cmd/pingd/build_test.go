@@ -75,3 +75,18 @@ func TestEveryHTTPKindHasASender(t *testing.T) {
 		t.Fatalf("without the CNWS sender, missing = %v", missing)
 	}
 }
+
+// TestSendersAgreeWithTheKindRegistry: a sender takes what hub's registry
+// says its kind gets: every sender takes new items, and only the senders
+// of kinds that are not item-level take a bare "this URL changed".
+func TestSendersAgreeWithTheKindRegistry(t *testing.T) {
+	for kind, sender := range deliverySenders(&Config{}, delivery.HTTPSender{}, nil) {
+		sub := &hub.Subscription{Kind: kind}
+		if !sender.Wants(sub, hub.Event{Kind: hub.EventItem, ItemID: "a"}) {
+			t.Errorf("%s: the sender does not take a new item", kind)
+		}
+		if got := sender.Wants(sub, hub.Event{Kind: hub.EventChange}); got == kind.ItemLevel() {
+			t.Errorf("%s: item-level %v, yet the sender takes a bare change: %v", kind, kind.ItemLevel(), got)
+		}
+	}
+}
