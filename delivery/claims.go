@@ -216,9 +216,10 @@ func (e *Engine) reclaimLeases(ctx context.Context) {
 	}
 	now := e.now()
 	n := 0
-	// One kind at a time: XMPP subscriptions, often the most numerous,
-	// have no delivery leases and are not read at all.
-	for _, kind := range []hub.Kind{hub.KindWebhook, hub.KindWebSub, hub.KindRSSCloud, hub.KindCNWS} {
+	// One kind at a time, the HTTP ones: the others (XMPP subscriptions,
+	// often the most numerous) have no delivery leases and are not read
+	// at all.
+	for _, kind := range hub.HTTPKinds() {
 		subs, err := e.cfg.Store.Subscriptions(ctx, hub.SubscriptionFilter{Kind: kind})
 		if err != nil {
 			if ctx.Err() == nil {

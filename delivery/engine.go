@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -141,6 +142,13 @@ const maxWakeRecords = 1 << 16
 func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("delivery: no store")
+	}
+	for kind := range cfg.Senders {
+		// The engine claims HTTP subscriptions only (hub's kind registry):
+		// a sender of any other kind would never be called.
+		if !kind.HTTP() {
+			return nil, fmt.Errorf("delivery: a sender for %q, which is no HTTP subscription kind", kind)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

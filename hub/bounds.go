@@ -124,10 +124,10 @@ const DefaultMaxCallbackHostSubscriptions = 10_000
 
 // CallbackHost is the host an HTTP subscription's callback is on: the
 // canonical host name of its address (port and fragment left out, so the
-// ports of one host count together), "" for XMPP subscriptions and
-// addresses that are no URL.
+// ports of one host count together), "" for kinds that are not HTTP
+// (XMPP) and addresses that are no URL.
 func CallbackHost(kind Kind, address string) string {
-	if kind == KindXMPP {
+	if !kind.HTTP() {
 		return ""
 	}
 	address, _, _ = strings.Cut(address, "#")

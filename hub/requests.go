@@ -16,7 +16,7 @@ import (
 // pending until verified (see Store.RequestSubscription). Like Subscribe,
 // it returns once a source without a baseline has been fetched.
 func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
-	if !s.Kind.Valid() || s.Kind == KindXMPP || s.Kind == KindCNWS {
+	if !s.Kind.Verified() {
 		return nil, "", fmt.Errorf("%w: %q subscriptions are not verified requests", ErrInvalid, s.Kind)
 	}
 	if s.Address == "" {

@@ -9,10 +9,11 @@ import (
 // Subscribe adds or renews a subscription. For an existing subscription
 // of the same node, kind and address, it is returned unchanged if it is an
 // active XMPP subscription (subscribing twice gives the same subscription)
-// or a CNWS one (see below), and otherwise updated in place, keeping its
-// cursor. Kinds whose subscribers verify their requests go through
-// RequestSubscription instead. XMPP subscriptions to
-// a whitelist node need an affiliation that allows reading (ErrNotMember).
+// or one of an HTTP kind without verification, CNWS (see below), and
+// otherwise updated in place, keeping its cursor. Kinds whose subscribers
+// verify their requests go through RequestSubscription instead. XMPP
+// subscriptions to a whitelist node need an affiliation that allows
+// reading (ErrNotMember).
 // A new subscription starts at the node's newest event: it gets what comes
 // after, not what came before. A subscription to a node whose source has
 // no baseline yet returns once the baseline fetch is over.
@@ -57,12 +58,13 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 			s.SubID = RandomID()
 		}
 	}
-	if s.Kind == KindCNWS {
-		// CNWS has no verification of intent: anyone may send a
-		// <subscribe> naming any callback, so a repeated one proves
-		// nothing. "If the subscriber is already on the list … the status
-		// should be true", and nothing else: its delivery record stays.
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindCNWS, Address: s.Address})
+	if s.Kind.HTTP() && !s.Kind.Verified() {
+		// A callback kind without verification of intent (CNWS): anyone
+		// may send a <subscribe> naming any callback, so a repeated one
+		// proves nothing. "If the subscriber is already on the list … the
+		// status should be true", and nothing else: its delivery record
+		// stays.
+		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: s.Kind, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}

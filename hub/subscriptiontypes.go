@@ -4,34 +4,6 @@ import (
 	"time"
 )
 
-// Kind is the transport a subscriber asked to be notified over.
-type Kind string
-
-const (
-	KindXMPP     Kind = "xmpp"
-	KindWebhook  Kind = "webhook" // GetPingd HTTP subscription
-	KindWebSub   Kind = "websub"
-	KindRSSCloud Kind = "rsscloud"
-	KindCNWS     Kind = "cnws"
-)
-
-// Kinds lists every subscriber kind.
-var Kinds = []Kind{KindXMPP, KindWebhook, KindWebSub, KindRSSCloud, KindCNWS}
-
-// Valid reports whether k is a known kind.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds {
-		if k == x {
-			return true
-		}
-	}
-	return false
-}
-
-// ItemLevel reports whether subscribers of this kind get items (only the
-// new entries) rather than a bare "this URL changed".
-func (k Kind) ItemLevel() bool { return k == KindXMPP || k == KindWebhook || k == KindWebSub }
-
 // SubState is where a subscription stands.
 type SubState string
 

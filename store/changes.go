@@ -51,7 +51,7 @@ func (s *sqlStore) subByIDLocked(ctx context.Context, tx *txn, id int64) (*hub.S
 
 // RequestSubscription stores a subscribe request; see hub.Store.
 func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscription) (hub.RequestOutcome, error) {
-	if !sub.Kind.Valid() || sub.Kind == hub.KindXMPP {
+	if !sub.Kind.HTTP() {
 		return "", fmt.Errorf("%w: subscription kind %q has no verified requests", hub.ErrInvalid, sub.Kind)
 	}
 	if sub.Address == "" {

@@ -26,7 +26,7 @@ import (
 // keys. schema_migrations is not copied: the target was migrated by Open.
 var copyTables = []string{
 	"sources", "source_bodies", "seen", "nodes", "events", "items", "node_deletions",
-	"subscriptions", "affiliations", "pings", "counters", "upstreams", "relays",
+	"subscriptions", "xmpp_subscription_state", "affiliations", "pings", "counters", "upstreams", "relays",
 }
 
 // ErrTargetNotEmpty is returned by Copy when the target holds data and

@@ -43,7 +43,7 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 			t.Errorf("table %s: nothing copied; the test must fill every table", tc.Table)
 		}
 	}
-	if len(report.Tables) != 13 || report.Replaced || report.SchemaVersion < 1 {
+	if len(report.Tables) != 14 || report.Replaced || report.SchemaVersion < 1 {
 		t.Fatalf("report = %+v", report)
 	}
 
@@ -199,8 +199,13 @@ func fillEveryTable(t *testing.T, ctx context.Context, s store.Store) {
 	_, err = s.RequestSubscription(ctx, &hub.Subscription{NodeID: news.ID, Kind: hub.KindWebhook,
 		Address: "http://127.0.0.1:9/hook", Options: hub.Options{Method: "NOTIFY", Secret: "other"}})
 	check(err)
-	_, err = s.PutSubscription(ctx, &hub.Subscription{NodeID: plain.ID, Kind: hub.KindXMPP, Address: "reader@example.org/home",
-		BareJID: "reader@example.org", SubID: "sub-1", State: hub.SubActive})
+	reader := &hub.Subscription{NodeID: plain.ID, Kind: hub.KindXMPP, Address: "reader@example.org/home",
+		BareJID: "reader@example.org", SubID: "sub-1", State: hub.SubActive}
+	_, err = s.PutSubscription(ctx, reader)
+	check(err)
+	// Its digests and bounces (xmpp_subscription_state) go along.
+	check(s.SetDigest(ctx, reader.ID, hub.Options{Digest: true}, 1, t0.Add(time.Hour)))
+	_, _, err = s.RecordBounce(ctx, reader.ID, "recipient-unavailable", t0)
 	check(err)
 	// A lease taken by a running instance goes along too.
 	_, err = s.PutSubscription(ctx, &hub.Subscription{NodeID: plain.ID, Kind: hub.KindCNWS, Address: "http://127.0.0.1:9/cnws",

@@ -42,6 +42,12 @@
 //     a verification answered after a newer request came in decides
 //     nothing. Its verification is leased apart from the deliveries
 //     (change_lease_*), found through subscriptions_changing.
+//   - The delivery columns of subscriptions (cursor, errors, retry time)
+//     are the HTTP kinds'. An XMPP subscription's own state, its digests'
+//     cursor and due time and its notifications' bounces, is in
+//     xmpp_subscription_state (xmpp.go; one row per XMPP subscription,
+//     deleted with it), read into the same hub.DeliveryState fields; the
+//     delivery claims do not join it.
 //   - A source's last body is in source_bodies (one row per source that
 //     has one, deleted with it), not in the sources row: SQLite rewrites a
 //     whole record, overflow pages and all, on any UPDATE, and the row is

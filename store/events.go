@@ -164,8 +164,14 @@ func (s *sqlStore) keepTx(ctx context.Context, tx *txn, nodeID int64, events []h
 		return nil, fmt.Errorf("move the XMPP cursor of node %d past its kept items: %w", nodeID, err)
 	}
 	if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET cursor_seq = $2
-		WHERE node_id = $1 AND cursor_seq >= $3 AND cursor_seq < $2`, nodeID, end, before); err != nil {
+		WHERE node_id = $1 AND cursor_seq >= $3 AND cursor_seq < $2 AND `+httpKind, nodeID, end, before); err != nil {
 		return nil, fmt.Errorf("move the cursors of node %d past its kept items: %w", nodeID, err)
+	}
+	if _, err := s.exec(ctx, tx, `UPDATE xmpp_subscription_state SET digest_cursor = $2
+		WHERE digest_cursor >= $3 AND digest_cursor < $2
+		AND subscription_id IN (SELECT id FROM subscriptions WHERE node_id = $1 AND kind = 'xmpp')`,
+		nodeID, end, before); err != nil {
+		return nil, fmt.Errorf("move the digest cursors of node %d past its kept items: %w", nodeID, err)
 	}
 	return out, nil
 }

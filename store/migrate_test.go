@@ -155,6 +155,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededUnused(t, s, k)
 				checkSeededBodies(t, s)
 				checkSeededDeletions(t, s, k)
+				checkSeededXMPPState(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -193,6 +194,11 @@ func checkForeignKeysAfterMigration(t *testing.T, s *sqlStore) {
 		if err := s.write.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE node_id NOT IN (SELECT id FROM nodes)`).Scan(&left); err != nil || left != 0 {
 			t.Errorf("%s: %d rows of deleted nodes left, %v", table, left, err)
 		}
+	}
+	var left int
+	if err := s.write.QueryRowContext(ctx, `SELECT COUNT(*) FROM xmpp_subscription_state
+		WHERE subscription_id NOT IN (SELECT id FROM subscriptions)`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("xmpp_subscription_state: %d rows of deleted subscriptions left, %v", left, err)
 	}
 }
 
@@ -376,6 +382,56 @@ func checkSeededDeletions(t *testing.T, s *sqlStore, k int) {
 		dels[0].Subscribers[0].Address != "reader@example.org/home" || dels[0].Subscribers[0].Options.Format != hub.FormatMessage ||
 		!dels[0].DeletedAt.Equal(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)) {
 		t.Fatalf("seeded deletion: %+v", dels)
+	}
+}
+
+// checkSeededXMPPState: from version 20 on, seeds hold an XMPP
+// subscription with digests and one whose notifications bounce, their
+// state in the delivery columns of subscriptions before version 21 and in
+// xmpp_subscription_state from then on; after migrating, both are read
+// back as they were, the digest is due, the bounces are on the status
+// page, and no XMPP row of subscriptions has a delivery column set.
+func checkSeededXMPPState(t *testing.T, s *sqlStore, k int) {
+	t.Helper()
+	if k < 20 {
+		return
+	}
+	ctx := context.Background()
+	at := func(h int) time.Time { return time.Date(2031, 5, 6, h, 0, 0, 0, time.UTC) }
+	due, err := s.DueDigests(ctx, at(9), 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("due digests after migrating from %d = %+v, %v; want the seeded one", k, due, err)
+	}
+	if d := due[0]; d.Address != "digest@example.org/home" || d.Cursor != 1 || !d.NextAttemptAt.Equal(at(9)) ||
+		!d.LastDeliveredAt.Equal(at(8)) || !d.Options.Digest || d.ConsecutiveErrors != 0 {
+		t.Fatalf("digest subscription after migrating from %d = %+v", k, d)
+	}
+	if early, err := s.DueDigests(ctx, at(8), 10); err != nil || len(early) != 0 {
+		t.Fatalf("digests due before their time = %+v, %v", early, err)
+	}
+	away, err := s.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, Address: "away@example.org/phone"})
+	if err != nil || len(away) != 1 {
+		t.Fatalf("bouncing subscription = %+v, %v", away, err)
+	}
+	if b := away[0]; b.ConsecutiveErrors != 2 || !b.FirstFailureAt.Equal(at(6)) || b.LastError != "recipient-unavailable: away" ||
+		b.Cursor != 2 || !b.NextAttemptAt.IsZero() {
+		t.Fatalf("bouncing subscription after migrating from %d = %+v", k, b)
+	}
+	rep, err := s.StatusReport(ctx, StatusQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.BouncingTotal != 1 || len(rep.Bouncing) != 1 || rep.Bouncing[0].Address != "away@example.org/phone" || rep.Bouncing[0].Bounces != 2 {
+		t.Fatalf("bouncing on the status report after migrating from %d: %d, %+v", k, rep.BouncingTotal, rep.Bouncing)
+	}
+	if rep.Queue.Failing != 0 {
+		t.Fatalf("HTTP deliveries failing after migrating from %d: %+v", k, rep.Queue)
+	}
+	var set int
+	if err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions WHERE kind = 'xmpp' AND (cursor_seq <> 0
+		OR consecutive_errors <> 0 OR first_failure_at IS NOT NULL OR next_attempt_at IS NOT NULL OR last_error <> ''
+		OR last_delivered_at IS NOT NULL)`, nil, &set); err != nil || set != 0 {
+		t.Fatalf("XMPP subscriptions with delivery columns set after migrating from %d: %d, %v", k, set, err)
 	}
 }
 

@@ -209,18 +209,21 @@ func (s *sqlStore) Prune(ctx context.Context, pingsBefore time.Time) error {
 	// the start of its log window, where a subscriber further behind
 	// skips to (hub.LogWindow).
 	err := s.query(ctx, s.read, `SELECT n.id, n.xmpp_seq, n.last_seq,
-		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id
-			AND (s.kind <> 'xmpp' OR s.next_attempt_at IS NOT NULL))
+		(SELECT MIN(s.cursor_seq) FROM subscriptions s WHERE s.node_id = n.id AND `+httpSub+`),
+		(SELECT MIN(x.digest_cursor) FROM subscriptions s JOIN xmpp_subscription_state x ON x.subscription_id = s.id
+			WHERE s.node_id = n.id AND x.digest_due_at IS NOT NULL)
 		FROM nodes n WHERE EXISTS (SELECT 1 FROM events e WHERE e.node_id = n.id)`, nil,
 		func(r *sql.Rows) error {
 			var b bound
 			var last int64
-			var minCursor sql.NullInt64
-			if err := r.Scan(&b.node, &b.seq, &last, &minCursor); err != nil {
+			var minCursor, minDigest sql.NullInt64
+			if err := r.Scan(&b.node, &b.seq, &last, &minCursor, &minDigest); err != nil {
 				return err
 			}
-			if minCursor.Valid && minCursor.Int64 < b.seq {
-				b.seq = minCursor.Int64
+			for _, c := range []sql.NullInt64{minCursor, minDigest} {
+				if c.Valid && c.Int64 < b.seq {
+					b.seq = c.Int64
+				}
 			}
 			b.seq = max(b.seq, last-hub.LogWindow)
 			if b.seq > 0 {

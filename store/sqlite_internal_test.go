@@ -265,6 +265,17 @@ func TestClaimDeliveriesUsesIndexes(t *testing.T) {
 	}
 }
 
+// TestDueDigestsUseIndex: the due digests are found through the index of
+// due times, not by reading every subscription or every XMPP state.
+func TestDueDigestsUseIndex(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	text := strings.Join(explain(t, s, `SELECT `+subColumns+subsFrom+` `+dueDigestsWhere, s.timeArg(time.Now()), 10), "; ")
+	if !strings.Contains(text, "USING INDEX xmpp_subscription_state_digests") || strings.Contains(text, "SCAN s") {
+		t.Errorf("plan: %s", text)
+	}
+	t.Log(text)
+}
+
 func TestClaimDueSourcesUsesIndex(t *testing.T) {
 	s, _ := openTestSQLite(t, Options{})
 	text := strings.Join(explain(t, s, s.claimSourcesSQL(), s.timeArg(time.Now()), 10), "; ")

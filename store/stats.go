@@ -27,9 +27,11 @@ type (
 const DefaultStatusLimit = hub.DefaultStatusLimit
 
 // problemSub is the condition of a delivery problem (s: subscriptions, n:
-// its node).
-const problemSub = `s.kind <> 'xmpp' AND (s.consecutive_errors > 0 OR s.state = 'suspended'
-	OR (s.state = 'active' AND s.cursor_seq < n.last_seq))`
+// its node). Errors and suspensions are the HTTP kinds' alone (an XMPP
+// subscription's bounces are in xmpp_subscription_state); a cursor
+// behind is one only of an HTTP kind, whose cursor is in the row.
+const problemSub = `(s.consecutive_errors > 0 OR s.state = 'suspended'
+	OR (` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq))`
 
 // StatusReport reads the report in one read-only transaction, with a fixed
 // number of queries whatever the number of nodes, sources and subscribers.
@@ -116,12 +118,12 @@ func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, 
 			COALESCE(SUM(CASE WHEN state = 'suspended' THEN 1 ELSE 0 END), 0) AS suspended,
 			COALESCE(SUM(CASE WHEN consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
 			MIN(CASE WHEN consecutive_errors > 0 THEN first_failure_at END) AS oldest_failure
-		FROM subscriptions WHERE kind <> 'xmpp') qu
+		FROM subscriptions WHERE ` + httpKind + `) qu
 	CROSS JOIN
 		(SELECT COUNT(*) AS behind,
 			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind
 		FROM nodes n CROSS JOIN subscriptions s
-		WHERE s.node_id = n.id AND s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
+		WHERE s.node_id = n.id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
 	CROSS JOIN
 		(SELECT COUNT(*) AS problems FROM nodes n CROSS JOIN subscriptions s
 		WHERE s.node_id = n.id AND ` + problemSub + `) pr
@@ -173,26 +175,19 @@ func (s *sqlStore) statusKinds(ctx context.Context, tx *sql.Tx, _ StatusQuery, r
 // problems first.
 func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
 	query := `SELECT id, name, title, access_model, is_implicit, source_url, source_failing, source_gone,
-		last_seq, xmpp_seq, xmpp, webhook, websub, rsscloud, cnws, failing, suspended, behind
+		last_seq, xmpp_seq, failing, suspended, behind
 	FROM (SELECT n.id, n.name, n.title, n.access_model, n.is_implicit,
 			COALESCE(src.url, '') AS source_url,
 			CASE WHEN src.consecutive_errors > 0 THEN 1 ELSE 0 END AS source_failing,
 			CASE WHEN src.gone THEN 1 ELSE 0 END AS source_gone,
 			n.last_seq, n.xmpp_seq,
-			COALESCE(a.xmpp, 0) AS xmpp, COALESCE(a.webhook, 0) AS webhook, COALESCE(a.websub, 0) AS websub,
-			COALESCE(a.rsscloud, 0) AS rsscloud, COALESCE(a.cnws, 0) AS cnws,
 			COALESCE(a.failing, 0) AS failing, COALESCE(a.suspended, 0) AS suspended, COALESCE(a.behind, 0) AS behind
 		FROM nodes n
 		LEFT JOIN sources src ON src.id = n.source_id
 		LEFT JOIN (SELECT s.node_id,
-				SUM(CASE WHEN s.kind = 'xmpp' THEN 1 ELSE 0 END) AS xmpp,
-				SUM(CASE WHEN s.kind = 'webhook' THEN 1 ELSE 0 END) AS webhook,
-				SUM(CASE WHEN s.kind = 'websub' THEN 1 ELSE 0 END) AS websub,
-				SUM(CASE WHEN s.kind = 'rsscloud' THEN 1 ELSE 0 END) AS rsscloud,
-				SUM(CASE WHEN s.kind = 'cnws' THEN 1 ELSE 0 END) AS cnws,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
-				SUM(CASE WHEN s.kind <> 'xmpp' AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
+				SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
+				SUM(CASE WHEN s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
+				SUM(CASE WHEN ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
 			FROM subscriptions s JOIN nodes sn ON sn.id = s.node_id
 			GROUP BY s.node_id) a ON a.node_id = n.id) t
 	ORDER BY CASE WHEN failing + suspended > 0 THEN 0
@@ -200,25 +195,54 @@ func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, r
 		WHEN behind > 0 OR last_seq > xmpp_seq THEN 2
 		ELSE 3 END, name
 	LIMIT $1`
-	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+	listed := map[int64]int{} // node id: its index in rep.Nodes
+	err := s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
 		var n NodeStatus
 		var access string
 		var srcFailing, srcGone int
-		var xmpp, webhook, websub, rsscloud, cnws int
 		if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
-			&n.LastSeq, &n.XMPPSeq, &xmpp, &webhook, &websub, &rsscloud, &cnws,
-			&n.Failing, &n.Suspended, &n.Behind); err != nil {
+			&n.LastSeq, &n.XMPPSeq, &n.Failing, &n.Suspended, &n.Behind); err != nil {
 			return err
 		}
 		n.AccessModel = hub.AccessModel(access)
 		n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
-		n.Subscribers = map[hub.Kind]int{
-			hub.KindXMPP: xmpp, hub.KindWebhook: webhook, hub.KindWebSub: websub,
-			hub.KindRSSCloud: rsscloud, hub.KindCNWS: cnws,
-		}
+		n.Subscribers = kindCounts()
+		listed[n.ID] = len(rep.Nodes)
 		rep.Nodes = append(rep.Nodes, n)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.statusNodeKinds(ctx, tx, rep, listed)
+}
+
+// statusNodeKinds counts the subscriptions of the listed nodes by kind.
+func (s *sqlStore) statusNodeKinds(ctx context.Context, tx *sql.Tx, rep *StatusReport, listed map[int64]int) error {
+	ids := make([]int64, 0, len(listed))
+	for _, n := range rep.Nodes {
+		ids = append(ids, n.ID)
+	}
+	for _, chunk := range chunks(ids) {
+		in, args := inList(1, chunk)
+		err := s.query(ctx, tx, `SELECT node_id, kind, COUNT(*) FROM subscriptions WHERE node_id IN (`+in+`)
+			GROUP BY node_id, kind`, args, func(r *sql.Rows) error {
+			var nodeID int64
+			var kind string
+			var count int
+			if err := r.Scan(&nodeID, &kind, &count); err != nil {
+				return err
+			}
+			if i, ok := listed[nodeID]; ok {
+				rep.Nodes[i].Subscribers[hub.Kind(kind)] = count
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // statusSources lists the followed sources, worst first. The body is not

@@ -15,13 +15,46 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
+// subColumns and subsFrom read whole subscriptions of any kind. An XMPP
+// subscription's digest and bounces are in xmpp_subscription_state (x;
+// store/xmpp.go) and read into the same fields of hub.DeliveryState as
+// an HTTP subscription's delivery columns: its digest cursor is its
+// Cursor, its digest due time NextAttemptAt, its last digest
+// LastDeliveredAt, its bounces ConsecutiveErrors, FirstFailureAt and
+// LastError. An XMPP row's own delivery columns stay at their defaults,
+// and a subscription of another kind has no x row, so COALESCE picks the
+// column that has the value.
 const subColumns = `s.id, s.node_id, n.name, s.kind, s.address, s.bare_jid, s.sub_id, s.state, s.options,
+	s.expires_at, s.created_at, s.updated_at, COALESCE(x.digest_cursor, s.cursor_seq), s.attempts,
+	COALESCE(x.bounces, s.consecutive_errors), COALESCE(x.first_bounce_at, s.first_failure_at),
+	COALESCE(x.digest_due_at, s.next_attempt_at), COALESCE(x.last_bounce, s.last_error),
+	COALESCE(x.digest_sent_at, s.last_delivered_at), s.last_status,
+	s.lease_owner, s.lease_until, s.change_id, s.change_mode, s.change_options, s.change_requested_at,
+	s.change_outcome, s.change_lease_owner, s.change_lease_until`
+
+const subsFrom = ` FROM subscriptions s JOIN nodes n ON n.id = s.node_id
+	LEFT JOIN xmpp_subscription_state x ON x.subscription_id = s.id`
+
+// httpSubColumns are subColumns for HTTP subscriptions alone (the delivery
+// claims), which have no xmpp_subscription_state to join; httpSubsFrom is
+// their FROM.
+const httpSubColumns = `s.id, s.node_id, n.name, s.kind, s.address, s.bare_jid, s.sub_id, s.state, s.options,
 	s.expires_at, s.created_at, s.updated_at, s.cursor_seq, s.attempts, s.consecutive_errors,
 	s.first_failure_at, s.next_attempt_at, s.last_error, s.last_delivered_at, s.last_status,
 	s.lease_owner, s.lease_until, s.change_id, s.change_mode, s.change_options, s.change_requested_at,
 	s.change_outcome, s.change_lease_owner, s.change_lease_until`
 
-const subsFrom = ` FROM subscriptions s JOIN nodes n ON n.id = s.node_id`
+const httpSubsFrom = ` FROM subscriptions s JOIN nodes n ON n.id = s.node_id`
+
+// httpKind is the condition on a subscriptions row that keeps the HTTP
+// kinds (hub.HTTPKinds): every kind but XMPP. It is written so because it
+// is the predicate of the partial indexes the delivery claims read
+// (subscriptions_waiting, subscriptions_behind); TestHTTPKindMatchesKinds
+// holds hub's kind registry to it. httpSub is the same of subscriptions s.
+const (
+	httpKind = `kind <> 'xmpp'`
+	httpSub  = `s.` + httpKind
+)
 
 func scanSubscription(r rowScanner) (hub.Subscription, error) {
 	var sub hub.Subscription
@@ -93,6 +126,9 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 	var stored hub.Subscription
 	err = s.inTx(ctx, func(tx *txn) error {
 		d := sub.DeliveryState
+		if sub.Kind == hub.KindXMPP {
+			d = hub.DeliveryState{} // its state has a table of its own (putXMPPState)
+		}
 		var id int64
 		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &id); err != nil {
 			return notFound(err, fmt.Sprintf("node %d", sub.NodeID))
@@ -112,6 +148,11 @@ func (s *sqlStore) PutSubscription(ctx context.Context, sub *hub.Subscription) (
 		switch {
 		case err == nil:
 			created = true
+			if sub.Kind == hub.KindXMPP {
+				if err := s.putXMPPState(ctx, tx, id, sub.DeliveryState); err != nil {
+					return err
+				}
+			}
 		case errors.Is(err, sql.ErrNoRows):
 			err = s.queryRow(ctx, tx, `UPDATE subscriptions SET state = $4, options = $5, sub_id = $6,
 				expires_at = $7, updated_at = $8, change_mode = '', change_options = '{}'
@@ -442,7 +483,7 @@ func (s *sqlStore) appendSubs(ctx context.Context, q querier, out *[]hub.Subscri
 // claimDeliveriesSQL returns the three queries of ClaimDeliveries, with
 // $1 = now, $2 = limit and, when byNode, $3 = the node id.
 func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind string) {
-	const ready = ` AND s.kind <> 'xmpp'
+	const ready = ` AND ` + httpSub + `
 		AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= $1)
 		AND (s.lease_until IS NULL OR s.lease_until <= $1)`
 	nodeCond := ""
@@ -451,11 +492,11 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind st
 	}
 	// Ordered as subscriptions_changing is, so that the index of the few
 	// subscriptions with a pending change is all that is read.
-	changing = `SELECT ` + subColumns + subsFrom + `
-		WHERE s.change_mode <> '' AND s.kind <> 'xmpp'
+	changing = `SELECT ` + httpSubColumns + httpSubsFrom + `
+		WHERE s.change_mode <> '' AND ` + httpSub + `
 		AND (s.change_lease_until IS NULL OR s.change_lease_until <= $1)` + nodeCond + `
 		ORDER BY s.node_id, s.id LIMIT $2` + s.skipLocked("s")
-	waiting = `SELECT ` + subColumns + subsFrom + `
+	waiting = `SELECT ` + httpSubColumns + httpSubsFrom + `
 		WHERE s.state IN ('pending', 'unsubscribing')` + ready + nodeCond + `
 		ORDER BY s.id LIMIT $2` + s.skipLocked("s")
 	// The plan wanted is: walk the nodes and, per node, the range of its
@@ -464,7 +505,7 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind st
 	// would read every active subscription), and ordering by the node lets
 	// PostgreSQL stop after limit rows instead of walking the subscriptions
 	// in id order; PostgreSQL treats CROSS JOIN as a plain join.
-	behind = `SELECT ` + subColumns + ` FROM nodes n CROSS JOIN subscriptions s
+	behind = `SELECT ` + httpSubColumns + ` FROM nodes n CROSS JOIN subscriptions s
 		WHERE s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + nodeCond + `
 		ORDER BY n.id LIMIT $2` + s.skipLocked("s")
 	return changing, waiting, behind

@@ -10,20 +10,36 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-// Delivery bookkeeping of XMPP subscriptions. The XMPP side keeps one
-// cursor per node (nodes.xmpp_seq); a subscription row's delivery columns,
-// which the HTTP kinds use for their own cursor and failures, hold what
-// is particular to one XMPP subscriber: the bounces of its notifications
-// (consecutive_errors, first_failure_at, last_error).
+// An XMPP subscription's own state. The XMPP side keeps one cursor per
+// node (nodes.xmpp_seq); what is particular to one XMPP subscriber is in
+// xmpp_subscription_state (migration 0021), one row per XMPP
+// subscription: the bounces of its notifications and its digests. It is
+// read into the subscription's hub.DeliveryState (see subColumns).
+
+// putXMPPState writes the state row of a new XMPP subscription, from the
+// fields of its DeliveryState that the state stands for.
+func (s *sqlStore) putXMPPState(ctx context.Context, tx *txn, id int64, d hub.DeliveryState) error {
+	_, err := s.exec(ctx, tx, `INSERT INTO xmpp_subscription_state (subscription_id, digest_cursor, digest_due_at,
+		digest_sent_at, bounces, first_bounce_at, last_bounce) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (subscription_id) DO NOTHING`,
+		id, d.Cursor, s.timeArg(d.NextAttemptAt), s.timeArg(d.LastDeliveredAt), d.ConsecutiveErrors,
+		s.timeArg(d.FirstFailureAt), d.LastError)
+	if err != nil {
+		return fmt.Errorf("state of XMPP subscription %d: %w", id, err)
+	}
+	return nil
+}
 
 // RecordBounce counts one bounced notification of an XMPP subscription.
 func (s *sqlStore) RecordBounce(ctx context.Context, id int64, reason string, at time.Time) (int, time.Time, error) {
 	var count int
 	var first time.Time
 	err := s.inTx(ctx, func(tx *txn) error {
-		return s.queryRow(ctx, tx, `UPDATE subscriptions SET consecutive_errors = consecutive_errors + 1,
-			first_failure_at = COALESCE(first_failure_at, $2), last_error = $3
-			WHERE id = $1 AND kind = 'xmpp' RETURNING consecutive_errors, first_failure_at`,
+		// Every XMPP subscription has its row from its start (PutSubscription,
+		// migration 0021), and no subscription of another kind has one.
+		return s.queryRow(ctx, tx, `UPDATE xmpp_subscription_state SET bounces = bounces + 1,
+			first_bounce_at = COALESCE(first_bounce_at, $2), last_bounce = $3
+			WHERE subscription_id = $1 RETURNING bounces, first_bounce_at`,
 			[]any{id, s.timeArg(at), reason}, &count, tc(&first))
 	})
 	if err != nil {
@@ -36,8 +52,8 @@ func (s *sqlStore) RecordBounce(ctx context.Context, id int64, reason string, at
 func (s *sqlStore) ClearBounces(ctx context.Context, ids []int64) error {
 	for _, chunk := range chunks(ids) {
 		in, inArgs := inList(1, chunk)
-		if _, err := s.writeCount(ctx, `UPDATE subscriptions SET consecutive_errors = 0, first_failure_at = NULL, last_error = ''
-			WHERE kind = 'xmpp' AND consecutive_errors > 0 AND id IN (`+in+`)`, inArgs...); err != nil {
+		if _, err := s.writeCount(ctx, `UPDATE xmpp_subscription_state SET bounces = 0, first_bounce_at = NULL, last_bounce = ''
+			WHERE bounces > 0 AND subscription_id IN (`+in+`)`, inArgs...); err != nil {
 			return fmt.Errorf("clear bounces: %w", err)
 		}
 	}
@@ -46,16 +62,17 @@ func (s *sqlStore) ClearBounces(ctx context.Context, ids []int64) error {
 
 // statusBouncing lists the XMPP subscriptions with bounces (status page).
 func (s *sqlStore) statusBouncing(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
-	const where = ` WHERE s.kind = 'xmpp' AND s.consecutive_errors > 0`
-	if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM subscriptions s`+where, nil, &rep.BouncingTotal); err != nil {
+	const where = ` WHERE x.bounces > 0`
+	if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM xmpp_subscription_state x`+where, nil, &rep.BouncingTotal); err != nil {
 		return err
 	}
 	if rep.BouncingTotal == 0 {
 		return nil
 	}
-	return s.query(ctx, tx, `SELECT s.id, n.name, s.address, s.consecutive_errors, s.first_failure_at, s.last_error
-		FROM subscriptions s JOIN nodes n ON n.id = s.node_id`+where+`
-		ORDER BY s.first_failure_at, s.id LIMIT $1`, []any{q.Limit}, func(r *sql.Rows) error {
+	return s.query(ctx, tx, `SELECT s.id, n.name, s.address, x.bounces, x.first_bounce_at, x.last_bounce
+		FROM xmpp_subscription_state x JOIN subscriptions s ON s.id = x.subscription_id
+		JOIN nodes n ON n.id = s.node_id`+where+`
+		ORDER BY x.first_bounce_at, s.id LIMIT $1`, []any{q.Limit}, func(r *sql.Rows) error {
 		var b BouncingStatus
 		if err := r.Scan(&b.ID, &b.NodeName, &b.Address, &b.Bounces, tc(&b.FirstBounce), &b.LastError); err != nil {
 			return err
@@ -66,8 +83,8 @@ func (s *sqlStore) statusBouncing(ctx context.Context, tx *sql.Tx, q StatusQuery
 }
 
 // Digests: an XMPP subscription with digests keeps its own cursor
-// (cursor_seq) and the time its next digest is due (next_attempt_at);
-// subscriptions_digests (migration 0010) finds the due ones.
+// (digest_cursor) and the time its next digest is due (digest_due_at);
+// xmpp_subscription_state_digests finds the due ones.
 
 // SetDigest replaces an XMPP subscription's options with its digest
 // cursor and due time.
@@ -76,21 +93,35 @@ func (s *sqlStore) SetDigest(ctx context.Context, id int64, opts hub.Options, cu
 	if err != nil {
 		return fmt.Errorf("subscription options: %w", err)
 	}
-	n, err := s.writeCount(ctx, `UPDATE subscriptions SET options = $2, cursor_seq = $3, next_attempt_at = $4, updated_at = $5
-		WHERE id = $1 AND kind = 'xmpp'`, id, string(options), cursor, s.timeArg(next), s.timeArg(time.Now()))
+	err = s.inTx(ctx, func(tx *txn) error {
+		n, err := s.execCount(ctx, tx, `UPDATE subscriptions SET options = $2, updated_at = $3
+			WHERE id = $1 AND kind = 'xmpp'`, id, string(options), s.timeArg(time.Now()))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("XMPP subscription %d: %w", id, hub.ErrNotFound)
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO xmpp_subscription_state (subscription_id, digest_cursor, digest_due_at)
+			VALUES ($1, $2, $3)
+			ON CONFLICT (subscription_id) DO UPDATE SET digest_cursor = excluded.digest_cursor,
+				digest_due_at = excluded.digest_due_at`, id, cursor, s.timeArg(next))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set digest of subscription %d: %w", id, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("XMPP subscription %d: %w", id, hub.ErrNotFound)
 	}
 	return nil
 }
 
+// dueDigestsWhere finds the due digests ($1 now, $2 the limit) through
+// xmpp_subscription_state_digests.
+const dueDigestsWhere = `WHERE x.digest_due_at IS NOT NULL AND x.digest_due_at <= $1
+	ORDER BY x.digest_due_at, s.id LIMIT $2`
+
 // DueDigests lists XMPP subscriptions whose digest is due.
 func (s *sqlStore) DueDigests(ctx context.Context, now time.Time, limit int) ([]hub.Subscription, error) {
-	out, err := s.subsWhere(ctx, s.read, `WHERE s.kind = 'xmpp' AND s.next_attempt_at IS NOT NULL AND s.next_attempt_at <= $1
-		ORDER BY s.next_attempt_at, s.id LIMIT $2`, s.timeArg(now), limit)
+	out, err := s.subsWhere(ctx, s.read, dueDigestsWhere, s.timeArg(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list due digests: %w", err)
 	}
@@ -101,9 +132,9 @@ func (s *sqlStore) DueDigests(ctx context.Context, now time.Time, limit int) ([]
 // changed meanwhile. Its cursor only moves forward: a baseline kept as
 // items meanwhile moved it past them (ApplyFetch).
 func (s *sqlStore) SaveDigest(ctx context.Context, id int64, due time.Time, cursor int64, next, sent time.Time) (bool, error) {
-	n, err := s.writeCount(ctx, `UPDATE subscriptions SET
-		cursor_seq = CASE WHEN cursor_seq > $3 THEN cursor_seq ELSE $3 END, next_attempt_at = $4, last_delivered_at = $5
-		WHERE id = $1 AND kind = 'xmpp' AND next_attempt_at = $2`,
+	n, err := s.writeCount(ctx, `UPDATE xmpp_subscription_state SET
+		digest_cursor = CASE WHEN digest_cursor > $3 THEN digest_cursor ELSE $3 END, digest_due_at = $4, digest_sent_at = $5
+		WHERE subscription_id = $1 AND digest_due_at = $2`,
 		id, s.timeArg(due), cursor, s.timeArg(next), s.timeArg(sent))
 	if err != nil {
 		return false, fmt.Errorf("save digest of subscription %d: %w", id, err)

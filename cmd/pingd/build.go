@@ -251,6 +251,9 @@ func buildDelivery(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *s
 		PublicURL: cfg.PublicURL,
 		UserAgent: out.userAgent,
 	}, st)
+	if missing := kindsWithoutSender(dc.Senders); len(missing) > 0 {
+		return nil, fmt.Errorf("no delivery sender for the HTTP subscription kinds %v (deliverySenders)", missing)
+	}
 	deliveries, err := delivery.New(dc)
 	if err != nil {
 		return nil, err
@@ -259,7 +262,8 @@ func buildDelivery(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *s
 	return deliveries, nil
 }
 
-// deliverySenders are the senders of every HTTP subscriber kind.
+// deliverySenders are the senders of every HTTP subscriber kind (hub's
+// kind registry), one line each.
 func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
 	return map[hub.Kind]delivery.Sender{
 		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
@@ -267,6 +271,18 @@ func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.K
 		hub.KindRSSCloud: &delivery.RSSCloud{HTTPSender: s},
 		hub.KindCNWS:     &delivery.CNWS{HTTPSender: s, RetryLimit: cfg.CNWSRetryLimit},
 	}
+}
+
+// kindsWithoutSender lists the HTTP kinds of hub's registry that have no
+// sender: their subscriptions would be accepted and never delivered.
+func kindsWithoutSender(senders map[hub.Kind]delivery.Sender) []hub.Kind {
+	var missing []hub.Kind
+	for _, k := range hub.HTTPKinds() {
+		if senders[k] == nil {
+			missing = append(missing, k)
+		}
+	}
+	return missing
 }
 
 // buildRelay makes the relayer of accepted pings to PINGD_RELAY_PINGS, nil

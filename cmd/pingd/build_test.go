@@ -3,7 +3,11 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
+
+	"github.com/pingd/pingd/delivery"
+	"github.com/pingd/pingd/hub"
 )
 
 // TestOutboundSharesOneClient: every part that calls out gets the one
@@ -52,5 +56,37 @@ func TestOutboundSharesOneClient(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("following client: status %d, want the redirect followed to 204", resp.StatusCode)
+	}
+}
+
+// TestEveryHTTPKindHasASender: each HTTP kind of hub's registry has its
+// line in deliverySenders, and the check that refuses to start without
+// one names the kind left out.
+func TestEveryHTTPKindHasASender(t *testing.T) {
+	senders := deliverySenders(&Config{}, delivery.HTTPSender{}, nil)
+	if missing := kindsWithoutSender(senders); len(missing) > 0 {
+		t.Fatalf("HTTP kinds without a sender: %v", missing)
+	}
+	if len(senders) != len(hub.HTTPKinds()) {
+		t.Fatalf("%d senders for the %d HTTP kinds %v", len(senders), len(hub.HTTPKinds()), hub.HTTPKinds())
+	}
+	delete(senders, hub.KindCNWS)
+	if missing := kindsWithoutSender(senders); !slices.Equal(missing, []hub.Kind{hub.KindCNWS}) {
+		t.Fatalf("without the CNWS sender, missing = %v", missing)
+	}
+}
+
+// TestSendersAgreeWithTheKindRegistry: a sender takes what hub's registry
+// says its kind gets: every sender takes new items, and only the senders
+// of kinds that are not item-level take a bare "this URL changed".
+func TestSendersAgreeWithTheKindRegistry(t *testing.T) {
+	for kind, sender := range deliverySenders(&Config{}, delivery.HTTPSender{}, nil) {
+		sub := &hub.Subscription{Kind: kind}
+		if !sender.Wants(sub, hub.Event{Kind: hub.EventItem, ItemID: "a"}) {
+			t.Errorf("%s: the sender does not take a new item", kind)
+		}
+		if got := sender.Wants(sub, hub.Event{Kind: hub.EventChange}); got == kind.ItemLevel() {
+			t.Errorf("%s: item-level %v, yet the sender takes a bare change: %v", kind, kind.ItemLevel(), got)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -719,6 +720,11 @@ func TestMigrateDBToPostgres(t *testing.T) {
 		t.Fatalf("migrate-db --force: %v\n%s", err, out)
 	}
 	t.Logf("migrate-db:\n%s", out)
+	// The reader's XMPP subscription has its state row (its digest and
+	// bounces), copied with it.
+	if !regexp.MustCompile(`(?m)^\s+xmpp_subscription_state\s+1 rows$`).MatchString(out) {
+		t.Fatalf("migrate-db did not copy the XMPP subscription's state:\n%s", out)
+	}
 
 	d2 := newInstance(t, prosodyServer(p), target)
 	d2.Start(true)

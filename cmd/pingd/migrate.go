@@ -60,11 +60,15 @@ so stop it before the final copy. Row counts are checked afterwards.
 		fmt.Fprint(stdout, ", replacing what the target held")
 	}
 	fmt.Fprintln(stdout)
+	width := len("total")
 	for _, tc := range report.Tables {
-		fmt.Fprintf(stdout, "  %-14s %10d rows\n", tc.Table, tc.Rows)
+		width = max(width, len(tc.Table))
+	}
+	for _, tc := range report.Tables {
+		fmt.Fprintf(stdout, "  %-*s %10d rows\n", width, tc.Table, tc.Rows)
 		total += tc.Rows
 	}
-	fmt.Fprintf(stdout, "  %-14s %10d rows, counts checked against the source\n", "total", total)
+	fmt.Fprintf(stdout, "  %-*s %10d rows, counts checked against the source\n", width, "total", total)
 	fmt.Fprintln(stdout, "Next: point PINGD_DB at the target and start pingd there.")
 	return nil
 }

@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LastEvent", testLastEvent},
 		{"Bounces", testBounces},
 		{"Digests", testDigests},
+		{"XMPPState", testXMPPState},
 		{"CountImplicitNodes", testCountImplicitNodes},
 		{"DeleteUnused", testDeleteUnused},
 		{"DeleteUnusedConcurrent", testDeleteUnusedConcurrent},

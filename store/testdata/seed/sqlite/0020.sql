@@ -94,3 +94,19 @@ SELECT id, X'3c7273732f3e' FROM sources WHERE original_url = 'https://example.or
 INSERT INTO node_deletions (node_id, name, title, notification_type, subscribers, deleted_at)
 VALUES (9999, 'deleted-node', 'Deleted', 'headline',
         '[{"address":"reader@example.org/home","options":{"format":"message"}}]', '2024-05-06T07:08:09.000000Z');
+
+-- XMPP subscriptions: one with digests, its digest cursor, due time and
+-- last digest in cursor_seq, next_attempt_at and last_delivered_at, and
+-- one whose notifications bounce, its bounces in consecutive_errors,
+-- first_failure_at and last_error.
+INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state, options, created_at, updated_at,
+    cursor_seq, next_attempt_at, last_delivered_at)
+SELECT id, 'xmpp', 'digest@example.org/home', 'digest@example.org', 'd1', 'active',
+    '{"digest":true,"digest_frequency_ms":3600000}', '2031-05-06T07:00:00.000000Z', '2031-05-06T07:00:00.000000Z',
+    1, '2031-05-06T09:00:00.000000Z', '2031-05-06T08:00:00.000000Z'
+FROM nodes WHERE name = 'seeded';
+INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state, options, created_at, updated_at,
+    cursor_seq, consecutive_errors, first_failure_at, last_error)
+SELECT id, 'xmpp', 'away@example.org/phone', 'away@example.org', 'b1', 'active', '{}',
+    '2031-05-06T07:00:00.000000Z', '2031-05-06T07:00:00.000000Z', 2, 2, '2031-05-06T06:00:00.000000Z', 'recipient-unavailable: away'
+FROM nodes WHERE name = 'seeded';
