@@ -257,7 +257,7 @@ func buildDelivery(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *s
 }
 
 // deliverySenders are the senders of every HTTP subscriber kind.
-func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
+func deliverySenders(cfg *Config, s delivery.HTTPSender, st delivery.SourceReader) map[hub.Kind]delivery.Sender {
 	return map[hub.Kind]delivery.Sender{
 		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
 		hub.KindWebSub:   &delivery.WebSub{HTTPSender: s, Store: st},
