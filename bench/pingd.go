@@ -129,7 +129,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 		return err
 	}
 	p.Store = newCountingStore(st)
-	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins,
+	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins,
 		FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost, FetchHostSpacing: opts.FetchHostSpacing,
 		// One process on an SQLite file, as cmd/pingd says for SQLite.
 		Exclusive: true}

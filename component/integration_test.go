@@ -53,7 +53,7 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	p      *testenv.Prosody
-	store  hub.Store
+	store  store.Store
 	hub    *hub.Hub
 	comp   *Component
 	logs   *logBuffer
@@ -105,7 +105,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 func (e *env) startComponent(opts envOptions) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: opts.level}))
-	hcfg := hub.Config{Store: e.store, Admins: []string{e.admin}, Logger: log}
+	hcfg := hub.Config{Stores: store.HubStores(e.store), Admins: []string{e.admin}, Logger: log}
 	if opts.hub != nil {
 		opts.hub(&hcfg)
 	}
@@ -118,7 +118,7 @@ func (e *env) startComponent(opts envOptions) {
 		addr = e.p.ComponentAddr
 	}
 	cfg := Config{
-		Hub: h, Store: hcfg.Store, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
+		Hub: h, Store: e.store, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: envPublicURL, Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		CompleteEntry: feed.CompleteEntry,
@@ -1013,7 +1013,7 @@ func TestConnectionFailuresAreLogged(t *testing.T) {
 		t.Helper()
 		logs := &logBuffer{}
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-		h, err := hub.New(hub.Config{Store: st, Logger: log})
+		h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}

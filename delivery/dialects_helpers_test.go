@@ -47,7 +47,7 @@ func newDialectEnv(t *testing.T, senders func(delivery.HTTPSender, delivery.Sour
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now})
+	e.hub, err = hub.New(hub.Config{Stores: store.HubStores(st), Logger: log, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

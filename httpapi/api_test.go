@@ -76,7 +76,7 @@ func newEnvOn(t *testing.T, wrap func(store.Store) store.Store, tune ...func(*Co
 	}
 	e := &env{t: t, store: st, clock: testenv.NewClock(time.Now().UTC().Truncate(time.Second)), logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})
+	e.hub, err = hub.New(hub.Config{Stores: store.HubStores(st), Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}

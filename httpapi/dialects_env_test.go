@@ -63,7 +63,7 @@ func newDialectEnvHub(t *testing.T, tuneHub func(*hub.Config), tune ...func(*htt
 	e.srv = httptest.NewUnstartedServer(nil)
 	publicURL := "http://" + e.srv.Listener.Addr().String()
 	hubCfg := hub.Config{
-		Store:      st,
+		Stores:     store.HubStores(st),
 		Fetcher:    feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: publicURL, AllowPrivate: true}),
 		Logger:     log,
 		AdminToken: dialectAdminToken,

@@ -52,7 +52,7 @@ func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, er
 	if h.IsAdmin(bareJID) {
 		return true, nil
 	}
-	a, err := h.store.Affiliation(ctx, node.ID, bareJID)
+	a, err := h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 	if err != nil {
 		return false, err
 	}
@@ -64,13 +64,13 @@ func (h *Hub) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Af
 	if h.IsAdmin(bareJID) {
 		return AffOwner, nil
 	}
-	return h.store.Affiliation(ctx, node.ID, bareJID)
+	return h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 }
 
 // RotateToken issues a new bearer token for the node.
 func (h *Hub) RotateToken(ctx context.Context, name string) (string, error) {
 	token := randomToken(24)
-	if err := h.store.SetNodeToken(ctx, name, HashToken(token)); err != nil {
+	if err := h.stores.Nodes.SetNodeToken(ctx, name, HashToken(token)); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -120,12 +120,12 @@ func RandomID() string { return randomToken(16) }
 // node name, in one query; admins, who own every node, are not listed as
 // owners of each (AffiliationOf tells).
 func (h *Hub) JIDAffiliations(ctx context.Context, bareJID string) ([]NodeAffiliation, error) {
-	return h.store.JIDAffiliations(ctx, bareJID)
+	return h.stores.Affiliations.JIDAffiliations(ctx, bareJID)
 }
 
 // Affiliations lists a node's affiliations.
 func (h *Hub) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
-	return h.store.Affiliations(ctx, node.ID)
+	return h.stores.Affiliations.Affiliations(ctx, node.ID)
 }
 
 // SetAffiliation sets a bare JID's affiliation on a node. When the new
@@ -138,7 +138,7 @@ func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a 
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: affiliations are set on bare JIDs, not %q", ErrInvalid, bareJID)
 	}
-	if err := h.store.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
+	if err := h.stores.Affiliations.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
 		return err
 	}
 	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
@@ -174,7 +174,7 @@ func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string
 // the message type of a reader of plain messages (Event.PlainType).
 func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
 	f.NodeID, f.Kind = node.ID, KindXMPP
-	removed, err := h.store.DeleteSubscriptions(ctx, f)
+	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) erro
 		}
 		events = append(events, ev)
 	}
-	if _, err := h.store.Append(ctx, node.ID, events); err != nil {
+	if _, err := h.stores.Log.Append(ctx, node.ID, events); err != nil {
 		return err
 	}
 	h.wake(node.ID, KindXMPP)

@@ -18,7 +18,7 @@ const retryFailingSourceAfter = time.Minute
 // would make pingd hammer an origin that is already failing. Within that
 // minute the answer comes at once, before any baseline.
 func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
-	src, err := h.store.Source(ctx, sourceID)
+	src, err := h.stores.Sources.Source(ctx, sourceID)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 		return nil
 	}
 	at := h.now()
-	if err := h.store.ScheduleSource(ctx, src.ID, at, ReasonNewSource); err != nil {
+	if err := h.stores.Sources.ScheduleSource(ctx, src.ID, at, ReasonNewSource); err != nil {
 		return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
 	}
 	h.WakeFetcher()
@@ -82,7 +82,7 @@ func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
 		if !ok {
 			return
 		}
-		s, err := h.store.Source(ctx, src.ID)
+		s, err := h.stores.Sources.Source(ctx, src.ID)
 		if err != nil || s.Baselined || s.Gone || s.NextFetchAt.IsZero() || s.NextFetchAt.After(at) {
 			// Not due any more without a baseline: the fetch failed or
 			// was put off, and the status shows why.

@@ -43,7 +43,7 @@ type BounceOutcome struct {
 // node exists (an error to something else, or a subscription ended
 // already).
 func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 	out := &BounceOutcome{Sub: subs[0]}
 	if !permanent {
 		now := h.now()
-		count, first, err := h.store.RecordBounce(ctx, out.Sub.ID, reason, now)
+		count, first, err := h.stores.Readers.RecordBounce(ctx, out.Sub.ID, reason, now)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +62,7 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 			return out, nil
 		}
 	}
-	if err := h.store.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := h.stores.Subscriptions.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("end the bouncing subscription of %s to %q: %w", address, out.Sub.NodeName, err)
 	}
 	out.Ended = true
@@ -74,7 +74,7 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 // SubscriberIsThere clears the bounce counts of a bare JID's XMPP
 // subscriptions: it just showed it can be reached (a chat command).
 func (h *Hub) SubscriberIsThere(ctx context.Context, bareJID string) error {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
 	if err != nil {
 		return err
 	}
@@ -92,5 +92,5 @@ func (h *Hub) clearBounces(ctx context.Context, subs []Subscription) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return h.store.ClearBounces(ctx, ids)
+	return h.stores.Readers.ClearBounces(ctx, ids)
 }

@@ -70,7 +70,7 @@ func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
 	defer c.mu.Unlock()
 	now := h.now()
 	if !c.valid || now.Before(c.at) || now.Sub(c.at) >= implicitCountFor {
-		n, err := h.store.CountImplicitNodes(ctx)
+		n, err := h.stores.Nodes.CountImplicitNodes(ctx)
 		if err != nil {
 			return fmt.Errorf("count implicit nodes: %w", err)
 		}
@@ -102,7 +102,7 @@ const UnfollowedSourceGrace = time.Hour
 // processes at once.
 func (h *Hub) DeleteUnused(ctx context.Context) (nodes, sources int64, err error) {
 	now := h.now()
-	nodes, sources, err = h.store.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
+	nodes, sources, err = h.stores.Maintenance.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
 	if nodes > 0 {
 		h.implicitNodes.forget()
 	}
@@ -145,14 +145,14 @@ func (h *Hub) mayAddCallback(ctx context.Context, n *Node, kind Kind, address st
 	if limit < 0 || host == "" {
 		return nil
 	}
-	count, err := h.store.CountCallbackHostSubscriptions(ctx, host)
+	count, err := h.stores.Subscriptions.CountCallbackHostSubscriptions(ctx, host)
 	if err != nil {
 		return err
 	}
 	if count < limit {
 		return nil
 	}
-	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (h *Hub) lockAccount(bareJID string) func() {
 // request that makes several changes at once (an owner's, XEP-0060
 // §8.8.2.4), which Subscribe checks again as each is made.
 func (h *Hub) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
-	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
+	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
 	if err != nil || len(existing) > 0 {
 		return err
 	}
@@ -208,7 +208,7 @@ func (h *Hub) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID strin
 		return nil
 	}
 	if limit := h.cfg.MaxNodeResources; limit >= 0 {
-		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, n.ID)
+		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, n.ID)
 		if err != nil {
 			return err
 		}
@@ -217,7 +217,7 @@ func (h *Hub) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID strin
 		}
 	}
 	if limit := h.cfg.MaxAccountSubscriptions; limit >= 0 {
-		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, 0)
+		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, 0)
 		if err != nil {
 			return err
 		}

@@ -15,11 +15,11 @@ func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) er
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	before, err := h.store.Node(ctx, name)
+	before, err := h.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.store.UpdateNodeConfig(ctx, name, cfg); err != nil {
+	if err := h.stores.Nodes.UpdateNodeConfig(ctx, name, cfg); err != nil {
 		return err
 	}
 	if before.AccessModel == cfg.AccessModel {
@@ -41,7 +41,7 @@ func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) er
 // not read node under its access model (admins and those affiliated as
 // member, publisher or owner may).
 func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
 	}
 	// One read of the node's affiliations serves every subscriber; a JID
 	// without one is "none", and admins may read whatever is stored.
-	affs, err := h.store.Affiliations(ctx, node.ID)
+	affs, err := h.stores.Affiliations.Affiliations(ctx, node.ID)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) err
 		// From now on the dispatcher leaves it out: the digest covers
 		// what the node's cursor has not passed yet.
 		if next.IsZero() {
-			n, err := h.store.NodeByID(ctx, sub.NodeID)
+			n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
 			if err != nil {
 				return err
 			}
@@ -76,13 +76,13 @@ func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) err
 			next = due
 		}
 	}
-	return h.store.SetDigest(ctx, sub.ID, opts, cursor, next)
+	return h.stores.Readers.SetDigest(ctx, sub.ID, opts, cursor, next)
 }
 
 // DueDigests lists up to limit XMPP subscriptions whose digest is due at
 // now (NextAttemptAt passed), the longest due first.
 func (h *Hub) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
-	return h.store.DueDigests(ctx, h.now(), limit)
+	return h.stores.Readers.DueDigests(ctx, h.now(), limit)
 }
 
 // DigestSent records that a digest of the subscription, due at `due`,
@@ -99,5 +99,5 @@ func (h *Hub) DigestSent(ctx context.Context, sub Subscription, due time.Time, c
 	case sub.Options.Digest:
 		next = sent.Add(sub.Options.DigestFrequency())
 	}
-	return h.store.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
+	return h.stores.Readers.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
 }

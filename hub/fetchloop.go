@@ -126,7 +126,7 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				lapsed = false
 			}
 			lease := now.Add(2 * h.cfg.FetchTimeout)
-			srcs, err := h.store.ClaimDueSources(ctx, now, room, h.instance, lease)
+			srcs, err := h.stores.Fetches.ClaimDueSources(ctx, now, room, h.instance, lease)
 			if err != nil && ctx.Err() == nil {
 				h.log.ErrorContext(ctx, "claim due sources", "err", err)
 			}

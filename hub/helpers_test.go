@@ -92,7 +92,7 @@ type envOptions struct {
 	fetchWorkers, fetchesPerHost int
 	hostSpacing                  time.Duration
 	// wrap, if set, wraps the store the hub is given (counting calls).
-	wrap func(hub.Store) hub.Store
+	wrap func(store.Store) store.Store
 }
 
 // newEnv builds the hub without starting its background work; run starts it.
@@ -108,12 +108,12 @@ func newEnv(t *testing.T, opt envOptions) *env {
 		Version: "test", PublicURL: "http://pingd.test", AllowPrivate: true,
 		Timeout: 10 * time.Second, Now: e.clock.Now,
 	})
-	var hubStore hub.Store = e.store
+	var hubStore store.Store = e.store
 	if opt.wrap != nil {
 		hubStore = opt.wrap(hubStore)
 	}
 	h, err := hub.New(hub.Config{
-		Store: hubStore, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
+		Stores: store.HubStores(hubStore), Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
 		FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost, FetchHostSpacing: opt.hostSpacing,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
 		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"crypto/sha256"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,7 +10,8 @@ import (
 
 // Config configures a Hub.
 type Config struct {
-	Store   Store
+	// Stores are the store ports, every one required.
+	Stores  Stores
 	Fetcher Fetcher
 	// Scheduler decides the next fetch of each source; nil means a plain
 	// hourly schedule with exponential backoff on errors.
@@ -100,7 +100,7 @@ const (
 
 // Hub is the core service. Its methods are safe for concurrent use.
 type Hub struct {
-	store     Store
+	stores    Stores
 	fetcher   Fetcher
 	scheduler Scheduler
 	log       *slog.Logger
@@ -142,8 +142,8 @@ type Hub struct {
 
 // New returns a hub; Run starts its background work.
 func New(cfg Config) (*Hub, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("hub: no store")
+	if err := cfg.Stores.check(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -192,7 +192,7 @@ func New(cfg Config) (*Hub, error) {
 	}
 
 	h := &Hub{
-		store:      cfg.Store,
+		stores:     cfg.Stores,
 		fetcher:    cfg.Fetcher,
 		scheduler:  cfg.Scheduler,
 		log:        cfg.Logger,

@@ -8,7 +8,7 @@ import (
 // Publish appends entries to the node's log as items (an owner's XEP-0060
 // publish) and wakes the transports. Entries without an ID get a random one.
 func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
-	n, err := h.store.Node(ctx, nodeName)
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries 
 			Updated: e.Updated, Publisher: publisher,
 		})
 	}
-	out, err := h.store.Append(ctx, n.ID, events)
+	out, err := h.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
 	}
@@ -48,7 +48,7 @@ func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries 
 // Retract removes items; ErrNotFound if one of them does not exist (and
 // then nothing is removed), ErrInvalid if ids is empty.
 func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
-	n, err := h.store.Node(ctx, nodeName)
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []
 		// Items with no ids means every item: the check below would be wrong.
 		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
 	}
-	have, err := h.store.Items(ctx, n.ID, ids, 0)
+	have, err := h.stores.Log.Items(ctx, n.ID, ids, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []
 	for _, id := range uniq(ids) {
 		events = append(events, Event{Kind: EventRetract, ItemID: id, Publisher: publisher})
 	}
-	out, err := h.store.Append(ctx, n.ID, events)
+	out, err := h.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +83,11 @@ func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []
 
 // Purge removes every item of the node.
 func (h *Hub) Purge(ctx context.Context, nodeName, publisher string) error {
-	n, err := h.store.Node(ctx, nodeName)
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return err
 	}
-	if _, err := h.store.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
+	if _, err := h.stores.Log.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
 		return err
 	}
 	h.wake(n.ID)
@@ -108,5 +108,5 @@ func uniq(ids []string) []string {
 
 // Items returns the node's current items, newest first (see Store.Items).
 func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
-	return h.store.Items(ctx, node.ID, ids, max)
+	return h.stores.Log.Items(ctx, node.ID, ids, max)
 }

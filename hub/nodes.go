@@ -38,7 +38,7 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 		if err != nil {
 			return nil, "", err
 		}
-		s, _, err := h.store.EnsureSource(ctx, source)
+		s, _, err := h.stores.Sources.EnsureSource(ctx, source)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -53,14 +53,14 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	}
 	token := randomToken(24)
 	n.TokenHash = HashToken(token)
-	if err := h.store.CreateNode(ctx, n); err != nil {
+	if err := h.stores.Nodes.CreateNode(ctx, n); err != nil {
 		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 	}
 	if src != nil && src.Gone {
 		// A source found gone (410) before and asked for again by a new
 		// node gets another chance: it is fetched now, and marked gone
 		// again if it still is.
-		revived, err := h.store.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
+		revived, err := h.stores.Sources.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -80,7 +80,7 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 		// its title): the caller gets it as it is now. The node exists
 		// whatever this read does (the caller's context may have ended
 		// the wait for the baseline): without it, the node as created.
-		if cur, err := h.store.NodeByID(ctx, n.ID); err == nil {
+		if cur, err := h.stores.Nodes.NodeByID(ctx, n.ID); err == nil {
 			n = cur
 		}
 	}
@@ -101,7 +101,7 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 	if !ok || !src.IsFeed {
 		return
 	}
-	body, err := h.store.SourceBody(ctx, src.ID)
+	body, err := h.stores.Sources.SourceBody(ctx, src.ID)
 	if err != nil || len(body) == 0 {
 		if err != nil {
 			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
@@ -120,7 +120,7 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 		return
 	}
 	events := NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems)
-	kept, err := h.store.KeepItems(ctx, n.ID, events)
+	kept, err := h.stores.Log.KeepItems(ctx, n.ID, events)
 	if err != nil {
 		h.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
 		return
@@ -130,16 +130,16 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 
 // Node returns a node by name.
 func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
-	return h.store.Node(ctx, name)
+	return h.stores.Nodes.Node(ctx, name)
 }
 
 // Nodes lists every node.
-func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
+func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.stores.Nodes.Nodes(ctx) }
 
 // NodesPage lists one page of the nodes in name order (Store.NodesPage):
 // what anyone may ask for reads that page, not the whole list.
 func (h *Hub) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
-	return h.store.NodesPage(ctx, p)
+	return h.stores.Nodes.NodesPage(ctx, p)
 }
 
 // nodeCountFor is how long NodeCount trusts a count it read.
@@ -164,7 +164,7 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 	if c.valid && !now.Before(c.at) && now.Sub(c.at) < nodeCountFor {
 		return c.n, nil
 	}
-	n, err := h.store.CountNodes(ctx)
+	n, err := h.stores.Nodes.CountNodes(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -177,11 +177,11 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 // records with the deletion, so they are told after a restart too, or
 // when another process deleted it; the transports are woken for the node.
 func (h *Hub) DeleteNode(ctx context.Context, name string) error {
-	n, err := h.store.Node(ctx, name)
+	n, err := h.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.store.DeleteNode(ctx, name); err != nil {
+	if err := h.stores.Nodes.DeleteNode(ctx, name); err != nil {
 		return err
 	}
 	h.wake(n.ID, KindXMPP)
@@ -204,13 +204,13 @@ func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCre
 	if err != nil {
 		return nil, err
 	}
-	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	srcs, err := h.stores.Sources.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	var implicit *Node
 	for _, s := range srcs {
-		nodes, err := h.store.NodesBySource(ctx, s.ID)
+		nodes, err := h.stores.Nodes.NodesBySource(ctx, s.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -252,11 +252,11 @@ func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCre
 			return n, err
 		}
 		// Taken: by a concurrent request for the same URL, or by another node.
-		existing, err := h.store.Node(ctx, name)
+		existing, err := h.stores.Nodes.Node(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		src, _, err := h.store.EnsureSource(ctx, rawURL)
+		src, _, err := h.stores.Sources.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 			return nil, err
 		}
 		rawURL = canon
-		s, _, err := h.store.EnsureSource(ctx, rawURL)
+		s, _, err := h.stores.Sources.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("set the source of %q: %w", name, err)
 		}
@@ -25,11 +25,11 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 	if src != nil {
 		id = src.ID
 	}
-	if err := h.store.SetNodeSource(ctx, name, id); err != nil {
+	if err := h.stores.Nodes.SetNodeSource(ctx, name, id); err != nil {
 		return nil, fmt.Errorf("set the source of %q: %w", name, err)
 	}
 	if src != nil && src.Baselined && !src.Gone {
-		n, err := h.store.Node(ctx, name)
+		n, err := h.stores.Nodes.Node(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -40,5 +40,5 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 		}
 	}
 	h.log.InfoContext(ctx, "node source set", "node", name, "source", rawURL)
-	return h.store.Node(ctx, name)
+	return h.stores.Nodes.Node(ctx, name)
 }

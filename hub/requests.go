@@ -22,7 +22,7 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 	if s.Address == "" {
 		return nil, "", fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.store.Node(ctx, s.NodeName)
+	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, "", err
 	}
@@ -32,7 +32,7 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 	s.NodeID, s.NodeName = n.ID, n.Name
 	s.State = SubPending
 	s.Cursor = n.LastSeq // a new subscription gets what comes after, not what came before
-	outcome, err := h.store.RequestSubscription(ctx, &s)
+	outcome, err := h.stores.Subscriptions.RequestSubscription(ctx, &s)
 	if err != nil {
 		return nil, "", fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
@@ -51,11 +51,11 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 // verifies the unsubscription (RequestChangePending). ErrNotFound when
 // there is none.
 func (h *Hub) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
-	n, err := h.store.Node(ctx, nodeName)
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, "", err
 	}
-	sub, outcome, err := h.store.RequestUnsubscription(ctx, n.ID, kind, address)
+	sub, outcome, err := h.stores.Subscriptions.RequestUnsubscription(ctx, n.ID, kind, address)
 	if err != nil {
 		return nil, "", err
 	}

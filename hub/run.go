@@ -55,7 +55,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 	if src.IsFeed && src.BodyHash != "" {
 		// Claimed without its body: read only if the origin sends a delta.
 		id := src.ID
-		req.LoadPrevious = func(ctx context.Context) ([]byte, error) { return h.store.SourceBody(ctx, id) }
+		req.LoadPrevious = func(ctx context.Context) ([]byte, error) { return h.stores.Sources.SourceBody(ctx, id) }
 	}
 	fctx, cancel := context.WithTimeout(ctx, h.cfg.FetchTimeout)
 	started := time.Now()
@@ -81,7 +81,7 @@ func (h *Hub) fetchSource(ctx context.Context, src *Source, w *unchangedWriter) 
 		w.add(out, src.URL)
 		return hostPausedUntil
 	}
-	applied, err := h.store.ApplyFetch(ctx, out)
+	applied, err := h.stores.Fetches.ApplyFetch(ctx, out)
 	h.signalFetched(src.ID)
 	if errors.Is(err, ErrLeaseLost) {
 		// The lease ran out during the fetch and another process took the
@@ -165,7 +165,7 @@ func (h *Hub) release(ctx context.Context, src *Source, at time.Time, reason str
 	defer cancel()
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	_, err := h.store.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner})
+	_, err := h.stores.Fetches.ApplyFetch(wctx, FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner})
 	h.signalFetched(src.ID)
 	if err != nil {
 		h.log.WarnContext(wctx, "release an unfetched source; it is fetched when its lease runs out",
@@ -182,7 +182,7 @@ const giveBackTimeout = 5 * time.Second
 // hub. Only with Config.Exclusive: then their holder is a process that
 // died before it could store the outcome of its fetches.
 func (h *Hub) reclaimSourceLeases(ctx context.Context) {
-	srcs, err := h.store.SourcesLeasedByOthers(ctx, h.instance, h.now())
+	srcs, err := h.stores.Fetches.SourcesLeasedByOthers(ctx, h.instance, h.now())
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.WarnContext(ctx, "look for fetches left leased by an earlier process", "err", err)
@@ -202,7 +202,7 @@ func (h *Hub) reclaimSourceLeases(ctx context.Context) {
 // with a stable name (Config.Instance) its restart fetches them at once
 // instead of after their leases run out, on any store.
 func (h *Hub) reclaimOwnSourceLeases(ctx context.Context) {
-	srcs, err := h.store.SourcesLeasedBy(ctx, h.instance)
+	srcs, err := h.stores.Fetches.SourcesLeasedBy(ctx, h.instance)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.WarnContext(ctx, "look for fetches left leased under this instance name", "instance", h.instance, "err", err)
@@ -327,7 +327,7 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-expiry.C:
-			removed, err := h.store.DeleteExpiredSubscriptions(ctx, h.now())
+			removed, err := h.stores.Maintenance.DeleteExpiredSubscriptions(ctx, h.now())
 			if err != nil {
 				h.log.WarnContext(ctx, "remove expired subscriptions", "err", err)
 			}
@@ -335,14 +335,14 @@ func (h *Hub) maintenanceLoop(ctx context.Context) {
 				h.log.InfoContext(ctx, "subscription expired", "node", s.NodeName, "kind", s.Kind, "subscriber", s.Address)
 			}
 		case <-prune.C:
-			if err := h.store.Prune(ctx, h.now().Add(-h.cfg.PingRetention)); err != nil {
+			if err := h.stores.Maintenance.Prune(ctx, h.now().Add(-h.cfg.PingRetention)); err != nil {
 				h.log.WarnContext(ctx, "prune", "err", err)
 			}
 			if _, _, err := h.DeleteUnused(ctx); err != nil {
 				h.log.WarnContext(ctx, "remove unused nodes and sources", "err", err)
 			}
 		case <-forget.C:
-			n, err := h.store.ForgetSeenEntries(ctx, SeenRetention)
+			n, err := h.stores.Maintenance.ForgetSeenEntries(ctx, SeenRetention)
 			if err != nil {
 				h.log.WarnContext(ctx, "forget entry ids sources no longer show", "err", err)
 			} else if n > 0 {

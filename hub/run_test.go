@@ -11,6 +11,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
 )
 
 // pingdGoroutines returns the stacks of live goroutines running hub or
@@ -116,7 +117,7 @@ func TestRunStopsWithItsContextAndLeavesNoGoroutine(t *testing.T) {
 	}
 	open()
 	h2, err := hub.New(hub.Config{
-		Store: e.store, Now: e.clock.Now, Instance: "second", Logger: testLogger(t),
+		Stores: store.HubStores(e.store), Now: e.clock.Now, Instance: "second", Logger: testLogger(t),
 		Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true, Now: e.clock.Now}),
 	})
 	if err != nil {

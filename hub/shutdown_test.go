@@ -9,6 +9,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
 )
 
 // A fetch a process had claimed when it stopped goes to the next process at
@@ -18,7 +19,7 @@ import (
 func (e *env) startHub(instance string, exclusive bool) (stop func()) {
 	e.t.Helper()
 	h, err := hub.New(hub.Config{
-		Store: e.store, Now: e.clock.Now, Instance: instance, Logger: testLogger(e.t), Exclusive: exclusive,
+		Stores: store.HubStores(e.store), Now: e.clock.Now, Instance: instance, Logger: testLogger(e.t), Exclusive: exclusive,
 		Fetcher:      feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true, Now: e.clock.Now}),
 		FetchTimeout: 10 * time.Second,
 	})

@@ -80,10 +80,10 @@ func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts
 		if err := h.setDigest(ctx, sub, opts); err != nil {
 			return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 		}
-		return h.store.Subscription(ctx, sub.ID)
+		return h.stores.Subscriptions.Subscription(ctx, sub.ID)
 	}
 	sub.Options = opts
-	if _, err := h.store.PutSubscription(ctx, &sub); err != nil {
+	if _, err := h.stores.Subscriptions.PutSubscription(ctx, &sub); err != nil {
 		return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	return &sub, nil

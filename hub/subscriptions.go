@@ -23,7 +23,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 	if s.Address == "" {
 		return nil, false, fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.store.Node(ctx, s.NodeName)
+	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -41,7 +41,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
 		}
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
@@ -62,7 +62,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		// <subscribe> naming any callback, so a repeated one proves
 		// nothing. "If the subscriber is already on the list … the status
 		// should be true", and nothing else: its delivery record stays.
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindCNWS, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindCNWS, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
@@ -104,7 +104,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
 	if s.Kind == KindXMPP {
 		defer h.lockAccount(s.BareJID)()
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return false, err
 		}
@@ -114,7 +114,7 @@ func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bo
 			}
 		}
 	}
-	created, err := h.store.PutSubscription(ctx, s)
+	created, err := h.stores.Subscriptions.PutSubscription(ctx, s)
 	if err != nil {
 		return false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
@@ -124,11 +124,11 @@ func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bo
 // Unsubscribe removes the subscriptions of the node matching kind and
 // address; ErrNotFound if there were none.
 func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
-	n, err := h.store.Node(ctx, nodeName)
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, addre
 
 // Subscriptions lists subscriptions matching f.
 func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
-	return h.store.Subscriptions(ctx, f)
+	return h.stores.Subscriptions.Subscriptions(ctx, f)
 }
 
 // GrantSubscription subscribes an XMPP JID on an owner's word (XEP-0060
@@ -165,7 +165,7 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 	if last != nil {
 		events = append(events, *last) // approval by an owner sends it too (§12.5)
 	}
-	if _, err := h.store.Append(ctx, sub.NodeID, events); err != nil {
+	if _, err := h.stores.Log.Append(ctx, sub.NodeID, events); err != nil {
 		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	h.wake(sub.NodeID, KindXMPP)
@@ -184,7 +184,7 @@ func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, e
 	if err != nil || last == nil {
 		return false, err
 	}
-	if _, err := h.store.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
+	if _, err := h.stores.Log.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
 		return false, fmt.Errorf("send the newest item of %q to %s: %w", sub.NodeName, sub.Address, err)
 	}
 	h.wake(sub.NodeID, KindXMPP)
@@ -197,14 +197,14 @@ func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, 
 	if sub.Kind != KindXMPP {
 		return nil, nil
 	}
-	n, err := h.store.NodeByID(ctx, sub.NodeID)
+	n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
 	if err != nil {
 		return nil, err
 	}
 	if n.SendLastPublished == SendLastNever {
 		return nil, nil
 	}
-	items, err := h.store.Items(ctx, n.ID, nil, 1)
+	items, err := h.stores.Log.Items(ctx, n.ID, nil, 1)
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 // request). Unlike Subscribe it never creates one: ErrNotFound if the
 // subscription was removed meanwhile.
 func (h *Hub) SetSubscriptionState(ctx context.Context, sub *Subscription, state SubState) error {
-	if err := h.store.SetSubscriptionState(ctx, sub.ID, state, sub.ExpiresAt); err != nil {
+	if err := h.stores.Subscriptions.SetSubscriptionState(ctx, sub.ID, state, sub.ExpiresAt); err != nil {
 		return fmt.Errorf("set %s subscription of %s to %s: %w", sub.Kind, sub.Address, state, err)
 	}
 	sub.State = state

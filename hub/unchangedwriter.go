@@ -43,7 +43,7 @@ type unchangedWriter struct {
 
 func newUnchangedWriter(h *Hub) *unchangedWriter {
 	return &unchangedWriter{h: h, in: make(chan queuedOutcome, 2*maxUnchangedBatch), done: make(chan struct{}),
-		write: h.store.ApplyUnchangedFetches}
+		write: h.stores.Fetches.ApplyUnchangedFetches}
 }
 
 // add queues an unchanged outcome; it waits while the queue is full.

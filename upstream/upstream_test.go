@@ -226,7 +226,7 @@ func newEnvWith(t *testing.T, configure func(*Config)) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	tracker := NewTracker(feed.NewScheduler(feed.SchedulerConfig{}), time.Hour)
-	h, err := hub.New(hub.Config{Store: st, Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true}), Scheduler: tracker, Logger: log})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true}), Scheduler: tracker, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

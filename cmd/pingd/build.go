@@ -154,7 +154,7 @@ func buildHub(cfg *Config, st store.Store, out outbound, log *slog.Logger) (*hub
 		scheduler = tracker
 	}
 	hc := hubConfig(cfg, log)
-	hc.Store = st
+	hc.Stores = store.HubStores(st)
 	hc.Fetcher = fetcher
 	hc.Scheduler = scheduler
 	// An SQLite file serves one process (its lock is held): leases left by
