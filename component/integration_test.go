@@ -17,6 +17,7 @@ import (
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
@@ -71,6 +72,9 @@ type envOptions struct {
 	// hub, when set, changes the hub's Config before hub.New; the hub's
 	// loops run when it sets a Fetcher.
 	hub func(*hub.Config)
+	// fetching, when set, changes the fetch engine's Config (which runs
+	// when hub sets a Fetcher).
+	fetching func(*fetching.Config)
 	// prosody adjusts the server newEnv starts.
 	prosody testenv.ProsodyOptions
 }
@@ -108,6 +112,17 @@ func (e *env) startComponent(opts envOptions) {
 	hcfg := hub.Config{Stores: store.HubStores(e.store), Admins: []string{e.admin}, Logger: log}
 	if opts.hub != nil {
 		opts.hub(&hcfg)
+	}
+	if hcfg.Fetcher != nil {
+		fcfg := fetching.Config{Store: e.store, Fetcher: hcfg.Fetcher, Now: hcfg.Now, Instance: hcfg.Instance, Logger: log}
+		if opts.fetching != nil {
+			opts.fetching(&fcfg)
+		}
+		engine, err := fetching.New(fcfg)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		hcfg.Fetches = engine
 	}
 	h, err := hub.New(hcfg)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
@@ -74,6 +75,7 @@ type env struct {
 	store  store.Store
 	dbPath string // the store's SQLite file
 	hub    *hub.Hub
+	engine *fetching.Engine
 	clock  *testenv.Clock
 	origin *origin
 	rec    *recorder
@@ -112,19 +114,35 @@ func newEnv(t *testing.T, opt envOptions) *env {
 	if opt.wrap != nil {
 		hubStore = opt.wrap(hubStore)
 	}
-	h, err := hub.New(hub.Config{
-		Stores: store.HubStores(hubStore), Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
-		FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost, FetchHostSpacing: opt.hostSpacing,
+	h, engine := newFetchingHub(t, hubStore, hub.Config{
+		Fetcher: fetcher, Now: e.clock.Now,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
-		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),
-		MaxImplicitNodes: opt.maxImplicitNodes,
+		Logger: testLogger(t), MaxImplicitNodes: opt.maxImplicitNodes,
+	}, fetching.Config{
+		Scheduler: opt.scheduler, FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost,
+		FetchHostSpacing: opt.hostSpacing, FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait,
 	})
-	if err != nil {
-		t.Fatalf("hub.New: %v", err)
-	}
+	e.engine = engine
 	h.Register(e.rec, hub.Kinds...)
 	e.hub = h
 	return e
+}
+
+// newFetchingHub makes a hub on st with a fetch engine on the same store,
+// clock, instance, logger and fetcher, as cmd/pingd wires them.
+func newFetchingHub(t *testing.T, st store.Store, hc hub.Config, fc fetching.Config) (*hub.Hub, *fetching.Engine) {
+	t.Helper()
+	fc.Store, fc.Fetcher, fc.Now, fc.Instance, fc.Logger = st, hc.Fetcher, hc.Now, hc.Instance, hc.Logger
+	engine, err := fetching.New(fc)
+	if err != nil {
+		t.Fatalf("fetching.New: %v", err)
+	}
+	hc.Stores, hc.Fetches = store.HubStores(st), engine
+	h, err := hub.New(hc)
+	if err != nil {
+		t.Fatalf("hub.New: %v", err)
+	}
+	return h, engine
 }
 
 // run starts the hub's background work until the test ends, and checks
@@ -146,7 +164,7 @@ func (e *env) run() {
 		}
 	})
 	// Learning of a source waits for its baseline only once Run runs.
-	testenv.WaitFor(e.t, 20*time.Second, "Run to start", e.hub.FetchLoopOn)
+	testenv.WaitFor(e.t, 20*time.Second, "Run to start", e.engine.Running)
 }
 
 // createNode creates a node following the origin's path, failing the test

@@ -79,7 +79,7 @@ type LogStore interface {
 }
 
 // SourceStore is where sources are kept and made due; their fetches are
-// the fetch engine's (FetchStore).
+// the fetch engine's (hub/fetching).
 type SourceStore interface {
 	// EnsureSource returns the source with this URL (matching the original
 	// or the current URL), creating it if needed.
@@ -107,64 +107,6 @@ type SourceStore interface {
 	// live one again, due at `at` with reason; it reports whether the
 	// source was gone. A node created for the source asks for it.
 	ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error)
-}
-
-// FetchStore is what the fetch loop claims and stores.
-type FetchStore interface {
-	// ClaimDueSources leases up to limit sources due at now that are not
-	// gone, not leased by anyone else and followed by a node, the earliest
-	// due first, each with its Subscribers counted (one query for the
-	// claim, not one per fetch), without its Body (SourceBody reads it
-	// when an origin answers with a delta).
-	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
-	// ApplyFetch stores a fetch's outcome in one transaction: the source
-	// state (releasing the lease and clearing a pending note it consumed),
-	// the ids seen, and the events of every node of the source. See
-	// FetchOutcome and FetchApplied. What the fetch brings is the hub's
-	// to decide: the store reads the source's baseline flag and latest
-	// ping and which ids are unseen, and writes what FetchNewsOf,
-	// FetchNews.ForNode and NextFetchAfter (fetchrules.go) decide from
-	// them: on the baseline every entry id is recorded as seen and no item
-	// is told: a feed's entries (FetchNews.Kept, the newest MaxItems of
-	// them) are kept as each node's items as KeepItems keeps them, cursors
-	// standing at the end of a node's log moved past them, and implicit
-	// nodes without a title take FetchNews.Title; a node takes at most its
-	// MaxItems of the newest new entries. A cursor only moves forward:
-	// SaveDeliveryState(s) and SaveDigest never take one back. It sets the stored LastNewItems to the number of new
-	// entries. The body (State.Body) is written only when o.Changed: an
-	// outcome that did not change the representation keeps the stored
-	// one, whatever State.Body holds (sources read without it).
-	//
-	// Every new id is recorded as seen,
-	// published or not, and those left out are never announced. A source
-	// without nodes records its ids and publishes nothing. When new ids
-	// were recorded, the ids the fetch did not show beyond the newest
-	// MaxHiddenSeen are forgotten.
-	//
-	// It is the lease holder's write: when the source's lease is no
-	// longer o.Owner's (it ran out and another process took it), nothing
-	// is written and it returns ErrLeaseLost.
-	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
-	// ApplyUnchangedFetches stores several outcomes that change nothing
-	// but their sources' fetch state (FetchOutcome.Unchanged) in one
-	// transaction, with one statement for many sources where the database
-	// allows: what ApplyFetch would store for each, the representation
-	// (body, hash, content type, title, description, site), the seen ids
-	// and a pending note left as they are. Each lease is released, and a
-	// ping stored while the fetch ran makes the source due again
-	// (NextFetchAfter, decided in the statement itself). Sources removed
-	// meanwhile are skipped, and so are those whose lease is no longer
-	// their Owner's (see ApplyFetch). An outcome that is not Unchanged is refused
-	// with ErrInvalid and nothing is written.
-	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
-	// SourcesLeasedByOthers lists, without their Body, the sources whose
-	// lease is held by someone other than owner and has not run out at
-	// now: a few, where Sources would read every source.
-	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]Source, error)
-	// SourcesLeasedBy lists, without their Body, the sources whose lease
-	// owner holds, run out or not: what a process of that name left
-	// leased when it died.
-	SourcesLeasedBy(ctx context.Context, owner string) ([]Source, error)
 }
 
 // SubscriptionStore is where subscriptions of every kind are kept and
@@ -306,7 +248,6 @@ type Stores struct {
 	Nodes         NodeStore
 	Log           LogStore
 	Sources       SourceStore
-	Fetches       FetchStore
 	Subscriptions SubscriptionStore
 	Readers       ReaderStore
 	Affiliations  AffiliationStore
@@ -321,7 +262,7 @@ func (s Stores) check() error {
 		missing bool
 	}{
 		{"Nodes", s.Nodes == nil}, {"Log", s.Log == nil}, {"Sources", s.Sources == nil},
-		{"Fetches", s.Fetches == nil}, {"Subscriptions", s.Subscriptions == nil},
+		{"Subscriptions", s.Subscriptions == nil},
 		{"Readers", s.Readers == nil}, {"Affiliations", s.Affiliations == nil},
 		{"Pings", s.Pings == nil}, {"Maintenance", s.Maintenance == nil},
 	} {

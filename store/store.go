@@ -20,12 +20,19 @@ type Store interface {
 	hub.NodeStore
 	hub.LogStore
 	hub.SourceStore
-	hub.FetchStore
 	hub.SubscriptionStore
 	hub.ReaderStore
 	hub.AffiliationStore
 	hub.PingStore
 	hub.MaintenanceStore
+	// The fetch engine's claims and outcomes (its contracts are
+	// hub/fetching's Store).
+	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]hub.Source, error)
+	ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.FetchApplied, error)
+	ApplyUnchangedFetches(ctx context.Context, outs []hub.FetchOutcome) error
+	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]hub.Source, error)
+	SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Source, error)
+
 	// Check answers nil while the database answers (health checks).
 	Check(ctx context.Context) error
 	Close() error
@@ -133,7 +140,7 @@ type Store interface {
 
 // HubStores is s as each of the hub's store ports.
 func HubStores(s Store) hub.Stores {
-	return hub.Stores{Nodes: s, Log: s, Sources: s, Fetches: s, Subscriptions: s,
+	return hub.Stores{Nodes: s, Log: s, Sources: s, Subscriptions: s,
 		Readers: s, Affiliations: s, Pings: s, Maintenance: s}
 }
 
@@ -142,7 +149,6 @@ var (
 	_ hub.NodeStore         = (*sqlStore)(nil)
 	_ hub.LogStore          = (*sqlStore)(nil)
 	_ hub.SourceStore       = (*sqlStore)(nil)
-	_ hub.FetchStore        = (*sqlStore)(nil)
 	_ hub.SubscriptionStore = (*sqlStore)(nil)
 	_ hub.ReaderStore       = (*sqlStore)(nil)
 	_ hub.AffiliationStore  = (*sqlStore)(nil)
