@@ -42,7 +42,8 @@ type BounceOutcome struct {
 // what it did; ErrNotFound when no XMPP subscription of address to the
 // node exists (an error to something else, or a subscription ended
 // already).
-func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
+func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
+	h := u.hub
 	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
 	if err != nil {
 		return nil, err
@@ -73,7 +74,8 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 
 // SubscriberIsThere clears the bounce counts of a bare JID's XMPP
 // subscriptions: it just showed it can be reached (a chat command).
-func (h *Hub) SubscriberIsThere(ctx context.Context, bareJID string) error {
+func (u *SubscriptionUseCases) SubscriberIsThere(ctx context.Context, bareJID string) error {
+	h := u.hub
 	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
 	if err != nil {
 		return err
@@ -82,7 +84,8 @@ func (h *Hub) SubscriberIsThere(ctx context.Context, bareJID string) error {
 }
 
 // clearBounces forgets the bounces of the subscriptions that have some.
-func (h *Hub) clearBounces(ctx context.Context, subs []Subscription) error {
+func (u *SubscriptionUseCases) clearBounces(ctx context.Context, subs []Subscription) error {
+	h := u.hub
 	var ids []int64
 	for _, s := range subs {
 		if s.Kind == KindXMPP && s.ConsecutiveErrors > 0 {

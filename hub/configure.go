@@ -11,7 +11,8 @@ import (
 // access model becomes whitelist, the XMPP subscriptions of JIDs that may
 // no longer read the node end here too, each with a revoke event that
 // tells the subscriber (XEP-0060 §8.8.4), so no entry point can forget it.
-func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
+func (u *AccessUseCases) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
+	h := u.hub
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -40,7 +41,8 @@ func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) er
 // revokeNonMembers ends the XMPP subscriptions of every bare JID that may
 // not read node under its access model (admins and those affiliated as
 // member, publisher or owner may).
-func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
+func (u *AccessUseCases) revokeNonMembers(ctx context.Context, node *Node) error {
+	h := u.hub
 	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
 	if err != nil {
 		return err

@@ -54,7 +54,8 @@ func validDigest(o Options) error {
 
 // setDigest stores a subscription's new options when its digests change,
 // with the cursor and due time that go with them.
-func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) error {
+func (u *SubscriptionUseCases) setDigest(ctx context.Context, sub Subscription, opts Options) error {
+	h := u.hub
 	now := h.now()
 	cursor, next := sub.Cursor, sub.NextAttemptAt
 	switch {
@@ -81,7 +82,8 @@ func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) err
 
 // DueDigests lists up to limit XMPP subscriptions whose digest is due at
 // now (NextAttemptAt passed), the longest due first.
-func (h *Hub) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
+func (u *SubscriptionUseCases) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
+	h := u.hub
 	return h.stores.Readers.DueDigests(ctx, h.now(), limit)
 }
 
@@ -91,7 +93,8 @@ func (h *Hub) DueDigests(ctx context.Context, limit int) ([]Subscription, error)
 // is owed than one digest carried (more). It reports false when the
 // subscription changed meanwhile (its options or due time); the digest is
 // then due again as the change says.
-func (h *Hub) DigestSent(ctx context.Context, sub Subscription, due time.Time, cursor int64, sent time.Time, more bool) (bool, error) {
+func (u *SubscriptionUseCases) DigestSent(ctx context.Context, sub Subscription, due time.Time, cursor int64, sent time.Time, more bool) (bool, error) {
+	h := u.hub
 	var next time.Time
 	switch {
 	case more:

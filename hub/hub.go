@@ -68,6 +68,10 @@ const (
 
 // Hub is the core service. Its methods are safe for concurrent use.
 type Hub struct {
+	*AccessUseCases
+	*NodeUseCases
+	*SubscriptionUseCases
+
 	stores    Stores
 	fetches   FetchEngine
 	fetcher   Fetcher
@@ -141,6 +145,9 @@ func New(cfg Config) (*Hub, error) {
 		cfg:        cfg,
 		transports: map[Kind][]Transport{},
 	}
+	h.AccessUseCases = &AccessUseCases{hub: h}
+	h.NodeUseCases = &NodeUseCases{hub: h}
+	h.SubscriptionUseCases = &SubscriptionUseCases{hub: h}
 	if cfg.AdminToken != "" {
 		h.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 		h.hasAdmin = true
@@ -185,3 +192,21 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 		}
 	}
 }
+
+// The hub's use cases by area, each a type of its own so that none grows
+// past what one reader can hold; Hub embeds them, so their methods are the
+// Hub's (see doc.go). Each works with the Hub's shared state (its store
+// ports, clock, admins, transports and caches) through its hub field.
+type (
+	// AccessUseCases: who may do what on a node (admins, owners, tokens,
+	// affiliations, revocations) and a node's configuration.
+	AccessUseCases struct{ hub *Hub }
+	// NodeUseCases: creating, finding and deleting nodes (the implicit
+	// nodes of URLs included), their sources, publishing and reading their
+	// items and logs.
+	NodeUseCases struct{ hub *Hub }
+	// SubscriptionUseCases: subscribing of every kind, verified requests,
+	// options and states, the bounds on an account's and a callback
+	// host's subscriptions, bounces and digests.
+	SubscriptionUseCases struct{ hub *Hub }
+)

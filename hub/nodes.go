@@ -23,7 +23,8 @@ type NodeSpec struct {
 // is shown only now (the store keeps its hash). If the node follows a
 // source without a baseline, CreateNode returns once the baseline fetch
 // is over (awaitBaseline).
-func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+	h := u.hub
 	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
 	}
@@ -96,7 +97,8 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 // fetcher to read a stored body (EntryReader); without one, or without a
 // stored feed, the node starts empty and takes the feed's next new
 // entries. Failing to read them is logged, not an error: the node exists.
-func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
+func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
+	h := u.hub
 	reader, ok := h.fetcher.(EntryReader)
 	if !ok || !src.IsFeed {
 		return
@@ -129,16 +131,21 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 }
 
 // Node returns a node by name.
-func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
+func (u *NodeUseCases) Node(ctx context.Context, name string) (*Node, error) {
+	h := u.hub
 	return h.stores.Nodes.Node(ctx, name)
 }
 
 // Nodes lists every node.
-func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.stores.Nodes.Nodes(ctx) }
+func (u *NodeUseCases) Nodes(ctx context.Context) ([]Node, error) {
+	h := u.hub
+	return h.stores.Nodes.Nodes(ctx)
+}
 
 // NodesPage lists one page of the nodes in name order (Store.NodesPage):
 // what anyone may ask for reads that page, not the whole list.
-func (h *Hub) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
+func (u *NodeUseCases) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
+	h := u.hub
 	return h.stores.Nodes.NodesPage(ctx, p)
 }
 
@@ -156,7 +163,8 @@ type nodeCountCache struct {
 // NodeCount is the number of nodes as counted at most nodeCountFor ago:
 // the size of the list shown a page at a time (XEP-0059 lets that count be
 // approximate), read from the store once in that time however many ask.
-func (h *Hub) NodeCount(ctx context.Context) (int, error) {
+func (u *NodeUseCases) NodeCount(ctx context.Context) (int, error) {
+	h := u.hub
 	c := &h.nodeCount
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -176,7 +184,8 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 // subscribers are told by the component from the NodeDeletion the store
 // records with the deletion, so they are told after a restart too, or
 // when another process deleted it; the transports are woken for the node.
-func (h *Hub) DeleteNode(ctx context.Context, name string) error {
+func (u *NodeUseCases) DeleteNode(ctx context.Context, name string) error {
+	h := u.hub
 	n, err := h.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
@@ -193,13 +202,15 @@ func (h *Hub) DeleteNode(ctx context.Context, name string) error {
 // looked up in canonical form), preferring one an owner created; when none
 // does and create is set, it creates an implicit open node named after the
 // canonical URL and returns once its source's baseline fetch is over.
-func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+func (u *NodeUseCases) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+	h := u.hub
 	return h.nodeForURL(ctx, rawURL, create, nil)
 }
 
 // nodeForURL is NodeForURL; mayCreate, when set, is asked right before an
 // implicit node is created (and only then), and its error is returned.
-func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
+func (u *NodeUseCases) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
+	h := u.hub
 	rawURL, err := CanonicalURL(rawURL)
 	if err != nil {
 		return nil, err

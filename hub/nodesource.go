@@ -7,7 +7,8 @@ import (
 
 // SetNodeSourceURL points a node at the source rawURL ("" for none) and
 // schedules the source's first fetch when it has none yet.
-func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
+func (u *NodeUseCases) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
+	h := u.hub
 	var src *Source
 	if rawURL != "" {
 		canon, err := CanonicalURL(rawURL)

@@ -15,7 +15,8 @@ import (
 // leaves them exactly so. A new subscription, or one not verified yet, is
 // pending until verified (see Store.RequestSubscription). Like Subscribe,
 // it returns once a source without a baseline has been fetched.
-func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
+func (u *SubscriptionUseCases) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
+	h := u.hub
 	if !s.Kind.Valid() || s.Kind == KindXMPP || s.Kind == KindCNWS {
 		return nil, "", fmt.Errorf("%w: %q subscriptions are not verified requests", ErrInvalid, s.Kind)
 	}
@@ -50,7 +51,8 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 // (RequestCancelled); a verified one keeps being served until its callback
 // verifies the unsubscription (RequestChangePending). ErrNotFound when
 // there is none.
-func (h *Hub) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
+func (u *SubscriptionUseCases) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
+	h := u.hub
 	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, "", err
@@ -68,7 +70,8 @@ func (h *Hub) RequestUnsubscription(ctx context.Context, nodeName string, kind K
 // Serves reports whether a transport is registered for the kind: a
 // subscription of a kind nobody delivers would be accepted and never
 // served.
-func (h *Hub) Serves(kind Kind) bool {
+func (u *SubscriptionUseCases) Serves(kind Kind) bool {
+	h := u.hub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return len(h.transports[kind]) > 0

@@ -63,7 +63,8 @@ func MessageTypeOf(n *Node, o Options) string {
 
 // SetSubscriptionOptions replaces the options of an existing subscription
 // (XEP-0060 §6.3); its state, cursor and delivery state are kept.
-func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
+func (u *SubscriptionUseCases) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
+	h := u.hub
 	if !ValidMessageType(opts.MessageType) {
 		return nil, fmt.Errorf("%w: message type %q", ErrInvalid, opts.MessageType)
 	}

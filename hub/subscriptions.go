@@ -16,7 +16,8 @@ import (
 // A new subscription starts at the node's newest event: it gets what comes
 // after, not what came before. A subscription to a node whose source has
 // no baseline yet returns once the baseline fetch is over.
-func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	h := u.hub
 	if !s.Kind.Valid() {
 		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
 	}
@@ -101,7 +102,8 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 // first checked against the account's bounds (mayAddXMPPSubscription),
 // under the account's lock until it is stored; one that exists (in any
 // state) is never refused.
-func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
+func (u *SubscriptionUseCases) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
+	h := u.hub
 	if s.Kind == KindXMPP {
 		defer h.lockAccount(s.BareJID)()
 		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
@@ -123,7 +125,8 @@ func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bo
 
 // Unsubscribe removes the subscriptions of the node matching kind and
 // address; ErrNotFound if there were none.
-func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
+func (u *SubscriptionUseCases) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
+	h := u.hub
 	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
@@ -139,7 +142,8 @@ func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, addre
 }
 
 // Subscriptions lists subscriptions matching f.
-func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
+func (u *SubscriptionUseCases) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
+	h := u.hub
 	return h.stores.Subscriptions.Subscriptions(ctx, f)
 }
 
@@ -149,7 +153,8 @@ func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscr
 // event in the node's log, written to that one address, so subscribing
 // costs no more than the subscription itself. An existing subscription is
 // returned as it is, and nobody is told of a change that did not happen.
-func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+func (u *SubscriptionUseCases) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	h := u.hub
 	if s.Kind != KindXMPP {
 		return nil, false, fmt.Errorf("%w: owners grant XMPP subscriptions only, not %q", ErrInvalid, s.Kind)
 	}
@@ -179,7 +184,8 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 // after a lost connection). It reports whether there was an item to send.
 // A subscription that existed already is not sent it again: the caller
 // calls this for new ones only.
-func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+func (u *SubscriptionUseCases) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+	h := u.hub
 	last, err := h.lastPublishedFor(ctx, sub)
 	if err != nil || last == nil {
 		return false, err
@@ -193,7 +199,8 @@ func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, e
 
 // lastPublishedFor is the EventLast that sends the node's newest item to
 // the XMPP subscription, nil when there is none to send.
-func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+func (u *SubscriptionUseCases) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+	h := u.hub
 	if sub.Kind != KindXMPP {
 		return nil, nil
 	}
