@@ -132,9 +132,10 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	p.Store = newCountingStore(st)
 	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins}
 	if opts.Fetch {
-		cfg.Fetcher = feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
+		fetcher := feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
 			Client: netguard.NewClient(netguard.Options{AllowPrivate: true, MaxIdleConns: pingdIdleConns})})
-		engine, err := fetching.New(fetching.Config{Store: p.Store, Fetcher: cfg.Fetcher, Logger: log,
+		cfg.Fetcher, cfg.Entries = fetcher, fetcher
+		engine, err := fetching.New(fetching.Config{Store: p.Store, Fetcher: fetcher, Logger: log,
 			Scheduler:    feed.NewScheduler(feed.SchedulerConfig{}),
 			FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost, FetchHostSpacing: opts.FetchHostSpacing,
 			// One process on an SQLite file, as cmd/pingd says for SQLite.

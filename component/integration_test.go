@@ -123,6 +123,9 @@ func (e *env) startComponent(opts envOptions) {
 			e.t.Fatal(err)
 		}
 		hcfg.Fetches = engine
+		if r, ok := hcfg.Fetcher.(hub.EntryReader); ok && hcfg.Entries == nil {
+			hcfg.Entries = r // the feed fetcher, as cmd/pingd gives it
+		}
 	}
 	h, err := hub.New(hcfg)
 	if err != nil {

@@ -72,6 +72,7 @@ func newDialectEnvHub(t *testing.T, tuneHub func(*hub.Config), tune ...func(*htt
 		Stores:     store.HubStores(st),
 		Fetches:    fetches,
 		Fetcher:    fetcher,
+		Entries:    fetcher,
 		Logger:     log,
 		AdminToken: dialectAdminToken,
 	}

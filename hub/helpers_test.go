@@ -138,6 +138,9 @@ func newFetchingHub(t *testing.T, st store.Store, hc hub.Config, fc fetching.Con
 		t.Fatalf("fetching.New: %v", err)
 	}
 	hc.Stores, hc.Fetches = store.HubStores(st), engine
+	if r, ok := hc.Fetcher.(hub.EntryReader); ok && hc.Entries == nil {
+		hc.Entries = r // the feed fetcher, as cmd/pingd gives it
+	}
 	h, err := hub.New(hc)
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)

@@ -16,9 +16,13 @@ type Config struct {
 	// source is fetched in this process, and learning of one does not wait
 	// for its baseline.
 	Fetches FetchEngine
-	// Fetcher reads a resource once for ReadResource, and its stored
-	// entries when it is also an EntryReader; nil: ReadResource refuses.
+	// Fetcher reads a resource once for ReadResource; nil: ReadResource
+	// refuses.
 	Fetcher Fetcher
+	// Entries reads the entries of a source's stored body, which a node
+	// that starts following a source fetched before keeps as its items;
+	// nil: such a node starts empty and takes the feed's next entries.
+	Entries EntryReader
 	Logger  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -75,6 +79,7 @@ type Hub struct {
 	stores    Stores
 	fetches   FetchEngine
 	fetcher   Fetcher
+	entries   EntryReader
 	log       *slog.Logger
 	now       func() time.Time
 	instance  string
@@ -138,6 +143,7 @@ func New(cfg Config) (*Hub, error) {
 		stores:     cfg.Stores,
 		fetches:    cfg.Fetches,
 		fetcher:    cfg.Fetcher,
+		entries:    cfg.Entries,
 		log:        cfg.Logger,
 		now:        func() time.Time { return cfg.Now().UTC() },
 		instance:   cfg.Instance,

@@ -92,15 +92,14 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 // keepCurrentEntries gives a node that starts following src, a source
 // whose baseline was taken before (for another node), the entries of the
 // source's stored representation as its items, told to no one
-// (Store.KeepItems), as that baseline gave them to the nodes following it
-// then: a new node is not empty while its feed has entries. It needs the
-// fetcher to read a stored body (EntryReader); without one, or without a
-// stored feed, the node starts empty and takes the feed's next new
-// entries. Failing to read them is logged, not an error: the node exists.
+// (LogStore.KeepItems), as that baseline gave them to the nodes following
+// it then: a new node is not empty while its feed has entries. It needs
+// Config.Entries to read a stored body; without it, or without a stored
+// feed, the node starts empty and takes the feed's next new entries. Failing to read them is logged, not an error: the node exists.
 func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 	h := u.hub
-	reader, ok := h.fetcher.(EntryReader)
-	if !ok || !src.IsFeed {
+	reader := h.entries
+	if reader == nil || !src.IsFeed {
 		return
 	}
 	body, err := h.stores.Sources.SourceBody(ctx, src.ID)

@@ -232,7 +232,7 @@ func newEnvWith(t *testing.T, configure func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Fetches: fetches, Fetcher: fetcher, Logger: log})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Fetches: fetches, Fetcher: fetcher, Entries: fetcher, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,6 +180,7 @@ func buildHub(cfg *Config, st store.Store, out outbound, log *slog.Logger) (*hub
 	hc.Stores = store.HubStores(st)
 	hc.Fetches = engine
 	hc.Fetcher = fetcher
+	hc.Entries = fetcher
 	h, err := hub.New(hc)
 	if err != nil {
 		return nil, nil, err
