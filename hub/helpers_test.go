@@ -85,11 +85,11 @@ type envOptions struct {
 	adminToken string
 	admins     []string
 	scheduler  hub.Scheduler
-	// baselineWait is Config.BaselineWait; zero keeps the default.
+	// baselineWait is fetching.Config.BaselineWait; zero keeps the default.
 	baselineWait time.Duration
 	// maxImplicitNodes is Config.MaxImplicitNodes; zero keeps the default.
 	maxImplicitNodes int
-	// fetchWorkers, fetchesPerHost and hostSpacing are the Config fields
+	// fetchWorkers, fetchesPerHost and hostSpacing are the fetching.Config fields
 	// of those names; zero keeps the default (no spacing).
 	fetchWorkers, fetchesPerHost int
 	hostSpacing                  time.Duration

@@ -43,9 +43,6 @@ func (e *Engine) Limits() hub.FetchLimits {
 }
 
 func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
-	if e.fetcher == nil {
-		return
-	}
 	workers := e.cfg.FetchWorkers
 	// maxInHand bounds the claimed sources waiting for their hosts: the
 	// leases this process holds unused. (They come without their bodies,
