@@ -25,6 +25,17 @@ import (
 // …Config functions are the part of each package's configuration that
 // options decide, apart so that tests can see where each option goes.
 
+// The one store is every port its users declare; the hub's are asserted in
+// package store, which may not import the others.
+var (
+	_ fetching.Store        = store.Store(nil)
+	_ delivery.Store        = store.Store(nil)
+	_ delivery.SourceReader = store.Store(nil)
+	_ component.Store       = store.Store(nil)
+	_ upstream.Store        = store.Store(nil)
+	_ hub.RelayStore        = store.Store(nil)
+)
+
 // parts is the running daemon: what serve starts and stops.
 type parts struct {
 	store      store.Store
