@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
 )
 
 // countingStore counts the calls pingd makes to its store, by method, so
@@ -16,7 +17,7 @@ import (
 // each subscriber count. Every method that changes the database is
 // counted, plus the reads on the notification path.
 type countingStore struct {
-	hub.Store
+	store.Store
 	mu     sync.Mutex
 	counts map[string]int64
 	tagged map[string]map[string]int64
@@ -26,7 +27,7 @@ type countingStore struct {
 	fetchesStored atomic.Int64
 }
 
-func newCountingStore(s hub.Store) *countingStore {
+func newCountingStore(s store.Store) *countingStore {
 	return &countingStore{Store: s, counts: map[string]int64{}, tagged: map[string]map[string]int64{}}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -43,7 +44,7 @@ type pingdOptions struct {
 	// FetchesPerHost are the hub's limits (0: its defaults, as the
 	// options' defaults are), FetchHostSpacing its spacing between two
 	// fetches of one host (0: none; pingd serve's default is
-	// hub.DefaultFetchHostSpacing).
+	// fetching.DefaultFetchHostSpacing).
 	Fetch            bool
 	FetchWorkers     int
 	FetchesPerHost   int
@@ -129,14 +130,20 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 		return err
 	}
 	p.Store = newCountingStore(st)
-	cfg := hub.Config{Store: p.Store, Logger: log, Admins: opts.Admins,
-		FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost, FetchHostSpacing: opts.FetchHostSpacing,
-		// One process on an SQLite file, as cmd/pingd says for SQLite.
-		Exclusive: true}
+	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins}
 	if opts.Fetch {
-		cfg.Fetcher = feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
+		fetcher := feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
 			Client: netguard.NewClient(netguard.Options{AllowPrivate: true, MaxIdleConns: pingdIdleConns})})
-		cfg.Scheduler = feed.NewScheduler(feed.SchedulerConfig{})
+		cfg.Fetcher, cfg.Entries = fetcher, fetcher
+		engine, err := fetching.New(fetching.Config{Store: p.Store, Fetcher: fetcher, Logger: log,
+			Scheduler:    feed.NewScheduler(feed.SchedulerConfig{}),
+			FetchWorkers: opts.FetchWorkers, FetchesPerHost: opts.FetchesPerHost, FetchHostSpacing: opts.FetchHostSpacing,
+			// One process on an SQLite file, as cmd/pingd says for SQLite.
+			Exclusive: true})
+		if err != nil {
+			return err
+		}
+		cfg.Fetches = engine
 	}
 	h, err := hub.New(cfg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 )
 
 // pollSize is one number of followed sources spread over origin hosts.
@@ -57,9 +58,9 @@ type pollPlan struct {
 // The fetch limits both sides work with: cmd/pingd's defaults
 // (--fetch-workers, --fetches-per-host, --fetch-host-spacing).
 const (
-	pollWorkers = hub.DefaultFetchWorkers
-	pollPerHost = hub.DefaultFetchesPerHost
-	pollSpacing = hub.DefaultFetchHostSpacing
+	pollWorkers = fetching.DefaultFetchWorkers
+	pollPerHost = fetching.DefaultFetchesPerHost
+	pollSpacing = fetching.DefaultFetchHostSpacing
 )
 
 // latenessRate is a rate of due sources a second and what it stands for.

@@ -54,7 +54,7 @@ func populate(ctx context.Context, t testing.TB, path string, nodes, subs int) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	h, err := hub.New(hub.Config{Store: st, Logger: benchLogger()})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: benchLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func timeOps(ctx context.Context, t testing.TB, path string, nodes, ops int, tag
 		t.Fatal(err)
 	}
 	defer st.Close()
-	h, err := hub.New(hub.Config{Store: st, Logger: benchLogger()})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: benchLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

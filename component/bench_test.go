@@ -31,7 +31,7 @@ func BenchmarkFanout(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	h, err := hub.New(hub.Config{Store: st})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // through the hub: the nodes it serves, their logs and XMPP subscriptions,
 // the per-node XMPP cursor, the pruning after a cursor moved, and the
 // deleted nodes whose subscribers are to be told (deletions.go). It is
-// the hub's store (hub.Store has all of it).
+// the hub's store (store.Store has all of it).
 type Store interface {
 	Node(ctx context.Context, name string) (*hub.Node, error)
 	NodeByID(ctx context.Context, id int64) (*hub.Node, error)

@@ -19,7 +19,7 @@ func newTestHub(t *testing.T) (*hub.Hub, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(hub.Config{Store: st})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st)})
 	if err != nil {
 		t.Fatal(err)
 	}

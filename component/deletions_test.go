@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
 )
 
 // TestDeleteNotificationsAreDurable: a node deleted while no component
@@ -31,7 +32,7 @@ func TestDeleteNotificationsAreDurable(t *testing.T) {
 	// pingd stops; another hub on the same database (a process without
 	// the component) deletes the node.
 	e.stop()
-	other, err := hub.New(hub.Config{Store: e.store, Admins: []string{e.admin}})
+	other, err := hub.New(hub.Config{Stores: store.HubStores(e.store), Admins: []string{e.admin}})
 	if err != nil {
 		t.Fatal(err)
 	}

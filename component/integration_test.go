@@ -17,6 +17,7 @@ import (
 	"github.com/pingd/pingd/delivery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
@@ -53,7 +54,7 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	p      *testenv.Prosody
-	store  hub.Store
+	store  store.Store
 	hub    *hub.Hub
 	comp   *Component
 	logs   *logBuffer
@@ -71,6 +72,9 @@ type envOptions struct {
 	// hub, when set, changes the hub's Config before hub.New; the hub's
 	// loops run when it sets a Fetcher.
 	hub func(*hub.Config)
+	// fetching, when set, changes the fetch engine's Config (which runs
+	// when hub sets a Fetcher).
+	fetching func(*fetching.Config)
 	// prosody adjusts the server newEnv starts.
 	prosody testenv.ProsodyOptions
 }
@@ -105,9 +109,23 @@ func newEnv(t *testing.T, opts envOptions) *env {
 func (e *env) startComponent(opts envOptions) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: opts.level}))
-	hcfg := hub.Config{Store: e.store, Admins: []string{e.admin}, Logger: log}
+	hcfg := hub.Config{Stores: store.HubStores(e.store), Admins: []string{e.admin}, Logger: log}
 	if opts.hub != nil {
 		opts.hub(&hcfg)
+	}
+	if hcfg.Fetcher != nil {
+		fcfg := fetching.Config{Store: e.store, Fetcher: hcfg.Fetcher, Now: hcfg.Now, Instance: hcfg.Instance, Logger: log}
+		if opts.fetching != nil {
+			opts.fetching(&fcfg)
+		}
+		engine, err := fetching.New(fcfg)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		hcfg.Fetches = engine
+		if r, ok := hcfg.Fetcher.(hub.EntryReader); ok && hcfg.Entries == nil {
+			hcfg.Entries = r // the feed fetcher, as cmd/pingd gives it
+		}
 	}
 	h, err := hub.New(hcfg)
 	if err != nil {
@@ -118,7 +136,7 @@ func (e *env) startComponent(opts envOptions) {
 		addr = e.p.ComponentAddr
 	}
 	cfg := Config{
-		Hub: h, Store: hcfg.Store, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
+		Hub: h, Store: e.store, Domain: e.p.ComponentDomain, Addr: addr, Secret: e.p.Secret,
 		PublicURL: envPublicURL, Logger: log,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		CompleteEntry: feed.CompleteEntry,
@@ -1013,7 +1031,7 @@ func TestConnectionFailuresAreLogged(t *testing.T) {
 		t.Helper()
 		logs := &logBuffer{}
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-		h, err := hub.New(hub.Config{Store: st, Logger: log})
+		h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func startInstance(t *testing.T, p *testenv.Prosody, dbPath, admin string, logs 
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil)).With("instance", name)
-	h, err := hub.New(hub.Config{Store: st, Admins: []string{admin}, Logger: log})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Admins: []string{admin}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestReadyWhileTakingOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(hub.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

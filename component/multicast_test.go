@@ -133,7 +133,7 @@ type ejEnv struct {
 	hub   *hub.Hub
 	comp  *Component
 	logs  *logBuffer
-	store hub.Store
+	store store.Store
 }
 
 func newEjabberdEnv(t *testing.T, cfg Config) *ejEnv {
@@ -154,7 +154,7 @@ func newEjabberdEnvWith(t *testing.T, cfg Config, opts testenv.EjabberdOptions) 
 	t.Cleanup(func() { st.Close() })
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h, err := hub.New(hub.Config{Store: st, Logger: log})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

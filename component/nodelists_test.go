@@ -18,7 +18,7 @@ import (
 // cost: whether anything read every node (Nodes) or looked up
 // affiliations one node at a time, and the largest page asked for.
 type scanWatch struct {
-	hub.Store
+	store.Store
 	mu            sync.Mutex
 	wholeLists    int
 	perNodeAffs   int
@@ -72,7 +72,7 @@ func newListService(t *testing.T, count int) (*service, *scanWatch, store.Store)
 		}
 	}
 	w := &scanWatch{Store: st}
-	h, err := hub.New(hub.Config{Store: w, Admins: []string{"admin@example.org"}})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(w), Admins: []string{"admin@example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pingd/pingd/discovery"
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
 )
@@ -44,6 +45,7 @@ func TestSubscriptionsWaitingForBaselinesDoNotStallTheComponent(t *testing.T) {
 
 	e := newEnv(t, envOptions{hub: func(c *hub.Config) {
 		c.Fetcher = feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true})
+	}, fetching: func(c *fetching.Config) {
 		c.BaselineWait = 2 * time.Minute // longer than the test: only the fetches end the waits
 	}})
 	const slow = requestWorkers + 2

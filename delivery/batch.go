@@ -14,7 +14,7 @@ import (
 // the node, its events after that cursor and the rendered body are loaded
 // and built once for all of them rather than once per subscriber.
 type batch struct {
-	store hub.Store
+	store batchStore
 	limit int
 	// claimSeq is the engine's wake sequence when the batch was claimed
 	// (see Engine.publishedSince).
@@ -41,7 +41,7 @@ type once struct {
 	err error
 }
 
-func newBatch(store hub.Store, limit int) *batch {
+func newBatch(store batchStore, limit int) *batch {
 	return &batch{store: store, limit: limit,
 		nodes: map[int64]*once{}, events: map[eventsKey]*once{}, renders: map[string]*once{}, links: map[string]*once{}}
 }

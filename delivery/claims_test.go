@@ -13,7 +13,7 @@ import (
 
 // logReads counts the reads a delivery makes of a node and its log.
 type logReads struct {
-	hub.Store
+	Store
 	nodes, events atomic.Int64
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func cnwsEnv(t *testing.T) *dialectEnv {
-	return newDialectEnv(t, func(s delivery.HTTPSender, _ hub.Store, now func() time.Time) map[hub.Kind]delivery.Sender {
+	return newDialectEnv(t, func(s delivery.HTTPSender, _ delivery.SourceReader, now func() time.Time) map[hub.Kind]delivery.Sender {
 		return map[hub.Kind]delivery.Sender{hub.KindCNWS: &delivery.CNWS{HTTPSender: s, Now: now}}
 	})
 }
@@ -186,7 +186,7 @@ func TestCNWSRetryLimit(t *testing.T) {
 	l.Close()
 
 	const limit = 36 * time.Hour
-	e := newDialectEnv(t, func(s delivery.HTTPSender, _ hub.Store, now func() time.Time) map[hub.Kind]delivery.Sender {
+	e := newDialectEnv(t, func(s delivery.HTTPSender, _ delivery.SourceReader, now func() time.Time) map[hub.Kind]delivery.Sender {
 		return map[hub.Kind]delivery.Sender{hub.KindCNWS: &delivery.CNWS{HTTPSender: s, Now: now, RetryLimit: limit}}
 	})
 	e.node("n")

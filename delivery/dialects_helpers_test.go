@@ -35,7 +35,7 @@ type dialectEnv struct {
 
 // newDialectEnv starts an engine with the senders that senders builds from
 // the shared HTTPSender (client, public URL, user agent).
-func newDialectEnv(t *testing.T, senders func(delivery.HTTPSender, hub.Store, func() time.Time) map[hub.Kind]delivery.Sender) *dialectEnv {
+func newDialectEnv(t *testing.T, senders func(delivery.HTTPSender, delivery.SourceReader, func() time.Time) map[hub.Kind]delivery.Sender) *dialectEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
@@ -47,7 +47,7 @@ func newDialectEnv(t *testing.T, senders func(delivery.HTTPSender, hub.Store, fu
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now})
+	e.hub, err = hub.New(hub.Config{Stores: store.HubStores(st), Logger: log, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

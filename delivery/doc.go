@@ -10,14 +10,15 @@
 // internal/rsscloud and internal/cnws (and internal/weblogs for the ping
 // relay), the node's URLs from internal/nodeurl and its feed's description
 // from feed.NodeFeedMeta. It may not touch XMPP or inbound HTTP, and it
-// reads and writes state only through hub.Store.
+// reads and writes state only through its own Store (store.go: the few
+// methods it calls) and hub.RelayStore.
 //
 // Why publishing stays cheap as subscribers grow: there is no per-subscriber
 // outbox row written on the publish path. Publishing appends each new event
-// once to the node's log (hub.Store.Append). Every HTTP subscription carries
+// once to the node's log (the hub's log store, Append). Every HTTP subscription carries
 // a cursor, the sequence of the last event it was sent. The engine claims
 // subscriptions whose cursor is behind their node's newest sequence
-// (hub.Store.ClaimDeliveries, an indexed query with leases so that several
+// (Store.ClaimDeliveries, an indexed query with leases so that several
 // pingd instances never serve one subscription at once), reads the events
 // after the cursor, sends them in one request, and only then advances the
 // cursor. A subscription's row changes only when that subscriber is served,
@@ -47,11 +48,11 @@
 // What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
 // subscriptions in one query, at most 32 per worker held in memory), a
 // claim of a woken node brings the node and its new events with it (read
-// in the claim's transaction, hub.Store.ClaimNodeDeliveries), the body
+// in the claim's transaction, Store.ClaimNodeDeliveries), the body
 // for a batch of subscribers is rendered once, workers are a fixed
 // pool, and the states of deliveries that finish one shortly after
 // another while others still run are saved together in one transaction
-// (states.go, hub.Store.SaveDeliveryStates) rather than one commit each; a
+// (states.go, Store.SaveDeliveryStates) rather than one commit each; a
 // delivery with nothing else running is saved at once. A subscription
 // stays leased until its state is saved; a crash in between repeats that
 // delivery, as any crash between sending and saving does.

@@ -16,7 +16,7 @@ import (
 
 // Config configures an Engine.
 type Config struct {
-	Store   hub.Store
+	Store   Store
 	Senders map[hub.Kind]Sender
 	Logger  *slog.Logger
 	Now     func() time.Time

@@ -52,7 +52,7 @@ func newHarness(t *testing.T, tune ...func(*Config)) *harness {
 	ctx := context.Background()
 	st := openTestStore(t)
 	clock := testenv.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	h, err := hub.New(hub.Config{Store: st, Now: clock.Now, Logger: quietLogger()})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
 )
 
 // TestLeaseRenewedWhileDelivering: a delivery that takes longer than the
@@ -59,7 +60,7 @@ func TestLeaseRenewedWhileDelivering(t *testing.T) {
 func TestRestartTakesBackOwnLeases(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	h, err := hub.New(hub.Config{Store: st, Logger: quietLogger()})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

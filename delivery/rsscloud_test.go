@@ -18,7 +18,7 @@ import (
 )
 
 func rssCloudEnv(t *testing.T, tune ...func(*delivery.HTTPSender)) *dialectEnv {
-	return newDialectEnv(t, func(s delivery.HTTPSender, _ hub.Store, now func() time.Time) map[hub.Kind]delivery.Sender {
+	return newDialectEnv(t, func(s delivery.HTTPSender, _ delivery.SourceReader, now func() time.Time) map[hub.Kind]delivery.Sender {
 		for _, f := range tune {
 			f(&s)
 		}

@@ -39,7 +39,7 @@ type stateWriter struct {
 
 // stateWriterConfig is what a stateWriter works with.
 type stateWriterConfig struct {
-	store hub.Store
+	store stateStore
 	log   *slog.Logger
 	// wake is called after a write for the nodes whose saves asked for it
 	// (nil: nothing is).

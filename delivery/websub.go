@@ -30,7 +30,7 @@ const webSubBaselineWait = 15 * time.Second
 // the subscriber gave a secret.
 type WebSub struct {
 	HTTPSender
-	Store hub.Store
+	Store SourceReader
 	// Now is the clock of leases; nil means time.Now.
 	Now func() time.Time
 	// BaselineWait overrides how long a new subscription's check waits for

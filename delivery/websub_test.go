@@ -15,7 +15,7 @@ import (
 )
 
 func webSubEnv(t *testing.T) *dialectEnv {
-	return newDialectEnv(t, func(s delivery.HTTPSender, st hub.Store, now func() time.Time) map[hub.Kind]delivery.Sender {
+	return newDialectEnv(t, func(s delivery.HTTPSender, st delivery.SourceReader, now func() time.Time) map[hub.Kind]delivery.Sender {
 		return map[hub.Kind]delivery.Sender{hub.KindWebSub: &delivery.WebSub{HTTPSender: s, Store: st, Now: now, BaselineWait: time.Second}}
 	})
 }

@@ -71,7 +71,7 @@ func pingHub(t *testing.T) (*hub.Hub, *PagePings) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(hub.Config{Store: st, BaselineWait: time.Millisecond})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestPagePingsCloseJoinsLookups(t *testing.T) {
 	}
 	var closeStore sync.Once
 	defer closeStore.Do(func() { st.Close() })
-	h, err := hub.New(hub.Config{Store: st, Logger: log})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/nodeurl"
+	"github.com/pingd/pingd/store"
 )
 
 func TestAdminAuthorization(t *testing.T) {
@@ -93,7 +94,7 @@ func TestAdminMissesNeedTheToken(t *testing.T) {
 
 func TestAdminDisabledWithoutToken(t *testing.T) {
 	e := newEnv(t)
-	h, err := hub.New(hub.Config{Store: e.store})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(e.store)})
 	if err != nil {
 		t.Fatal(err)
 	}

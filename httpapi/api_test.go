@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/internal/xmlrpc"
 	"github.com/pingd/pingd/store"
@@ -76,7 +78,12 @@ func newEnvOn(t *testing.T, wrap func(store.Store) store.Store, tune ...func(*Co
 	}
 	e := &env{t: t, store: st, clock: testenv.NewClock(time.Now().UTC().Truncate(time.Second)), logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.hub, err = hub.New(hub.Config{Store: st, Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})
+	// A fetch engine that is never run: the status page shows its limits.
+	fetches, err := fetching.New(fetching.Config{Store: st, Fetcher: feed.NewFetcher(feed.FetcherConfig{}), Logger: log, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.hub, err = hub.New(hub.Config{Stores: store.HubStores(st), Fetches: fetches, Logger: log, Now: e.clock.Now, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -62,9 +63,16 @@ func newDialectEnvHub(t *testing.T, tuneHub func(*hub.Config), tune ...func(*htt
 	e := &dialectEnv{t: t, ctx: ctx, store: st, origin: newOrigin(t)}
 	e.srv = httptest.NewUnstartedServer(nil)
 	publicURL := "http://" + e.srv.Listener.Addr().String()
+	fetcher := feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: publicURL, AllowPrivate: true})
+	fetches, err := fetching.New(fetching.Config{Store: st, Fetcher: fetcher, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hubCfg := hub.Config{
-		Store:      st,
-		Fetcher:    feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: publicURL, AllowPrivate: true}),
+		Stores:     store.HubStores(st),
+		Fetches:    fetches,
+		Fetcher:    fetcher,
+		Entries:    fetcher,
 		Logger:     log,
 		AdminToken: dialectAdminToken,
 	}

@@ -32,7 +32,7 @@ func FuzzServeRPC(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = st.Close() })
 	quiet := slog.New(slog.DiscardHandler)
-	h, err := hub.New(hub.Config{Store: st, Logger: quiet})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: quiet})
 	if err != nil {
 		f.Fatal(err)
 	}

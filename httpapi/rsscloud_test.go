@@ -361,7 +361,7 @@ func TestDialectsNeedTheirTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	h, err := hub.New(hub.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

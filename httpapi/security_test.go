@@ -522,7 +522,7 @@ func FuzzRequestBodies(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = st.Close() })
 	quiet := slog.New(slog.DiscardHandler)
-	h, err := hub.New(hub.Config{Store: st, Logger: quiet, AdminToken: testAdminToken})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: quiet, AdminToken: testAdminToken})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -475,7 +475,7 @@ func TestStatusPageAdmin(t *testing.T) {
 	}
 
 	// Without an admin token configured nobody gets the admin view.
-	tokenless, err := hub.New(hub.Config{Store: e.store})
+	tokenless, err := hub.New(hub.Config{Stores: store.HubStores(e.store)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,8 +625,8 @@ func TestStatusPageEmptyAndBroken(t *testing.T) {
 // countingStore gives the page only the store methods it counts; any other
 // method is the nil embedded interface's and panics, which fails the test.
 type countingStore struct {
-	hub.Store // nil
-	real      store.Store
+	store.Store // nil
+	real        store.Store
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -682,7 +682,7 @@ func TestStatusPageQueries(t *testing.T) {
 	e := newEnv(t)
 	seedStatus(t, e)
 	cs := &countingStore{real: e.store}
-	h, err := hub.New(hub.Config{Store: cs, Now: e.clock.Now, AdminToken: testAdminToken})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(cs), Now: e.clock.Now, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -889,7 +889,7 @@ func TestStatusPageBurstCostsOneReading(t *testing.T) {
 	seedStatus(t, e)
 	cs := &countingStore{real: e.store, calls: map[string]int{}}
 	gs := &gatedStore{countingStore: cs, release: make(chan struct{})}
-	h, err := hub.New(hub.Config{Store: gs, Now: e.clock.Now, AdminToken: testAdminToken})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(gs), Now: e.clock.Now, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}

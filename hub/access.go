@@ -11,11 +11,15 @@ import (
 )
 
 // IsAdmin reports whether the bare JID is one of the configured admins.
-func (h *Hub) IsAdmin(bareJID string) bool { return h.admins[bareJID] }
+func (u *AccessUseCases) IsAdmin(bareJID string) bool {
+	h := u.hub
+	return h.admins[bareJID]
+}
 
 // OwnerAffiliations is Affiliations with the admins, who own every node,
 // listed as owners: the affiliations as XMPP owners see them.
-func (h *Hub) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affiliation, error) {
+func (u *AccessUseCases) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affiliation, error) {
+	h := u.hub
 	affs, err := h.Affiliations(ctx, n)
 	if err != nil {
 		return nil, err
@@ -32,7 +36,8 @@ func (h *Hub) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affili
 // MaySubscribe reports whether the bare JID may have an XMPP subscription
 // to the node: ErrForbidden for an outcast, ErrNotMember when the node is
 // closed to it.
-func (h *Hub) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
+func (u *AccessUseCases) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
+	h := u.hub
 	aff, err := h.AffiliationOf(ctx, n, bareJID)
 	if err != nil {
 		return err
@@ -48,11 +53,12 @@ func (h *Hub) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
 
 // IsOwner reports whether the bare JID owns the node: an admin, or a JID
 // with the owner affiliation.
-func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
+func (u *AccessUseCases) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
+	h := u.hub
 	if h.IsAdmin(bareJID) {
 		return true, nil
 	}
-	a, err := h.store.Affiliation(ctx, node.ID, bareJID)
+	a, err := h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 	if err != nil {
 		return false, err
 	}
@@ -60,24 +66,27 @@ func (h *Hub) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, er
 }
 
 // AffiliationOf returns the bare JID's affiliation, admins being owners.
-func (h *Hub) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Affiliation, error) {
+func (u *AccessUseCases) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Affiliation, error) {
+	h := u.hub
 	if h.IsAdmin(bareJID) {
 		return AffOwner, nil
 	}
-	return h.store.Affiliation(ctx, node.ID, bareJID)
+	return h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 }
 
 // RotateToken issues a new bearer token for the node.
-func (h *Hub) RotateToken(ctx context.Context, name string) (string, error) {
+func (u *AccessUseCases) RotateToken(ctx context.Context, name string) (string, error) {
+	h := u.hub
 	token := randomToken(24)
-	if err := h.store.SetNodeToken(ctx, name, HashToken(token)); err != nil {
+	if err := h.stores.Nodes.SetNodeToken(ctx, name, HashToken(token)); err != nil {
 		return "", err
 	}
 	return token, nil
 }
 
 // IsAdminToken reports, in constant time, whether token is the admin token.
-func (h *Hub) IsAdminToken(token string) bool {
+func (u *AccessUseCases) IsAdminToken(token string) bool {
+	h := u.hub
 	if !h.hasAdmin || token == "" {
 		return false
 	}
@@ -86,7 +95,8 @@ func (h *Hub) IsAdminToken(token string) bool {
 }
 
 // Authorize reports whether token is the node's token or the admin token.
-func (h *Hub) Authorize(node *Node, token string) bool {
+func (u *AccessUseCases) Authorize(node *Node, token string) bool {
+	h := u.hub
 	if token == "" {
 		return false
 	}
@@ -119,26 +129,29 @@ func RandomID() string { return randomToken(16) }
 // JIDAffiliations lists the bare JID's affiliations on every node, by
 // node name, in one query; admins, who own every node, are not listed as
 // owners of each (AffiliationOf tells).
-func (h *Hub) JIDAffiliations(ctx context.Context, bareJID string) ([]NodeAffiliation, error) {
-	return h.store.JIDAffiliations(ctx, bareJID)
+func (u *AccessUseCases) JIDAffiliations(ctx context.Context, bareJID string) ([]NodeAffiliation, error) {
+	h := u.hub
+	return h.stores.Affiliations.JIDAffiliations(ctx, bareJID)
 }
 
 // Affiliations lists a node's affiliations.
-func (h *Hub) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
-	return h.store.Affiliations(ctx, node.ID)
+func (u *AccessUseCases) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
+	h := u.hub
+	return h.stores.Affiliations.Affiliations(ctx, node.ID)
 }
 
 // SetAffiliation sets a bare JID's affiliation on a node. When the new
 // affiliation no longer lets the JID read the node, its XMPP subscriptions
 // are removed and a revoke event tells it so.
-func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a Affiliation) error {
+func (u *AccessUseCases) SetAffiliation(ctx context.Context, node *Node, bareJID string, a Affiliation) error {
+	h := u.hub
 	if !a.Valid() {
 		return fmt.Errorf("%w: affiliation %q", ErrInvalid, a)
 	}
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: affiliations are set on bare JIDs, not %q", ErrInvalid, bareJID)
 	}
-	if err := h.store.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
+	if err := h.stores.Affiliations.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
 		return err
 	}
 	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
@@ -151,7 +164,8 @@ func (h *Hub) SetAffiliation(ctx context.Context, node *Node, bareJID string, a 
 // and appends a revoke event that tells it so, whatever its affiliation and
 // the node's access model: a GetPingd unsubscribe request removes them on an
 // open node too.
-func (h *Hub) RevokeSubscriptions(ctx context.Context, node *Node, bareJID string) error {
+func (u *AccessUseCases) RevokeSubscriptions(ctx context.Context, node *Node, bareJID string) error {
+	h := u.hub
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: subscriptions are revoked for bare JIDs, not %q", ErrInvalid, bareJID)
 	}
@@ -162,7 +176,8 @@ func (h *Hub) RevokeSubscriptions(ctx context.Context, node *Node, bareJID strin
 // it subscribed, full or bare) on an owner's word (XEP-0060 §8.8.2) and
 // appends a revoke event that tells it so (§8.8.4). Without such a
 // subscription nothing changes and nobody is told.
-func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string) error {
+func (u *AccessUseCases) RevokeSubscription(ctx context.Context, node *Node, address string) error {
+	h := u.hub
 	if address == "" {
 		return fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
@@ -172,9 +187,10 @@ func (h *Hub) RevokeSubscription(ctx context.Context, node *Node, address string
 // revoke removes the node's XMPP subscriptions matching f (its address or
 // bare JID) and appends one revoke event per subscription removed, with
 // the message type of a reader of plain messages (Event.PlainType).
-func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
+func (u *AccessUseCases) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
+	h := u.hub
 	f.NodeID, f.Kind = node.ID, KindXMPP
-	removed, err := h.store.DeleteSubscriptions(ctx, f)
+	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -189,7 +205,7 @@ func (h *Hub) revoke(ctx context.Context, node *Node, f SubscriptionFilter) erro
 		}
 		events = append(events, ev)
 	}
-	if _, err := h.store.Append(ctx, node.ID, events); err != nil {
+	if _, err := h.stores.Log.Append(ctx, node.ID, events); err != nil {
 		return err
 	}
 	h.wake(node.ID, KindXMPP)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/store"
 )
 
 // TestAccountSubscriptionBounds: one account cannot make every item cost
@@ -113,7 +114,7 @@ func TestAccountSubscriptionBoundsConfigured(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := openStore(t)
-			h, err := hub.New(hub.Config{Store: st, MaxAccountSubscriptions: tc.account, MaxNodeResources: tc.node, Logger: testLogger(t)})
+			h, err := hub.New(hub.Config{Stores: store.HubStores(st), MaxAccountSubscriptions: tc.account, MaxNodeResources: tc.node, Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ const retryFailingSourceAfter = time.Minute
 // would make pingd hammer an origin that is already failing. Within that
 // minute the answer comes at once, before any baseline.
 func (h *Hub) ensureBaseline(ctx context.Context, sourceID int64) error {
-	src, err := h.store.Source(ctx, sourceID)
+	src, err := h.stores.Sources.Source(ctx, sourceID)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 		return nil
 	}
 	at := h.now()
-	if err := h.store.ScheduleSource(ctx, src.ID, at, ReasonNewSource); err != nil {
+	if err := h.stores.Sources.ScheduleSource(ctx, src.ID, at, ReasonNewSource); err != nil {
 		return fmt.Errorf("schedule first fetch of %s: %w", src.URL, err)
 	}
 	h.WakeFetcher()
@@ -53,94 +53,10 @@ func (h *Hub) scheduleBaseline(ctx context.Context, src *Source) error {
 	return nil
 }
 
-// awaitBaseline waits, up to Config.BaselineWait, until the fetch of src
-// made due at `at` is over: the baseline is stored, or the fetch failed or
-// was put off. Whoever learnt of the source answers only then: a change
-// made between an earlier answer and the fetch went into the baseline, and
-// the ping that announced it notified nothing. It returns at once when no
-// fetch loop runs in this process (Run not started). A WaitObserver in
-// parent's context hears of the wait.
-func (h *Hub) awaitBaseline(parent context.Context, src *Source, at time.Time) {
-	ctx, cancel := context.WithTimeout(parent, h.cfg.BaselineWait)
-	defer cancel()
-	// Another process sharing the store may claim the fetch, and this one
-	// then hears nothing of it: look at the store now and then.
-	var poll <-chan time.Time
-	if !h.cfg.Exclusive {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		poll = t.C
-	}
-	var ended func()
-	defer func() {
-		if ended != nil {
-			ended()
-		}
-	}()
-	for {
-		fetched, ok := h.fetchedSignal(src.ID)
-		if !ok {
-			return
-		}
-		s, err := h.store.Source(ctx, src.ID)
-		if err != nil || s.Baselined || s.Gone || s.NextFetchAt.IsZero() || s.NextFetchAt.After(at) {
-			// Not due any more without a baseline: the fetch failed or
-			// was put off, and the status shows why.
-			return
-		}
-		if ended == nil {
-			ended = StartSlowWait(parent)
-		}
-		select {
-		case <-fetched:
-		case <-poll:
-		case <-ctx.Done():
-			if parent.Err() == nil {
-				h.log.InfoContext(parent, "answering before the baseline fetch of a source is over",
-					"source", src.URL, "waited", h.cfg.BaselineWait)
-			}
-			return
-		}
-	}
-}
-
-// fetchedSignal returns the channel closed when this process next stores
-// a fetch outcome of the source; false when no fetch loop runs here.
-func (h *Hub) fetchedSignal(sourceID int64) (<-chan struct{}, bool) {
-	h.fetchedMu.Lock()
-	defer h.fetchedMu.Unlock()
-	if !h.fetchLoopOn {
-		return nil, false
-	}
-	ch, ok := h.fetched[sourceID]
-	if !ok {
-		ch = make(chan struct{})
-		h.fetched[sourceID] = ch
-	}
-	return ch, true
-}
-
-// signalFetched tells the waiters of the source that an outcome of its
-// fetch is stored.
-func (h *Hub) signalFetched(sourceID int64) {
-	h.fetchedMu.Lock()
-	defer h.fetchedMu.Unlock()
-	if ch, ok := h.fetched[sourceID]; ok {
-		close(ch)
-		delete(h.fetched, sourceID)
-	}
-}
-
-// setFetchLoopOn records whether the fetch loop runs; when it stops,
-// every waiter is let go.
-func (h *Hub) setFetchLoopOn(on bool) {
-	h.fetchedMu.Lock()
-	defer h.fetchedMu.Unlock()
-	h.fetchLoopOn = on
-	if !on {
-		for id, ch := range h.fetched {
-			close(ch)
-			delete(h.fetched, id)
-		}
+// awaitBaseline waits for the fetch of src made due at `at` (the engine's
+// AwaitFetch); at once when no fetch engine is configured.
+func (h *Hub) awaitBaseline(ctx context.Context, src *Source, at time.Time) {
+	if h.fetches != nil {
+		h.fetches.AwaitFetch(ctx, src, at)
 	}
 }

@@ -42,8 +42,9 @@ type BounceOutcome struct {
 // what it did; ErrNotFound when no XMPP subscription of address to the
 // node exists (an error to something else, or a subscription ended
 // already).
-func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
+func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
+	h := u.hub
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 	out := &BounceOutcome{Sub: subs[0]}
 	if !permanent {
 		now := h.now()
-		count, first, err := h.store.RecordBounce(ctx, out.Sub.ID, reason, now)
+		count, first, err := h.stores.Readers.RecordBounce(ctx, out.Sub.ID, reason, now)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +63,7 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 			return out, nil
 		}
 	}
-	if err := h.store.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := h.stores.Subscriptions.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("end the bouncing subscription of %s to %q: %w", address, out.Sub.NodeName, err)
 	}
 	out.Ended = true
@@ -73,8 +74,9 @@ func (h *Hub) NotificationBounced(ctx context.Context, nodeID int64, address str
 
 // SubscriberIsThere clears the bounce counts of a bare JID's XMPP
 // subscriptions: it just showed it can be reached (a chat command).
-func (h *Hub) SubscriberIsThere(ctx context.Context, bareJID string) error {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
+func (u *SubscriptionUseCases) SubscriberIsThere(ctx context.Context, bareJID string) error {
+	h := u.hub
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,8 @@ func (h *Hub) SubscriberIsThere(ctx context.Context, bareJID string) error {
 }
 
 // clearBounces forgets the bounces of the subscriptions that have some.
-func (h *Hub) clearBounces(ctx context.Context, subs []Subscription) error {
+func (u *SubscriptionUseCases) clearBounces(ctx context.Context, subs []Subscription) error {
+	h := u.hub
 	var ids []int64
 	for _, s := range subs {
 		if s.Kind == KindXMPP && s.ConsecutiveErrors > 0 {
@@ -92,5 +95,5 @@ func (h *Hub) clearBounces(ctx context.Context, subs []Subscription) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return h.store.ClearBounces(ctx, ids)
+	return h.stores.Readers.ClearBounces(ctx, ids)
 }

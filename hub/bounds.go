@@ -54,13 +54,15 @@ func (c *implicitNodeCount) forget() {
 // created, and only then (a URL some node follows costs nothing), so an
 // adapter can charge the creation to the client; its error is returned
 // as it is.
-func (h *Hub) NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*Node, error) {
+func (u *NodeUseCases) NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*Node, error) {
+	h := u.hub
 	return h.nodeForURL(ctx, rawURL, true, mayCreate)
 }
 
 // mayCreateImplicitNode answers ErrImplicitNodesFull when the implicit
 // nodes have reached Config.MaxImplicitNodes.
-func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
+func (u *NodeUseCases) mayCreateImplicitNode(ctx context.Context) error {
+	h := u.hub
 	limit := h.cfg.MaxImplicitNodes
 	if limit < 0 {
 		return fmt.Errorf("%w (this server follows only the URLs of its owners' nodes)", ErrImplicitNodesFull)
@@ -70,7 +72,7 @@ func (h *Hub) mayCreateImplicitNode(ctx context.Context) error {
 	defer c.mu.Unlock()
 	now := h.now()
 	if !c.valid || now.Before(c.at) || now.Sub(c.at) >= implicitCountFor {
-		n, err := h.store.CountImplicitNodes(ctx)
+		n, err := h.stores.Nodes.CountImplicitNodes(ctx)
 		if err != nil {
 			return fmt.Errorf("count implicit nodes: %w", err)
 		}
@@ -100,9 +102,10 @@ const UnfollowedSourceGrace = time.Hour
 // UnfollowedSourceGrace (Store.DeleteUnused); owners' nodes stay. The
 // maintenance loop runs it with each prune; it is safe to run in several
 // processes at once.
-func (h *Hub) DeleteUnused(ctx context.Context) (nodes, sources int64, err error) {
+func (u *NodeUseCases) DeleteUnused(ctx context.Context) (nodes, sources int64, err error) {
+	h := u.hub
 	now := h.now()
-	nodes, sources, err = h.store.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
+	nodes, sources, err = h.stores.Maintenance.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
 	if nodes > 0 {
 		h.implicitNodes.forget()
 	}
@@ -139,20 +142,21 @@ func CallbackHost(kind Kind, address string) string {
 // Config.MaxCallbackHostSubscriptions; the subscription that exists
 // already (a renewal, a new request about it) always passes. Concurrent
 // requests can take a host a little past the bound, never far.
-func (h *Hub) mayAddCallback(ctx context.Context, n *Node, kind Kind, address string) error {
+func (u *SubscriptionUseCases) mayAddCallback(ctx context.Context, n *Node, kind Kind, address string) error {
+	h := u.hub
 	limit := h.cfg.MaxCallbackHostSubscriptions
 	host := CallbackHost(kind, address)
 	if limit < 0 || host == "" {
 		return nil
 	}
-	count, err := h.store.CountCallbackHostSubscriptions(ctx, host)
+	count, err := h.stores.Subscriptions.CountCallbackHostSubscriptions(ctx, host)
 	if err != nil {
 		return err
 	}
 	if count < limit {
 		return nil
 	}
-	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return err
 	}
@@ -174,7 +178,8 @@ const DefaultMaxNodeResources = 10
 // lockAccount serialises the new XMPP subscriptions of one bare JID (by a
 // hash: accounts that share a lock only wait for each other briefly) and
 // returns the unlock.
-func (h *Hub) lockAccount(bareJID string) func() {
+func (u *SubscriptionUseCases) lockAccount(bareJID string) func() {
+	h := u.hub
 	f := fnv.New32a()
 	f.Write([]byte(bareJID))
 	mu := &h.accountLocks[f.Sum32()%uint32(len(h.accountLocks))]
@@ -188,8 +193,9 @@ func (h *Hub) lockAccount(bareJID string) func() {
 // when it would not, also when the subscription exists: a check ahead of a
 // request that makes several changes at once (an owner's, XEP-0060
 // §8.8.2.4), which Subscribe checks again as each is made.
-func (h *Hub) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
-	existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
+func (u *SubscriptionUseCases) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
+	h := u.hub
+	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
 	if err != nil || len(existing) > 0 {
 		return err
 	}
@@ -203,12 +209,13 @@ func (h *Hub) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bare
 // until the subscription is stored, so one process never passes a bound;
 // processes sharing a store (ejabberd, every process answering) can take
 // an account a few past it, never far.
-func (h *Hub) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID string) error {
+func (u *SubscriptionUseCases) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID string) error {
+	h := u.hub
 	if h.IsAdmin(bareJID) {
 		return nil
 	}
 	if limit := h.cfg.MaxNodeResources; limit >= 0 {
-		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, n.ID)
+		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, n.ID)
 		if err != nil {
 			return err
 		}
@@ -217,7 +224,7 @@ func (h *Hub) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID strin
 		}
 	}
 	if limit := h.cfg.MaxAccountSubscriptions; limit >= 0 {
-		count, err := h.store.CountXMPPSubscriptions(ctx, bareJID, 0)
+		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, 0)
 		if err != nil {
 			return err
 		}

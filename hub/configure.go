@@ -11,15 +11,16 @@ import (
 // access model becomes whitelist, the XMPP subscriptions of JIDs that may
 // no longer read the node end here too, each with a revoke event that
 // tells the subscriber (XEP-0060 §8.8.4), so no entry point can forget it.
-func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
+func (u *AccessUseCases) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
+	h := u.hub
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	before, err := h.store.Node(ctx, name)
+	before, err := h.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.store.UpdateNodeConfig(ctx, name, cfg); err != nil {
+	if err := h.stores.Nodes.UpdateNodeConfig(ctx, name, cfg); err != nil {
 		return err
 	}
 	if before.AccessModel == cfg.AccessModel {
@@ -40,8 +41,9 @@ func (h *Hub) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) er
 // revokeNonMembers ends the XMPP subscriptions of every bare JID that may
 // not read node under its access model (admins and those affiliated as
 // member, publisher or owner may).
-func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
-	subs, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
+func (u *AccessUseCases) revokeNonMembers(ctx context.Context, node *Node) error {
+	h := u.hub
+	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
 	if err != nil {
 		return err
 	}
@@ -50,7 +52,7 @@ func (h *Hub) revokeNonMembers(ctx context.Context, node *Node) error {
 	}
 	// One read of the node's affiliations serves every subscriber; a JID
 	// without one is "none", and admins may read whatever is stored.
-	affs, err := h.store.Affiliations(ctx, node.ID)
+	affs, err := h.stores.Affiliations.Affiliations(ctx, node.ID)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,8 @@ func validDigest(o Options) error {
 
 // setDigest stores a subscription's new options when its digests change,
 // with the cursor and due time that go with them.
-func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) error {
+func (u *SubscriptionUseCases) setDigest(ctx context.Context, sub Subscription, opts Options) error {
+	h := u.hub
 	now := h.now()
 	cursor, next := sub.Cursor, sub.NextAttemptAt
 	switch {
@@ -62,7 +63,7 @@ func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) err
 		// From now on the dispatcher leaves it out: the digest covers
 		// what the node's cursor has not passed yet.
 		if next.IsZero() {
-			n, err := h.store.NodeByID(ctx, sub.NodeID)
+			n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
 			if err != nil {
 				return err
 			}
@@ -76,13 +77,14 @@ func (h *Hub) setDigest(ctx context.Context, sub Subscription, opts Options) err
 			next = due
 		}
 	}
-	return h.store.SetDigest(ctx, sub.ID, opts, cursor, next)
+	return h.stores.Readers.SetDigest(ctx, sub.ID, opts, cursor, next)
 }
 
 // DueDigests lists up to limit XMPP subscriptions whose digest is due at
 // now (NextAttemptAt passed), the longest due first.
-func (h *Hub) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
-	return h.store.DueDigests(ctx, h.now(), limit)
+func (u *SubscriptionUseCases) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
+	h := u.hub
+	return h.stores.Readers.DueDigests(ctx, h.now(), limit)
 }
 
 // DigestSent records that a digest of the subscription, due at `due`,
@@ -91,7 +93,8 @@ func (h *Hub) DueDigests(ctx context.Context, limit int) ([]Subscription, error)
 // is owed than one digest carried (more). It reports false when the
 // subscription changed meanwhile (its options or due time); the digest is
 // then due again as the change says.
-func (h *Hub) DigestSent(ctx context.Context, sub Subscription, due time.Time, cursor int64, sent time.Time, more bool) (bool, error) {
+func (u *SubscriptionUseCases) DigestSent(ctx context.Context, sub Subscription, due time.Time, cursor int64, sent time.Time, more bool) (bool, error) {
+	h := u.hub
 	var next time.Time
 	switch {
 	case more:
@@ -99,5 +102,5 @@ func (h *Hub) DigestSent(ctx context.Context, sub Subscription, due time.Time, c
 	case sub.Options.Digest:
 		next = sent.Add(sub.Options.DigestFrequency())
 	}
-	return h.store.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
+	return h.stores.Readers.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
 }

@@ -3,14 +3,16 @@
 //
 // Its room: the domain types (Node, Event, Subscription, Source, Ping) and
 // their rules (ValidURL for what pingd fetches and calls, WebLink for the
-// links it republishes), the interfaces it needs from the outside (Store,
-// Fetcher, Transport) and the Hub service that validates requests, writes
-// through the Store and wakes the transports.
+// links it republishes), the interfaces it needs from the outside (its
+// store ports, Stores; Fetcher; FetchEngine; Transport) and the Hub service
+// that validates requests, writes through the ports and wakes the
+// transports.
 //
 // What it may not touch: any wire format. The hub knows nothing of XMPP
 // stanzas, HTTP requests, XML-RPC or feed syntax; the component, httpapi,
 // feed and delivery packages translate between those and the hub. Nothing in
-// this package imports another pingd package.
+// this package imports another pingd package. The fetch engine is
+// hub/fetching, beside it.
 //
 // The delivery model: publishing appends events to the node's log with
 // increasing sequence numbers, one write per event whatever the number of
@@ -21,7 +23,7 @@
 // O(events), and a subscriber's state changes only when it is served.
 // A feed's baseline is appended as items behind the cursors: the store
 // moves every cursor that stood at the end of the log past them in the
-// same transaction (FetchNews.Kept, Store.KeepItems), so a node holds its
+// same transaction (FetchNews.Kept, LogStore.KeepItems), so a node holds its
 // feed's entries from the first fetch and no one is told of them; cursors
 // never move back.
 // The log keeps a node's newest LogWindow (1,000) events and its current
@@ -46,10 +48,11 @@
 // it once the callback confirms.
 //
 // What a fetch brings (fetchrules.go) is decided here, by pure functions:
-// which entries are new, the baseline, the change event, a node's share of
-// new entries and the refetch a ping during the fetch causes. The store
-// runs them inside the transaction that reads the seen ids and writes the
-// events (Store.ApplyFetch), so the rules are tested without SQL.
+// the outcome of a fetch (OutcomeOf), which entries are new, the baseline,
+// the change event, a node's share of new entries and the refetch a ping
+// during the fetch causes. The store runs them inside the transaction that
+// reads the seen ids and writes the events (the fetch engine's
+// ApplyFetch), so the rules are tested without SQL.
 //
 // Ping listeners (pinglisteners.go) hear of every recorded ping: the relay
 // to other ping servers and the homepage look-ups are listeners, so what a
@@ -70,51 +73,57 @@
 // node (Config.MaxNodeResources), in Subscribe, which every way of
 // subscribing goes through.
 //
-// The Hub is the one door of the core for every adapter, so its 56
-// exported methods are spread over files by topic rather than over several
-// types: hub.go (Config, New, registering transports, waking them),
-// access.go (admins, affiliations, revocations, tokens), nodes.go
-// (creating, finding and deleting nodes, the implicit nodes of URLs),
-// items.go (publishing, retracting, purging, reading items),
-// subscriptions.go (subscribing, granting, the last published item),
-// baseline.go (a new source's first fetch and waiting for it),
-// readresource.go (ReadResource: whether a URL can be read, asked before
-// an rssCloud registration), pings.go
-// (pings and changes naming URLs) and run.go (a fetch and its outcome,
-// the maintenance loop). The other files, each named for what it holds: the domain
-// types and their rules in types.go (errors, Ping, URL validity),
-// nodetypes.go (access models, affiliations, node configuration, node
-// names), eventtypes.go (events, entries and their size bound),
+// The store ports (store.go): one small interface per role (NodeStore,
+// LogStore, SourceStore, SubscriptionStore, ReaderStore, AffiliationStore,
+// PingStore, MaintenanceStore), each holding only what the hub calls,
+// given one by one in Config.Stores; the parts that use the store beside
+// the hub (the fetch engine, delivery, the component, httpapi, upstream)
+// declare their own.
+//
+// The Hub is the one door of the core for every adapter. Its use cases are
+// split by area into types it embeds, so their methods are the Hub's and
+// the adapters still hold one *Hub: AccessUseCases (access.go: admins,
+// affiliations, revocations, tokens; configure.go), NodeUseCases
+// (nodes.go: creating, finding and deleting nodes, the implicit nodes of
+// URLs; items.go: publishing, retracting, purging, reading items;
+// nodelog.go, nodesource.go, and the node side of bounds.go) and
+// SubscriptionUseCases (subscriptions.go, requests.go, subopts.go,
+// subscriptionstate.go, bounces.go, digests.go, and the subscription side
+// of bounds.go). Each reaches the shared state (the ports, the clock, the
+// admins, the transports, the caches) through its hub field; the Hub's own
+// methods are what every area shares or no area owns: hub.go (Config,
+// New, registering transports, waking them), pinglisteners.go, pings.go
+// (pings and changes naming URLs), baseline.go (a new source's first
+// fetch and waiting for it), readresource.go (ReadResource: whether a URL
+// can be read, asked before an rssCloud registration), opennodes.go,
+// pingarchive.go, fetchengine.go (FetchEngine and what the status page
+// reads of it) and run.go (Run: the fetch engine and the maintenance
+// loop). Types keep apart so no one of them grows past what one reader
+// holds, and internal/archtest bounds them.
+//
+// The other files, each named for what it holds: the domain types and
+// their rules in types.go (errors, Ping, URL validity), nodetypes.go
+// (access models, affiliations, node configuration, node names),
+// eventtypes.go (events, entries and their size bound),
 // subscriptiontypes.go (kinds, states, options, delivery state, pending
 // changes) and sourcetypes.go (sources, their fetch state and a fetch's
-// outcome); the interfaces store.go (Store), fetcher.go (Fetcher, Scheduler and a fetch's request
-// and result), transport.go (Transport, Observer), resolve.go
-// (SourceResolver), relay.go and upstream.go (the ping relay's and the
-// upstream subscriptions' types and stores) and pingarchive.go
-// (PingArchive, how long pings are kept); requests.go (verified
-// subscription requests: RequestSubscription, RequestUnsubscription);
-// subscriptionstate.go (SetSubscriptionState); nodelog.go (EventsAfter,
-// for deltas of the nodes' own feeds); nodesource.go (SetNodeSourceURL);
-// bounds.go (what strangers may make pingd keep);
-// extensions.go (a change
-// announcement's extension elements added to its entries); opennodes.go
-// (the OPML list); statusreport.go (the status report's types, which
-// the store fills); slowwait.go (WaitObserver: slow waits told to the
-// caller's worker pool); urlcanon.go and weblink.go (URL spellings).
+// outcome); kinds.go (the subscription kinds' registry: item-level,
+// verified, HTTP); statusreport.go (the status report's types, which the
+// store fills); fetchrules.go (a fetch's outcome and what it brings);
+// fetcher.go (Fetcher, Scheduler and a fetch's request and result),
+// transport.go (Transport, Observer), resolve.go (SourceResolver),
+// relay.go and upstream.go (the ping relay's and the upstream
+// subscriptions' types and stores) and pingarchive.go (PingArchive, how
+// long pings are kept); extensions.go (a change announcement's extension
+// elements added to its entries); slowwait.go (WaitObserver: slow waits
+// told to the caller's worker pool); urlcanon.go and weblink.go (URL
+// spellings).
 //
-// Fetches are claimed with leases; a fetch cut off by shutdown gives its
-// source back, due at once, and with Config.Exclusive (one process per
-// store) Run takes back the leases a killed process left.
-//
-// The fetch loop (fetchloop.go) claims due sources in batches and hands
-// each to its origin host (fetchhosts.go): a worker is taken only when the
-// host may be fetched now (Config.FetchesPerHost at once,
-// Config.FetchHostSpacing between two starts, a pause after a 429 or 503
-// that holds its other sources too), so a slow host holds no worker, and
-// what a busy host cannot start soon is given back due later at its pace.
-// Outcomes that change nothing but the fetch state (a 304, the same body,
-// an error, a source given back) are stored in batches by the unchanged
-// writer (unchangedwriter.go, Store.ApplyUnchangedFetches), flushed at
-// shutdown; FetchLoad and FetchLimits tell the status page what the loop
+// Fetching is the engine's (hub/fetching): it claims due sources under
+// leases, keeps each origin host's politeness, stores outcomes (those that
+// change nothing in batches) and gives back what shutdown cut off. The hub
+// talks to it through FetchEngine: a use case that made a source due wakes
+// it, and one that learnt of a new source waits for its baseline
+// (AwaitFetch); FetchLoad and FetchLimits tell the status page what it
 // holds and within what bounds.
 package hub

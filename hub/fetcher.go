@@ -12,10 +12,11 @@ type Fetcher interface {
 	Fetch(ctx context.Context, req FetchRequest) (*FetchResult, error)
 }
 
-// EntryReader is what a Fetcher may also do: read the entries of a
-// source's stored representation (Source.Body) as its fetch gave them,
-// in document order. A node that starts following a source whose
-// baseline was taken before keeps them as its items (keepCurrentEntries).
+// EntryReader reads the entries of a source's stored representation
+// (Source.Body) as its fetch gave them, in document order; the feed
+// package's fetcher implements it. A node that starts following a source
+// whose baseline was taken before keeps them as its items
+// (keepCurrentEntries).
 type EntryReader interface {
 	ReadEntries(body []byte, sourceURL string, fetchedAt time.Time) (entries []Entry, isFeed bool, err error)
 }

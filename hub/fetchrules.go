@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -155,4 +156,74 @@ func NextFetchAfter(st SourceState, storedPing time.Time) SourceState {
 		st.NextFetchAt = time.Time{}
 	}
 	return st
+}
+
+// OutcomeOf turns what a fetch of the claimed source src at now gave (res,
+// or the error ferr) into the state and entries to store, the next fetch
+// as next decides it.
+func OutcomeOf(src *Source, res *FetchResult, ferr error, now time.Time, next Scheduler) FetchOutcome {
+	st := src.SourceState
+	st.LastFetchAt = now
+	out := FetchOutcome{SourceID: src.ID, Note: src.PendingNote, Owner: src.LeaseOwner}
+	switch {
+	case ferr != nil:
+		st.LastError = ferr.Error()
+		st.LastStatus = FetchStatus(ferr)
+		st.ConsecutiveErrors++
+		var fe *FetchError
+		if errors.As(ferr, &fe) && !fe.RetryAfter.IsZero() {
+			st.Hints.RetryAfter = fe.RetryAfter
+		}
+	default:
+		st.LastError = ""
+		st.ConsecutiveErrors = 0
+		st.LastStatus = res.Status
+		st.LastBytes = res.Bytes
+		if moved := canonicalOrEmpty(res.PermanentURL); moved != "" && moved != st.URL {
+			st.MovedFrom, st.MovedAt, st.URL = st.URL, now, moved
+		}
+		if res.Gone {
+			st.Gone = true
+			break
+		}
+		// Header hints come with every answer; feed hints only with a body.
+		st.Hints.MaxAge, st.Hints.Expires, st.Hints.RetryAfter = res.Hints.MaxAge, res.Hints.Expires, res.Hints.RetryAfter
+		if res.NotModified {
+			st.Unchanged++
+			if res.ETag != "" {
+				st.ETag = res.ETag
+			}
+			if res.LastModified != "" {
+				st.LastModified = res.LastModified
+			}
+			break
+		}
+		st.ETag, st.LastModified = res.ETag, res.LastModified
+		if res.BodyHash == src.BodyHash && src.Baselined {
+			st.Unchanged++
+			break
+		}
+		out.Changed = true
+		st.Unchanged = 0
+		st.LastChangeAt = now
+		st.Body, st.BodyHash, st.ContentType, st.IsFeed = res.Body, res.BodyHash, res.ContentType, res.IsFeed
+		st.Title, st.Description, st.SiteURL = res.Title, res.Description, canonicalOrEmpty(res.SiteURL)
+		if res.IsFeed {
+			hdr := st.Hints
+			st.Hints = res.Hints
+			st.Hints.MaxAge, st.Hints.Expires, st.Hints.RetryAfter = hdr.MaxAge, hdr.Expires, hdr.RetryAfter
+		}
+		st.Baselined = true
+		out.Entries = PublishOrder(res.Entries)
+		if src.PendingNote != nil {
+			out.Entries = withExtensions(out.Entries, src.PendingNote.Extensions)
+		}
+	}
+	at, reason := next.Next(now, &Source{ID: src.ID, OriginalURL: src.OriginalURL, SourceState: st}, res, ferr)
+	if st.Gone {
+		at, reason = time.Time{}, "gone"
+	}
+	st.NextFetchAt, st.NextFetchReason = at, reason
+	out.State = st
+	return out
 }

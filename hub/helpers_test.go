@@ -17,6 +17,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
 )
@@ -74,6 +75,7 @@ type env struct {
 	store  store.Store
 	dbPath string // the store's SQLite file
 	hub    *hub.Hub
+	engine *fetching.Engine
 	clock  *testenv.Clock
 	origin *origin
 	rec    *recorder
@@ -83,16 +85,16 @@ type envOptions struct {
 	adminToken string
 	admins     []string
 	scheduler  hub.Scheduler
-	// baselineWait is Config.BaselineWait; zero keeps the default.
+	// baselineWait is fetching.Config.BaselineWait; zero keeps the default.
 	baselineWait time.Duration
 	// maxImplicitNodes is Config.MaxImplicitNodes; zero keeps the default.
 	maxImplicitNodes int
-	// fetchWorkers, fetchesPerHost and hostSpacing are the Config fields
+	// fetchWorkers, fetchesPerHost and hostSpacing are the fetching.Config fields
 	// of those names; zero keeps the default (no spacing).
 	fetchWorkers, fetchesPerHost int
 	hostSpacing                  time.Duration
 	// wrap, if set, wraps the store the hub is given (counting calls).
-	wrap func(hub.Store) hub.Store
+	wrap func(store.Store) store.Store
 }
 
 // newEnv builds the hub without starting its background work; run starts it.
@@ -108,23 +110,42 @@ func newEnv(t *testing.T, opt envOptions) *env {
 		Version: "test", PublicURL: "http://pingd.test", AllowPrivate: true,
 		Timeout: 10 * time.Second, Now: e.clock.Now,
 	})
-	var hubStore hub.Store = e.store
+	var hubStore store.Store = e.store
 	if opt.wrap != nil {
 		hubStore = opt.wrap(hubStore)
 	}
-	h, err := hub.New(hub.Config{
-		Store: hubStore, Fetcher: fetcher, Scheduler: opt.scheduler, Now: e.clock.Now,
-		FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost, FetchHostSpacing: opt.hostSpacing,
+	h, engine := newFetchingHub(t, hubStore, hub.Config{
+		Fetcher: fetcher, Now: e.clock.Now,
 		Instance: "test", AdminToken: opt.adminToken, Admins: opt.admins,
-		FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait, Logger: testLogger(t),
-		MaxImplicitNodes: opt.maxImplicitNodes,
+		Logger: testLogger(t), MaxImplicitNodes: opt.maxImplicitNodes,
+	}, fetching.Config{
+		Scheduler: opt.scheduler, FetchWorkers: opt.fetchWorkers, FetchesPerHost: opt.fetchesPerHost,
+		FetchHostSpacing: opt.hostSpacing, FetchTimeout: 10 * time.Second, BaselineWait: opt.baselineWait,
 	})
-	if err != nil {
-		t.Fatalf("hub.New: %v", err)
-	}
+	e.engine = engine
 	h.Register(e.rec, hub.Kinds...)
 	e.hub = h
 	return e
+}
+
+// newFetchingHub makes a hub on st with a fetch engine on the same store,
+// clock, instance, logger and fetcher, as cmd/pingd wires them.
+func newFetchingHub(t *testing.T, st store.Store, hc hub.Config, fc fetching.Config) (*hub.Hub, *fetching.Engine) {
+	t.Helper()
+	fc.Store, fc.Fetcher, fc.Now, fc.Instance, fc.Logger = st, hc.Fetcher, hc.Now, hc.Instance, hc.Logger
+	engine, err := fetching.New(fc)
+	if err != nil {
+		t.Fatalf("fetching.New: %v", err)
+	}
+	hc.Stores, hc.Fetches = store.HubStores(st), engine
+	if r, ok := hc.Fetcher.(hub.EntryReader); ok && hc.Entries == nil {
+		hc.Entries = r // the feed fetcher, as cmd/pingd gives it
+	}
+	h, err := hub.New(hc)
+	if err != nil {
+		t.Fatalf("hub.New: %v", err)
+	}
+	return h, engine
 }
 
 // run starts the hub's background work until the test ends, and checks
@@ -146,7 +167,7 @@ func (e *env) run() {
 		}
 	})
 	// Learning of a source waits for its baseline only once Run runs.
-	testenv.WaitFor(e.t, 20*time.Second, "Run to start", e.hub.FetchLoopOn)
+	testenv.WaitFor(e.t, 20*time.Second, "Run to start", e.engine.Running)
 }
 
 // createNode creates a node following the origin's path, failing the test

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"crypto/sha256"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,47 +10,35 @@ import (
 
 // Config configures a Hub.
 type Config struct {
-	Store   Store
+	// Stores are the store ports, every one required.
+	Stores Stores
+	// Fetches is the fetch engine (hub/fetching) that Run runs; nil: no
+	// source is fetched in this process, and learning of one does not wait
+	// for its baseline.
+	Fetches FetchEngine
+	// Fetcher reads a resource once for ReadResource; nil: ReadResource
+	// refuses.
 	Fetcher Fetcher
-	// Scheduler decides the next fetch of each source; nil means a plain
-	// hourly schedule with exponential backoff on errors.
-	Scheduler Scheduler
-	Logger    *slog.Logger
+	// Entries reads the entries of a source's stored body, which a node
+	// that starts following a source fetched before keeps as its items;
+	// nil: such a node starts empty and takes the feed's next entries.
+	Entries EntryReader
+	Logger  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Instance names this process in leases (several instances may share
-	// one database).
+	// one database); the fetch engine is given the same.
 	Instance string
 	// AdminToken authorises everything a node token authorises.
 	AdminToken string
 	// Admins are the bare JIDs that own every node.
 	Admins []string
-	// FetchWorkers bounds concurrent fetches; FetchesPerHost bounds them
-	// per origin host. Defaults DefaultFetchWorkers and
-	// DefaultFetchesPerHost.
-	FetchWorkers   int
-	FetchesPerHost int
-	// FetchHostSpacing is the least time between the starts of two
-	// fetches of one host (HostKey), on the hub's clock. Zero means none;
-	// pingd serve gives DefaultFetchHostSpacing unless told otherwise.
-	FetchHostSpacing time.Duration
-	// FetchTimeout bounds one fetch; default DefaultFetchTimeout.
-	FetchTimeout time.Duration
+	// Observe, if set, is told what the hub did (metrics): items
+	// published by their owners (the fetch engine tells its own).
+	Observe Observer
 	// PingRetention is how long received pings are kept; default
 	// DefaultPingRetention.
 	PingRetention time.Duration
-	// BaselineWait bounds how long learning of a source (node creation,
-	// a subscription) waits for the source's baseline fetch before it
-	// returns; default DefaultBaselineWait.
-	BaselineWait time.Duration
-	// Observe, if set, is told what the hub did (metrics).
-	Observe Observer
-	// Exclusive says this process is the only one using the store (an
-	// SQLite file, which one pingd process serves at a time): fetch leases
-	// found when Run starts were left by a process that died, and are
-	// taken back at once instead of delaying those sources until they run
-	// out. Never set it on a store that several processes share.
-	Exclusive bool
 	// MaxImplicitNodes bounds the implicit nodes (those created for a URL
 	// someone subscribed to); beyond it NodeForURL creates none and
 	// answers ErrImplicitNodesFull. 0: DefaultMaxImplicitNodes; negative:
@@ -78,31 +65,21 @@ type Config struct {
 
 // Defaults of Config: what a zero (or negative) field is taken as.
 const (
-	// DefaultFetchWorkers fetches at once keep a few slow sources from
-	// holding up the others without opening hundreds of connections.
-	DefaultFetchWorkers = 8
-	// DefaultFetchesPerHost is the most fetches of one origin at once, so
-	// that a host with many feeds is not fetched by every worker together.
-	DefaultFetchesPerHost = 2
-	// DefaultFetchHostSpacing is what pingd serve puts between two
-	// fetches of one host: a second, the pace crawlers have long kept to,
-	// still lets one host serve 3,600 feeds polled hourly.
-	DefaultFetchHostSpacing = time.Second
-	// DefaultFetchTimeout bounds one fetch, every redirect included.
-	DefaultFetchTimeout = 30 * time.Second
 	// DefaultPingRetention is how long received pings are kept: a week of
 	// hourly archives.
 	DefaultPingRetention = 7 * 24 * time.Hour
-	// DefaultBaselineWait is how long a request that made pingd learn of a
-	// source waits for its first fetch before it answers.
-	DefaultBaselineWait = 10 * time.Second
 )
 
 // Hub is the core service. Its methods are safe for concurrent use.
 type Hub struct {
-	store     Store
+	*AccessUseCases
+	*NodeUseCases
+	*SubscriptionUseCases
+
+	stores    Stores
+	fetches   FetchEngine
 	fetcher   Fetcher
-	scheduler Scheduler
+	entries   EntryReader
 	log       *slog.Logger
 	now       func() time.Time
 	instance  string
@@ -116,15 +93,6 @@ type Hub struct {
 	// pingListeners hear of recorded pings (pinglisteners.go).
 	pingListeners []PingListener
 
-	fetchWake chan struct{}
-
-	// fetchedMu guards fetchLoopOn and fetched: per source, a channel
-	// closed when this process next stores a fetch outcome for it, which
-	// awaitBaseline waits on.
-	fetchedMu   sync.Mutex
-	fetchLoopOn bool
-	fetched     map[int64]chan struct{}
-
 	// implicitNodes caches the number of implicit nodes (bounds.go).
 	implicitNodes implicitNodeCount
 	// accountLocks serialise the new XMPP subscriptions of one account,
@@ -134,16 +102,14 @@ type Hub struct {
 	// nodeCount caches the number of nodes (NodeCount).
 	nodeCount nodeCountCache
 
-	// load is what the fetch loop holds (FetchLoad).
-	load fetchLoad
 	// reads remembers ReadResource's recent fetches (readresource.go).
 	reads recentReads
 }
 
 // New returns a hub; Run starts its background work.
 func New(cfg Config) (*Hub, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("hub: no store")
+	if err := cfg.Stores.check(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -151,32 +117,14 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Scheduler == nil {
-		cfg.Scheduler = defaultScheduler{}
-	}
 	if cfg.Instance == "" {
 		cfg.Instance = randomToken(8)
-	}
-	if cfg.FetchWorkers <= 0 {
-		cfg.FetchWorkers = DefaultFetchWorkers
-	}
-	if cfg.FetchesPerHost <= 0 {
-		cfg.FetchesPerHost = DefaultFetchesPerHost
-	}
-	if cfg.FetchHostSpacing < 0 {
-		cfg.FetchHostSpacing = 0
-	}
-	if cfg.FetchTimeout <= 0 {
-		cfg.FetchTimeout = DefaultFetchTimeout
 	}
 	if cfg.Observe == nil {
 		cfg.Observe = nopObserver{}
 	}
 	if cfg.PingRetention <= 0 {
 		cfg.PingRetention = DefaultPingRetention
-	}
-	if cfg.BaselineWait <= 0 {
-		cfg.BaselineWait = DefaultBaselineWait
 	}
 	if cfg.MaxImplicitNodes == 0 {
 		cfg.MaxImplicitNodes = DefaultMaxImplicitNodes
@@ -192,18 +140,20 @@ func New(cfg Config) (*Hub, error) {
 	}
 
 	h := &Hub{
-		store:      cfg.Store,
+		stores:     cfg.Stores,
+		fetches:    cfg.Fetches,
 		fetcher:    cfg.Fetcher,
-		scheduler:  cfg.Scheduler,
+		entries:    cfg.Entries,
 		log:        cfg.Logger,
 		now:        func() time.Time { return cfg.Now().UTC() },
 		instance:   cfg.Instance,
 		admins:     map[string]bool{},
 		cfg:        cfg,
 		transports: map[Kind][]Transport{},
-		fetchWake:  make(chan struct{}, 1),
-		fetched:    map[int64]chan struct{}{},
 	}
+	h.AccessUseCases = &AccessUseCases{hub: h}
+	h.NodeUseCases = &NodeUseCases{hub: h}
+	h.SubscriptionUseCases = &SubscriptionUseCases{hub: h}
 	if cfg.AdminToken != "" {
 		h.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 		h.hasAdmin = true
@@ -249,10 +199,20 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 	}
 }
 
-// WakeFetcher makes the fetch loop look for due sources now.
-func (h *Hub) WakeFetcher() {
-	select {
-	case h.fetchWake <- struct{}{}:
-	default:
-	}
-}
+// The hub's use cases by area, each a type of its own so that none grows
+// past what one reader can hold; Hub embeds them, so their methods are the
+// Hub's (see doc.go). Each works with the Hub's shared state (its store
+// ports, clock, admins, transports and caches) through its hub field.
+type (
+	// AccessUseCases: who may do what on a node (admins, owners, tokens,
+	// affiliations, revocations) and a node's configuration.
+	AccessUseCases struct{ hub *Hub }
+	// NodeUseCases: creating, finding and deleting nodes (the implicit
+	// nodes of URLs included), their sources, publishing and reading their
+	// items and logs.
+	NodeUseCases struct{ hub *Hub }
+	// SubscriptionUseCases: subscribing of every kind, verified requests,
+	// options and states, the bounds on an account's and a callback
+	// host's subscriptions, bounces and digests.
+	SubscriptionUseCases struct{ hub *Hub }
+)

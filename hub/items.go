@@ -7,8 +7,9 @@ import (
 
 // Publish appends entries to the node's log as items (an owner's XEP-0060
 // publish) and wakes the transports. Entries without an ID get a random one.
-func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
-	n, err := h.store.Node(ctx, nodeName)
+func (u *NodeUseCases) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -18,7 +19,8 @@ func (h *Hub) Publish(ctx context.Context, nodeName, publisher string, entries [
 // PublishTo is Publish to a node the caller has just read (to check the
 // publisher's rights), without reading it again. A node deleted meanwhile
 // gives ErrNotFound.
-func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
+func (u *NodeUseCases) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
+	h := u.hub
 	events := make([]Event, 0, len(entries))
 	for _, e := range entries {
 		if len(e.Payload) > MaxEntryPayloadBytes {
@@ -36,7 +38,7 @@ func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries 
 			Updated: e.Updated, Publisher: publisher,
 		})
 	}
-	out, err := h.store.Append(ctx, n.ID, events)
+	out, err := h.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
 	}
@@ -47,8 +49,9 @@ func (h *Hub) PublishTo(ctx context.Context, n *Node, publisher string, entries 
 
 // Retract removes items; ErrNotFound if one of them does not exist (and
 // then nothing is removed), ErrInvalid if ids is empty.
-func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
-	n, err := h.store.Node(ctx, nodeName)
+func (u *NodeUseCases) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +60,13 @@ func (h *Hub) Retract(ctx context.Context, nodeName, publisher string, ids []str
 
 // RetractFrom is Retract from a node the caller has just read (to check
 // the publisher's rights), without reading it again.
-func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []string) ([]Event, error) {
+func (u *NodeUseCases) RetractFrom(ctx context.Context, n *Node, publisher string, ids []string) ([]Event, error) {
+	h := u.hub
 	if len(ids) == 0 {
 		// Items with no ids means every item: the check below would be wrong.
 		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
 	}
-	have, err := h.store.Items(ctx, n.ID, ids, 0)
+	have, err := h.stores.Log.Items(ctx, n.ID, ids, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +77,7 @@ func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []
 	for _, id := range uniq(ids) {
 		events = append(events, Event{Kind: EventRetract, ItemID: id, Publisher: publisher})
 	}
-	out, err := h.store.Append(ctx, n.ID, events)
+	out, err := h.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +86,13 @@ func (h *Hub) RetractFrom(ctx context.Context, n *Node, publisher string, ids []
 }
 
 // Purge removes every item of the node.
-func (h *Hub) Purge(ctx context.Context, nodeName, publisher string) error {
-	n, err := h.store.Node(ctx, nodeName)
+func (u *NodeUseCases) Purge(ctx context.Context, nodeName, publisher string) error {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return err
 	}
-	if _, err := h.store.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
+	if _, err := h.stores.Log.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
 		return err
 	}
 	h.wake(n.ID)
@@ -107,6 +112,7 @@ func uniq(ids []string) []string {
 }
 
 // Items returns the node's current items, newest first (see Store.Items).
-func (h *Hub) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
-	return h.store.Items(ctx, node.ID, ids, max)
+func (u *NodeUseCases) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
+	h := u.hub
+	return h.stores.Log.Items(ctx, node.ID, ids, max)
 }

@@ -9,6 +9,7 @@ import (
 // what changed since a version of the node's content they served (RFC 3229
 // deltas of the node's own feeds); the log may have been pruned, so callers
 // check that the first event follows after.
-func (h *Hub) EventsAfter(ctx context.Context, node *Node, after int64, limit int) ([]Event, error) {
-	return h.store.EventsAfter(ctx, node.ID, after, limit)
+func (u *NodeUseCases) EventsAfter(ctx context.Context, node *Node, after int64, limit int) ([]Event, error) {
+	h := u.hub
+	return h.stores.Log.EventsAfter(ctx, node.ID, after, limit)
 }

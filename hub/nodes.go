@@ -23,7 +23,8 @@ type NodeSpec struct {
 // is shown only now (the store keeps its hash). If the node follows a
 // source without a baseline, CreateNode returns once the baseline fetch
 // is over (awaitBaseline).
-func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
+	h := u.hub
 	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
 	}
@@ -38,7 +39,7 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 		if err != nil {
 			return nil, "", err
 		}
-		s, _, err := h.store.EnsureSource(ctx, source)
+		s, _, err := h.stores.Sources.EnsureSource(ctx, source)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -53,14 +54,14 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 	}
 	token := randomToken(24)
 	n.TokenHash = HashToken(token)
-	if err := h.store.CreateNode(ctx, n); err != nil {
+	if err := h.stores.Nodes.CreateNode(ctx, n); err != nil {
 		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 	}
 	if src != nil && src.Gone {
 		// A source found gone (410) before and asked for again by a new
 		// node gets another chance: it is fetched now, and marked gone
 		// again if it still is.
-		revived, err := h.store.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
+		revived, err := h.stores.Sources.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -80,7 +81,7 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 		// its title): the caller gets it as it is now. The node exists
 		// whatever this read does (the caller's context may have ended
 		// the wait for the baseline): without it, the node as created.
-		if cur, err := h.store.NodeByID(ctx, n.ID); err == nil {
+		if cur, err := h.stores.Nodes.NodeByID(ctx, n.ID); err == nil {
 			n = cur
 		}
 	}
@@ -91,17 +92,17 @@ func (h *Hub) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, err
 // keepCurrentEntries gives a node that starts following src, a source
 // whose baseline was taken before (for another node), the entries of the
 // source's stored representation as its items, told to no one
-// (Store.KeepItems), as that baseline gave them to the nodes following it
-// then: a new node is not empty while its feed has entries. It needs the
-// fetcher to read a stored body (EntryReader); without one, or without a
-// stored feed, the node starts empty and takes the feed's next new
-// entries. Failing to read them is logged, not an error: the node exists.
-func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
-	reader, ok := h.fetcher.(EntryReader)
-	if !ok || !src.IsFeed {
+// (LogStore.KeepItems), as that baseline gave them to the nodes following
+// it then: a new node is not empty while its feed has entries. It needs
+// Config.Entries to read a stored body; without it, or without a stored
+// feed, the node starts empty and takes the feed's next new entries. Failing to read them is logged, not an error: the node exists.
+func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
+	h := u.hub
+	reader := h.entries
+	if reader == nil || !src.IsFeed {
 		return
 	}
-	body, err := h.store.SourceBody(ctx, src.ID)
+	body, err := h.stores.Sources.SourceBody(ctx, src.ID)
 	if err != nil || len(body) == 0 {
 		if err != nil {
 			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
@@ -120,7 +121,7 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 		return
 	}
 	events := NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems)
-	kept, err := h.store.KeepItems(ctx, n.ID, events)
+	kept, err := h.stores.Log.KeepItems(ctx, n.ID, events)
 	if err != nil {
 		h.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
 		return
@@ -129,17 +130,22 @@ func (h *Hub) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
 }
 
 // Node returns a node by name.
-func (h *Hub) Node(ctx context.Context, name string) (*Node, error) {
-	return h.store.Node(ctx, name)
+func (u *NodeUseCases) Node(ctx context.Context, name string) (*Node, error) {
+	h := u.hub
+	return h.stores.Nodes.Node(ctx, name)
 }
 
 // Nodes lists every node.
-func (h *Hub) Nodes(ctx context.Context) ([]Node, error) { return h.store.Nodes(ctx) }
+func (u *NodeUseCases) Nodes(ctx context.Context) ([]Node, error) {
+	h := u.hub
+	return h.stores.Nodes.Nodes(ctx)
+}
 
 // NodesPage lists one page of the nodes in name order (Store.NodesPage):
 // what anyone may ask for reads that page, not the whole list.
-func (h *Hub) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
-	return h.store.NodesPage(ctx, p)
+func (u *NodeUseCases) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
+	h := u.hub
+	return h.stores.Nodes.NodesPage(ctx, p)
 }
 
 // nodeCountFor is how long NodeCount trusts a count it read.
@@ -156,7 +162,8 @@ type nodeCountCache struct {
 // NodeCount is the number of nodes as counted at most nodeCountFor ago:
 // the size of the list shown a page at a time (XEP-0059 lets that count be
 // approximate), read from the store once in that time however many ask.
-func (h *Hub) NodeCount(ctx context.Context) (int, error) {
+func (u *NodeUseCases) NodeCount(ctx context.Context) (int, error) {
+	h := u.hub
 	c := &h.nodeCount
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,7 +171,7 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 	if c.valid && !now.Before(c.at) && now.Sub(c.at) < nodeCountFor {
 		return c.n, nil
 	}
-	n, err := h.store.CountNodes(ctx)
+	n, err := h.stores.Nodes.CountNodes(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -176,12 +183,13 @@ func (h *Hub) NodeCount(ctx context.Context) (int, error) {
 // subscribers are told by the component from the NodeDeletion the store
 // records with the deletion, so they are told after a restart too, or
 // when another process deleted it; the transports are woken for the node.
-func (h *Hub) DeleteNode(ctx context.Context, name string) error {
-	n, err := h.store.Node(ctx, name)
+func (u *NodeUseCases) DeleteNode(ctx context.Context, name string) error {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.store.DeleteNode(ctx, name); err != nil {
+	if err := h.stores.Nodes.DeleteNode(ctx, name); err != nil {
 		return err
 	}
 	h.wake(n.ID, KindXMPP)
@@ -193,24 +201,26 @@ func (h *Hub) DeleteNode(ctx context.Context, name string) error {
 // looked up in canonical form), preferring one an owner created; when none
 // does and create is set, it creates an implicit open node named after the
 // canonical URL and returns once its source's baseline fetch is over.
-func (h *Hub) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+func (u *NodeUseCases) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
+	h := u.hub
 	return h.nodeForURL(ctx, rawURL, create, nil)
 }
 
 // nodeForURL is NodeForURL; mayCreate, when set, is asked right before an
 // implicit node is created (and only then), and its error is returned.
-func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
+func (u *NodeUseCases) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
+	h := u.hub
 	rawURL, err := CanonicalURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	srcs, err := h.stores.Sources.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	var implicit *Node
 	for _, s := range srcs {
-		nodes, err := h.store.NodesBySource(ctx, s.ID)
+		nodes, err := h.stores.Nodes.NodesBySource(ctx, s.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -252,11 +262,11 @@ func (h *Hub) nodeForURL(ctx context.Context, rawURL string, create bool, mayCre
 			return n, err
 		}
 		// Taken: by a concurrent request for the same URL, or by another node.
-		existing, err := h.store.Node(ctx, name)
+		existing, err := h.stores.Nodes.Node(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		src, _, err := h.store.EnsureSource(ctx, rawURL)
+		src, _, err := h.stores.Sources.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, err
 		}

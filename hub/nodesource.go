@@ -7,7 +7,8 @@ import (
 
 // SetNodeSourceURL points a node at the source rawURL ("" for none) and
 // schedules the source's first fetch when it has none yet.
-func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
+func (u *NodeUseCases) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node, error) {
+	h := u.hub
 	var src *Source
 	if rawURL != "" {
 		canon, err := CanonicalURL(rawURL)
@@ -15,7 +16,7 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 			return nil, err
 		}
 		rawURL = canon
-		s, _, err := h.store.EnsureSource(ctx, rawURL)
+		s, _, err := h.stores.Sources.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("set the source of %q: %w", name, err)
 		}
@@ -25,11 +26,11 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 	if src != nil {
 		id = src.ID
 	}
-	if err := h.store.SetNodeSource(ctx, name, id); err != nil {
+	if err := h.stores.Nodes.SetNodeSource(ctx, name, id); err != nil {
 		return nil, fmt.Errorf("set the source of %q: %w", name, err)
 	}
 	if src != nil && src.Baselined && !src.Gone {
-		n, err := h.store.Node(ctx, name)
+		n, err := h.stores.Nodes.Node(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -40,5 +41,5 @@ func (h *Hub) SetNodeSourceURL(ctx context.Context, name, rawURL string) (*Node,
 		}
 	}
 	h.log.InfoContext(ctx, "node source set", "node", name, "source", rawURL)
-	return h.store.Node(ctx, name)
+	return h.stores.Nodes.Node(ctx, name)
 }

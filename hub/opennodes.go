@@ -23,5 +23,5 @@ func (h *Hub) OpenNodes(ctx context.Context, limit int) ([]ListedNode, int, erro
 	if limit <= 0 {
 		return nil, 0, fmt.Errorf("%w: list limit %d", ErrInvalid, limit)
 	}
-	return h.store.OpenNodes(ctx, limit)
+	return h.stores.Nodes.OpenNodes(ctx, limit)
 }

@@ -15,7 +15,7 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 	if canon, err := CanonicalURL(rawURL); err == nil {
 		rawURL = canon // sources are stored in canonical form
 	}
-	srcs, err := h.store.SourcesMatching(ctx, rawURL)
+	srcs, err := h.stores.Sources.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("find sources of %s: %w", rawURL, err)
 	}
@@ -24,7 +24,7 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 		if s.Gone {
 			continue
 		}
-		if err := h.store.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
+		if err := h.stores.Sources.MarkSourceDue(ctx, s.ID, h.now(), note); err != nil {
 			return n, fmt.Errorf("schedule fetch of %s: %w", s.URL, err)
 		}
 		n++
@@ -80,7 +80,7 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 	// follows (most of them) costs no look-up of its own.
 	slices.Sort(canonical)
 	canonical = slices.Compact(canonical)
-	marked, err := h.store.RecordPingMarkingDue(ctx, &p, canonical, h.now(), note)
+	marked, err := h.stores.Pings.RecordPingMarkingDue(ctx, &p, canonical, h.now(), note)
 	if err != nil {
 		return 0, fmt.Errorf("record ping: %w", err)
 	}
@@ -93,11 +93,13 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 
 // Pings returns recent pings and the total count (changes.xml).
 func (h *Hub) Pings(ctx context.Context, since time.Time, limit int) ([]Ping, int64, error) {
-	return h.store.Pings(ctx, since, limit)
+	return h.stores.Pings.Pings(ctx, since, limit)
 }
 
 // Source returns a source by id.
-func (h *Hub) Source(ctx context.Context, id int64) (*Source, error) { return h.store.Source(ctx, id) }
+func (h *Hub) Source(ctx context.Context, id int64) (*Source, error) {
+	return h.stores.Sources.Source(ctx, id)
+}
 
 // Sources lists the sources followed by nodes.
-func (h *Hub) Sources(ctx context.Context) ([]Source, error) { return h.store.Sources(ctx) }
+func (h *Hub) Sources(ctx context.Context) ([]Source, error) { return h.stores.Sources.Sources(ctx) }

@@ -50,7 +50,7 @@ func TestPingIsOneStoreCall(t *testing.T) {
 	st := &pingCallsStore{Store: openStore(t)}
 	clock := testenv.NewClock(t0)
 	h, err := hub.New(hub.Config{
-		Store: st, Fetcher: feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: "http://pingd.test", Now: clock.Now}),
+		Stores: store.HubStores(st), Fetcher: feed.NewFetcher(feed.FetcherConfig{Version: "test", PublicURL: "http://pingd.test", Now: clock.Now}),
 		Now: clock.Now, Instance: "test", Logger: testLogger(t),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/testenv"
+	"github.com/pingd/pingd/store"
 )
 
 // The fetch loop at scale: politeness per host (slots, spacing, pauses)
@@ -233,7 +234,7 @@ func TestPerHostConcurrencyHoldsWithManySources(t *testing.T) {
 
 // writeCounter counts the store calls of the fetch path.
 type writeCounter struct {
-	hub.Store
+	store.Store
 	applyFetch, applyUnchanged, claims atomic.Int64
 }
 
@@ -254,12 +255,12 @@ func (c *writeCounter) ClaimDueSources(ctx context.Context, now time.Time, limit
 
 // TestUnchangedPollsShareWrites: sixty polls answered 304 cost far fewer
 // write transactions than sixty, and claims are batches. (No poll counts
-// its subscribers apart: hub.Store has no SubscriberCount; the claim
+// its subscribers apart: the fetch loop does not ask SubscriberCount; the claim
 // brings the counts.)
 func TestUnchangedPollsShareWrites(t *testing.T) {
 	counter := &writeCounter{}
 	e := newEnv(t, envOptions{fetchWorkers: 16, fetchesPerHost: 4,
-		wrap: func(s hub.Store) hub.Store { counter.Store = s; return counter }})
+		wrap: func(s store.Store) store.Store { counter.Store = s; return counter }})
 	const perHost, hostCount = 15, 4
 	var nodes []*hub.Node
 	for h := range hostCount {

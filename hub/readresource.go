@@ -28,7 +28,7 @@ func (h *Hub) ReadResource(ctx context.Context, rawURL string) error {
 		return nil
 	}
 	if n, err := h.NodeForURL(ctx, rawURL, false); err == nil && n.SourceID != 0 {
-		src, err := h.store.Source(ctx, n.SourceID)
+		src, err := h.stores.Sources.Source(ctx, n.SourceID)
 		switch {
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return fmt.Errorf("source of %s: %w", rawURL, err)

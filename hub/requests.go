@@ -15,14 +15,15 @@ import (
 // leaves them exactly so. A new subscription, or one not verified yet, is
 // pending until verified (see Store.RequestSubscription). Like Subscribe,
 // it returns once a source without a baseline has been fetched.
-func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
+func (u *SubscriptionUseCases) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
+	h := u.hub
 	if !s.Kind.Verified() {
 		return nil, "", fmt.Errorf("%w: %q subscriptions are not verified requests", ErrInvalid, s.Kind)
 	}
 	if s.Address == "" {
 		return nil, "", fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.store.Node(ctx, s.NodeName)
+	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, "", err
 	}
@@ -32,7 +33,7 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 	s.NodeID, s.NodeName = n.ID, n.Name
 	s.State = SubPending
 	s.Cursor = n.LastSeq // a new subscription gets what comes after, not what came before
-	outcome, err := h.store.RequestSubscription(ctx, &s)
+	outcome, err := h.stores.Subscriptions.RequestSubscription(ctx, &s)
 	if err != nil {
 		return nil, "", fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
@@ -50,12 +51,13 @@ func (h *Hub) RequestSubscription(ctx context.Context, s Subscription) (*Subscri
 // (RequestCancelled); a verified one keeps being served until its callback
 // verifies the unsubscription (RequestChangePending). ErrNotFound when
 // there is none.
-func (h *Hub) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
-	n, err := h.store.Node(ctx, nodeName)
+func (u *SubscriptionUseCases) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, "", err
 	}
-	sub, outcome, err := h.store.RequestUnsubscription(ctx, n.ID, kind, address)
+	sub, outcome, err := h.stores.Subscriptions.RequestUnsubscription(ctx, n.ID, kind, address)
 	if err != nil {
 		return nil, "", err
 	}
@@ -68,7 +70,8 @@ func (h *Hub) RequestUnsubscription(ctx context.Context, nodeName string, kind K
 // Serves reports whether a transport is registered for the kind: a
 // subscription of a kind nobody delivers would be accepted and never
 // served.
-func (h *Hub) Serves(kind Kind) bool {
+func (u *SubscriptionUseCases) Serves(kind Kind) bool {
+	h := u.hub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return len(h.transports[kind]) > 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 )
 
 // pingdGoroutines returns the stacks of live goroutines running hub or
@@ -115,14 +116,11 @@ func TestRunStopsWithItsContextAndLeavesNoGoroutine(t *testing.T) {
 		}
 	}
 	open()
-	h2, err := hub.New(hub.Config{
-		Store: e.store, Now: e.clock.Now, Instance: "second", Logger: testLogger(t),
+	h2, engine2 := newFetchingHub(t, e.store, hub.Config{
+		Now: e.clock.Now, Instance: "second", Logger: testLogger(t),
 		Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true, Now: e.clock.Now}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.hub = h2
+	}, fetching.Config{})
+	e.hub, e.engine = h2, engine2
 	// The clock moves first: run returns once Run runs, and its first claim
 	// must already tell these fetches from the interrupted ones.
 	e.clock.Advance(time.Minute) // past the leases (twice the fetch timeout)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 )
 
 // A fetch a process had claimed when it stopped goes to the next process at
@@ -17,14 +18,10 @@ import (
 // startHub runs a second hub on the env's store until the returned stop.
 func (e *env) startHub(instance string, exclusive bool) (stop func()) {
 	e.t.Helper()
-	h, err := hub.New(hub.Config{
-		Store: e.store, Now: e.clock.Now, Instance: instance, Logger: testLogger(e.t), Exclusive: exclusive,
-		Fetcher:      feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true, Now: e.clock.Now}),
-		FetchTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	h, _ := newFetchingHub(e.t, e.store, hub.Config{
+		Now: e.clock.Now, Instance: instance, Logger: testLogger(e.t),
+		Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true, Now: e.clock.Now}),
+	}, fetching.Config{Exclusive: exclusive, FetchTimeout: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = h.Run(ctx); close(done) }()

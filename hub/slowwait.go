@@ -3,8 +3,8 @@ package hub
 import "context"
 
 // A WaitObserver learns when a call blocks on something slower than the
-// store: the baseline fetch of a source (awaitBaseline), which takes as long
-// as the source's server does, up to Config.BaselineWait. It is called when
+// store: the baseline fetch of a source (FetchEngine.AwaitFetch), which takes
+// as long as the source's server does, up to the engine's BaselineWait. It is called when
 // the wait starts and returns the function to call when it ends. A caller
 // serving requests from a fixed pool of workers uses it to let another
 // worker run meanwhile, so that requests naming slow sources cannot stall

@@ -2,18 +2,21 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
-// Store is the persistence the hub needs. The store package implements it
-// on SQLite and PostgreSQL; every method must be safe for concurrent use,
-// apply a per-query timeout, and wrap ErrNotFound / ErrExists where it says
-// so. Times are stored and returned in UTC.
-type Store interface {
-	// Check answers nil while the database answers (health checks).
-	Check(ctx context.Context) error
-	Close() error
+// The hub's store ports: what the hub reads and writes, one small
+// interface per role, each given explicitly in Config (Stores). The store
+// package implements them all on SQLite and PostgreSQL; every method must
+// be safe for concurrent use, apply a per-query timeout, and wrap
+// ErrNotFound / ErrExists where it says so. Times are stored and returned
+// in UTC. The parts that use the store beside the hub (delivery, the
+// component, the HTTP API, upstream) declare their own ports.
 
+// NodeStore is where nodes are kept: created, found, listed, configured
+// and deleted.
+type NodeStore interface {
 	// CreateNode stores n and sets its ID, CreatedAt and UpdatedAt.
 	// ErrExists if the name is taken.
 	CreateNode(ctx context.Context, n *Node) error
@@ -40,27 +43,16 @@ type Store interface {
 	// affiliations; ErrNotFound. When the node had XMPP subscriptions, the
 	// same transaction records the NodeDeletion they are to be told of.
 	DeleteNode(ctx context.Context, name string) error
-	// NodeDeletions lists the recorded node deletions, oldest first, at
-	// most limit.
-	NodeDeletions(ctx context.Context, limit int) ([]NodeDeletion, error)
-	// ForgetNodeDeletions removes recorded node deletions whose
-	// subscribers were told; ids that are gone already are no error.
-	ForgetNodeDeletions(ctx context.Context, ids []int64) error
 	// CountImplicitNodes counts the implicit nodes.
 	CountImplicitNodes(ctx context.Context) (int, error)
-	// DeleteUnused removes what strangers made pingd keep and nobody uses
-	// any more. An implicit node without subscriptions (of any kind, in
-	// any state) is marked with now; one marked before nodesBefore and
-	// still without subscriptions is deleted with its log, as DeleteNode
-	// does. A source no node follows is marked likewise and deleted with
-	// its fetch state and seen ids once marked before sourcesBefore. A
-	// subscription stored for a node, or a node for a source, clears its
-	// mark in the same transaction; a node or source that is in use at
-	// the moment of the deletion is never deleted, also when several
-	// processes run this at once. Owners' nodes are never touched. It
-	// returns how many nodes and sources it deleted.
-	DeleteUnused(ctx context.Context, now, nodesBefore, sourcesBefore time.Time) (nodes, sources int64, err error)
+	// OpenNodes lists up to limit nodes of the open access model with
+	// their sources' URL, title and site, in creation order, and counts
+	// all open nodes.
+	OpenNodes(ctx context.Context, limit int) ([]ListedNode, int, error)
+}
 
+// LogStore is the nodes' logs: their events and current items.
+type LogStore interface {
 	// Append adds events to the node's log in one transaction and returns
 	// them with Seq and Created set. An item event replaces the current
 	// item with the same ItemID; a retract event removes it; a purge event
@@ -84,16 +76,11 @@ type Store interface {
 	Items(ctx context.Context, nodeID int64, ids []string, max int) ([]Event, error)
 	// EventsAfter returns up to limit events with Seq > after, oldest first.
 	EventsAfter(ctx context.Context, nodeID int64, after int64, limit int) ([]Event, error)
-	// SetXMPPSeq records that events up to seq went to the XMPP server; it
-	// never moves the cursor back.
-	SetXMPPSeq(ctx context.Context, nodeID int64, seq int64) error
-	// NodesBehindXMPP lists nodes whose LastSeq is beyond their XMPPSeq.
-	NodesBehindXMPP(ctx context.Context) ([]Node, error)
-	// OpenNodes lists up to limit nodes of the open access model with
-	// their sources' URL, title and site, in creation order, and counts
-	// all open nodes.
-	OpenNodes(ctx context.Context, limit int) ([]ListedNode, int, error)
+}
 
+// SourceStore is where sources are kept and made due; their fetches are
+// the fetch engine's (hub/fetching).
+type SourceStore interface {
 	// EnsureSource returns the source with this URL (matching the original
 	// or the current URL), creating it if needed.
 	EnsureSource(ctx context.Context, url string) (src *Source, created bool, err error)
@@ -108,14 +95,6 @@ type Store interface {
 	// Sources lists every source followed by at least one node, without
 	// their Body.
 	Sources(ctx context.Context) ([]Source, error)
-	// SourcesLeasedByOthers lists, without their Body, the sources whose
-	// lease is held by someone other than owner and has not run out at
-	// now: a few, where Sources would read every source.
-	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]Source, error)
-	// SourcesLeasedBy lists, without their Body, the sources whose lease
-	// owner holds, run out or not: what a process of that name left
-	// leased when it died.
-	SourcesLeasedBy(ctx context.Context, owner string) ([]Source, error)
 	// MarkSourceDue makes the source due for a fetch at `at` (earlier only:
 	// a due time already sooner is kept), records the ping time, and, when
 	// note is set, keeps it for the next fetch. ErrNotFound.
@@ -128,53 +107,11 @@ type Store interface {
 	// live one again, due at `at` with reason; it reports whether the
 	// source was gone. A node created for the source asks for it.
 	ReviveSource(ctx context.Context, id int64, at time.Time, reason string) (bool, error)
-	// ClaimDueSources leases up to limit sources due at now that are not
-	// gone, not leased by anyone else and followed by a node, the earliest
-	// due first, each with its Subscribers counted (one query for the
-	// claim, not one per fetch), without its Body (SourceBody reads it
-	// when an origin answers with a delta).
-	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]Source, error)
-	// ApplyFetch stores a fetch's outcome in one transaction: the source
-	// state (releasing the lease and clearing a pending note it consumed),
-	// the ids seen, and the events of every node of the source. See
-	// FetchOutcome and FetchApplied. What the fetch brings is the hub's
-	// to decide: the store reads the source's baseline flag and latest
-	// ping and which ids are unseen, and writes what FetchNewsOf,
-	// FetchNews.ForNode and NextFetchAfter (fetchrules.go) decide from
-	// them: on the baseline every entry id is recorded as seen and no item
-	// is told: a feed's entries (FetchNews.Kept, the newest MaxItems of
-	// them) are kept as each node's items as KeepItems keeps them, cursors
-	// standing at the end of a node's log moved past them, and implicit
-	// nodes without a title take FetchNews.Title; a node takes at most its
-	// MaxItems of the newest new entries. A cursor only moves forward:
-	// SaveDeliveryState(s) and SaveDigest never take one back. It sets the stored LastNewItems to the number of new
-	// entries. The body (State.Body) is written only when o.Changed: an
-	// outcome that did not change the representation keeps the stored
-	// one, whatever State.Body holds (sources read without it).
-	//
-	// Every new id is recorded as seen,
-	// published or not, and those left out are never announced. A source
-	// without nodes records its ids and publishes nothing. When new ids
-	// were recorded, the ids the fetch did not show beyond the newest
-	// MaxHiddenSeen are forgotten.
-	//
-	// It is the lease holder's write: when the source's lease is no
-	// longer o.Owner's (it ran out and another process took it), nothing
-	// is written and it returns ErrLeaseLost.
-	ApplyFetch(ctx context.Context, o FetchOutcome) (FetchApplied, error)
-	// ApplyUnchangedFetches stores several outcomes that change nothing
-	// but their sources' fetch state (FetchOutcome.Unchanged) in one
-	// transaction, with one statement for many sources where the database
-	// allows: what ApplyFetch would store for each, the representation
-	// (body, hash, content type, title, description, site), the seen ids
-	// and a pending note left as they are. Each lease is released, and a
-	// ping stored while the fetch ran makes the source due again
-	// (NextFetchAfter, decided in the statement itself). Sources removed
-	// meanwhile are skipped, and so are those whose lease is no longer
-	// their Owner's (see ApplyFetch). An outcome that is not Unchanged is refused
-	// with ErrInvalid and nothing is written.
-	ApplyUnchangedFetches(ctx context.Context, outs []FetchOutcome) error
+}
 
+// SubscriptionStore is where subscriptions of every kind are kept and
+// their requests recorded.
+type SubscriptionStore interface {
 	// PutSubscription inserts s or, when a subscription with the same node,
 	// kind and address exists, updates its state, options, SubID and expiry
 	// (keeping its cursor) and drops its pending change. It sets s.ID and
@@ -195,14 +132,6 @@ type Store interface {
 	// decides nothing): RequestChangePending. It fills s from the stored
 	// row.
 	RequestSubscription(ctx context.Context, s *Subscription) (RequestOutcome, error)
-	// CountXMPPSubscriptions counts the XMPP subscriptions of the bare JID
-	// (all its resources, every state): to the node when nodeID > 0, to
-	// every node otherwise.
-	CountXMPPSubscriptions(ctx context.Context, bareJID string, nodeID int64) (int, error)
-	// CountCallbackHostSubscriptions counts the subscriptions, of every
-	// HTTP kind and state, whose callback is on host (CallbackHost of
-	// their kind and address, which the store keeps with each).
-	CountCallbackHostSubscriptions(ctx context.Context, host string) (int, error)
 	// RequestUnsubscription stores an unsubscribe request about the node's
 	// subscription of kind and address in one transaction: one not
 	// verified yet is removed at once (RequestCancelled); a verified one
@@ -211,30 +140,6 @@ type Store interface {
 	// returns the subscription as it stands (as it was, when removed);
 	// ErrNotFound when there is none.
 	RequestUnsubscription(ctx context.Context, nodeID int64, kind Kind, address string) (*Subscription, RequestOutcome, error)
-	// ApplySubscriptionChange applies the request changeID, which the
-	// subscriber verified, in one transaction: a subscription not verified
-	// yet becomes active, expiring at expires; a pending subscribe change
-	// replaces the subscription's options and expiry and makes it active;
-	// a pending unsubscribe change deletes it. A (re)subscription applied
-	// gets a clean failure record and no retry time (a verified renewal is
-	// a sign of life); its cursor and the rest of its delivery state stay.
-	// Deciding a change releases its lease. It reports false and changes
-	// nothing when changeID is not the subscription's latest request (a
-	// newer one replaced it), or no longer waits, or the subscription is
-	// gone.
-	ApplySubscriptionChange(ctx context.Context, id int64, changeID string, expires time.Time) (bool, error)
-	// ReleaseSubscriptionChange gives back the lease of the verification of
-	// the change changeID, undecided (a verification cut off by shutdown,
-	// or put off for a busy host), so that it is claimed again.
-	// Only owner's lease is given back: one that ran out and was taken
-	// by another process stays that process's.
-	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error
-	// RefuseSubscriptionChange records that the subscriber did not verify
-	// the request changeID: a subscription not verified yet is deleted; a
-	// pending change is dropped (Outcome ChangeRefused) and the verified
-	// subscription stays exactly as it is. It reports false and changes
-	// nothing as ApplySubscriptionChange does.
-	RefuseSubscriptionChange(ctx context.Context, id int64, changeID string) (bool, error)
 	// Subscription returns one subscription by id; ErrNotFound.
 	Subscription(ctx context.Context, id int64) (*Subscription, error)
 	// Subscriptions lists the subscriptions matching f, oldest first.
@@ -246,52 +151,19 @@ type Store interface {
 	DeleteSubscription(ctx context.Context, id int64) error
 	// SetSubscriptionState changes a subscription's state and expiry.
 	SetSubscriptionState(ctx context.Context, id int64, state SubState, expires time.Time) error
-	// ClaimDeliveries leases up to limit subscriptions of the HTTP kinds
-	// that have work at now: pending or unsubscribing ones, and active ones
-	// whose cursor is behind their node's LastSeq, in both cases with
-	// NextAttemptAt <= now and no live lease of another owner. It also
-	// leases the verification of pending changes whose change lease is
-	// free, whatever the subscription's NextAttemptAt and delivery lease (a
-	// renewal is verified at once, not after the backoff of earlier
-	// failures, and a slow verification holds no delivery back): such an
-	// entry has Change.Claimed set and its change lease taken, and the
-	// subscription may come once more for its deliveries. nodeID > 0
-	// restricts the claim to one node.
-	ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]Subscription, error)
-	// ClaimNodeDeliveries is ClaimDeliveries of one node's subscriptions
-	// (nodeID > 0) that, when it claims any, also reads in the same
-	// transaction the node and up to eventsLimit of its events after the
-	// cursor most of the active subscriptions claimed stand at: what their
-	// deliveries read next.
-	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*NodeClaim, error)
-	// SaveDeliveryState writes a subscription's delivery bookkeeping and
-	// releases its lease; ErrNotFound if it was removed meanwhile. It is
-	// the lease holder's write: it changes nothing unless the row's lease
-	// is still st.LeaseOwner's ("" for a row nobody leases), and reports
-	// ErrLeaseLost when another process holds or released it since. The
-	// cursor never moves back: the stored one is kept when it is further.
-	SaveDeliveryState(ctx context.Context, id int64, st DeliveryState) error
-	// SaveDeliveryStates does what SaveDeliveryState does for several
-	// subscriptions at once, in one transaction, skipping those removed
-	// meanwhile and those whose lease is no longer their state's
-	// LeaseOwner's: all are saved or none. A subscription named twice gets
-	// the last of its states.
-	SaveDeliveryStates(ctx context.Context, states []SavedDeliveryState) error
-	// RenewDeliveryLeases extends to `until` the delivery and change
-	// leases that owner holds of the subscriptions ids (one that ran out
-	// and nobody else took included), and returns how many: a process
-	// renews what it works on, so its leases can be short and a process
-	// that died frees its subscriptions soon.
-	RenewDeliveryLeases(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)
-	// ReleaseDeliveryLeases frees every delivery and change lease owner
-	// holds, whatever their time, and returns how many: a process
-	// starting under the name of one that died takes back what that one
-	// left leased, instead of waiting for the leases to run out.
-	ReleaseDeliveryLeases(ctx context.Context, owner string) (int64, error)
-	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
-	// and returns them.
-	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)
+	// CountXMPPSubscriptions counts the XMPP subscriptions of the bare JID
+	// (all its resources, every state): to the node when nodeID > 0, to
+	// every node otherwise.
+	CountXMPPSubscriptions(ctx context.Context, bareJID string, nodeID int64) (int, error)
+	// CountCallbackHostSubscriptions counts the subscriptions, of every
+	// HTTP kind and state, whose callback is on host (CallbackHost of
+	// their kind and address, which the store keeps with each).
+	CountCallbackHostSubscriptions(ctx context.Context, host string) (int, error)
+}
 
+// ReaderStore is the state of XMPP readers' subscriptions beside their
+// options: bounces and digests.
+type ReaderStore interface {
 	// RecordBounce counts one bounced notification of the XMPP
 	// subscription id at `at` with its reason: it adds one to its
 	// ConsecutiveErrors, sets FirstFailureAt if unset and LastError to
@@ -311,7 +183,10 @@ type Store interface {
 	// sent (LastDeliveredAt). It changes nothing and reports false when
 	// the subscription is gone or its due time is not `due` any more.
 	SaveDigest(ctx context.Context, id int64, due time.Time, cursor int64, next, sent time.Time) (bool, error)
+}
 
+// AffiliationStore is the JIDs' affiliations with nodes.
+type AffiliationStore interface {
 	// SetAffiliation sets jid's affiliation on the node; AffNone removes it.
 	SetAffiliation(ctx context.Context, nodeID int64, jid string, a Affiliation) error
 	// Affiliation returns jid's affiliation (AffNone if it has none).
@@ -321,7 +196,10 @@ type Store interface {
 	// JIDAffiliations lists the JID's affiliations on every node, by node
 	// name, in one query.
 	JIDAffiliations(ctx context.Context, jid string) ([]NodeAffiliation, error)
+}
 
+// PingStore records the pings received.
+type PingStore interface {
 	// RecordPingMarkingDue stores a received ping and sets its ID and, in
 	// the same transaction, does MarkSourceDue(at, note) of every source
 	// that is not gone and whose original, current or site URL is one of
@@ -332,7 +210,10 @@ type Store interface {
 	// Pings returns pings received since the given time, newest first, and
 	// the number of pings ever received.
 	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)
+}
 
+// MaintenanceStore removes what no one needs any more.
+type MaintenanceStore interface {
 	// Prune removes what no one needs any more: pings older than
 	// pingsBefore, and log events that are not among the node's current
 	// items and that every cursor has passed (the node's XMPP cursor, HTTP
@@ -344,6 +225,52 @@ type Store interface {
 	// any (so an unchanging feed forgets nothing); it returns how many.
 	// An id forgotten and shown again is a new entry.
 	ForgetSeenEntries(ctx context.Context, after time.Duration) (int64, error)
+	// DeleteExpiredSubscriptions removes subscriptions whose expiry passed
+	// and returns them.
+	DeleteExpiredSubscriptions(ctx context.Context, now time.Time) ([]Subscription, error)
+	// DeleteUnused removes what strangers made pingd keep and nobody uses
+	// any more. An implicit node without subscriptions (of any kind, in
+	// any state) is marked with now; one marked before nodesBefore and
+	// still without subscriptions is deleted with its log, as DeleteNode
+	// does. A source no node follows is marked likewise and deleted with
+	// its fetch state and seen ids once marked before sourcesBefore. A
+	// subscription stored for a node, or a node for a source, clears its
+	// mark in the same transaction; a node or source that is in use at
+	// the moment of the deletion is never deleted, also when several
+	// processes run this at once. Owners' nodes are never touched. It
+	// returns how many nodes and sources it deleted.
+	DeleteUnused(ctx context.Context, now, nodesBefore, sourcesBefore time.Time) (nodes, sources int64, err error)
+}
+
+// Stores are the hub's store ports, one field per role; New refuses a
+// missing one. cmd/pingd gives the one store for all (store.HubStores).
+type Stores struct {
+	Nodes         NodeStore
+	Log           LogStore
+	Sources       SourceStore
+	Subscriptions SubscriptionStore
+	Readers       ReaderStore
+	Affiliations  AffiliationStore
+	Pings         PingStore
+	Maintenance   MaintenanceStore
+}
+
+// check names the first port missing.
+func (s Stores) check() error {
+	for _, p := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Nodes", s.Nodes == nil}, {"Log", s.Log == nil}, {"Sources", s.Sources == nil},
+		{"Subscriptions", s.Subscriptions == nil},
+		{"Readers", s.Readers == nil}, {"Affiliations", s.Affiliations == nil},
+		{"Pings", s.Pings == nil}, {"Maintenance", s.Maintenance == nil},
+	} {
+		if p.missing {
+			return fmt.Errorf("hub: no store for %s", p.name)
+		}
+	}
+	return nil
 }
 
 // NodeClaim is what ClaimNodeDeliveries claimed and read.

@@ -63,7 +63,8 @@ func MessageTypeOf(n *Node, o Options) string {
 
 // SetSubscriptionOptions replaces the options of an existing subscription
 // (XEP-0060 §6.3); its state, cursor and delivery state are kept.
-func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
+func (u *SubscriptionUseCases) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
+	h := u.hub
 	if !ValidMessageType(opts.MessageType) {
 		return nil, fmt.Errorf("%w: message type %q", ErrInvalid, opts.MessageType)
 	}
@@ -80,10 +81,10 @@ func (h *Hub) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts
 		if err := h.setDigest(ctx, sub, opts); err != nil {
 			return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 		}
-		return h.store.Subscription(ctx, sub.ID)
+		return h.stores.Subscriptions.Subscription(ctx, sub.ID)
 	}
 	sub.Options = opts
-	if _, err := h.store.PutSubscription(ctx, &sub); err != nil {
+	if _, err := h.stores.Subscriptions.PutSubscription(ctx, &sub); err != nil {
 		return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	return &sub, nil

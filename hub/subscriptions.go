@@ -17,14 +17,15 @@ import (
 // A new subscription starts at the node's newest event: it gets what comes
 // after, not what came before. A subscription to a node whose source has
 // no baseline yet returns once the baseline fetch is over.
-func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	h := u.hub
 	if !s.Kind.Valid() {
 		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
 	}
 	if s.Address == "" {
 		return nil, false, fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.store.Node(ctx, s.NodeName)
+	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -42,7 +43,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
 		}
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
@@ -64,7 +65,7 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 		// proves nothing. "If the subscriber is already on the list … the
 		// status should be true", and nothing else: its delivery record
 		// stays.
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: s.Kind, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: s.Kind, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
@@ -103,10 +104,11 @@ func (h *Hub) Subscribe(ctx context.Context, s Subscription) (*Subscription, boo
 // first checked against the account's bounds (mayAddXMPPSubscription),
 // under the account's lock until it is stored; one that exists (in any
 // state) is never refused.
-func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
+func (u *SubscriptionUseCases) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
+	h := u.hub
 	if s.Kind == KindXMPP {
 		defer h.lockAccount(s.BareJID)()
-		existing, err := h.store.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return false, err
 		}
@@ -116,7 +118,7 @@ func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bo
 			}
 		}
 	}
-	created, err := h.store.PutSubscription(ctx, s)
+	created, err := h.stores.Subscriptions.PutSubscription(ctx, s)
 	if err != nil {
 		return false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
@@ -125,12 +127,13 @@ func (h *Hub) putSubscription(ctx context.Context, n *Node, s *Subscription) (bo
 
 // Unsubscribe removes the subscriptions of the node matching kind and
 // address; ErrNotFound if there were none.
-func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
-	n, err := h.store.Node(ctx, nodeName)
+func (u *SubscriptionUseCases) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
+	h := u.hub
+	n, err := h.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	removed, err := h.store.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +144,9 @@ func (h *Hub) Unsubscribe(ctx context.Context, nodeName string, kind Kind, addre
 }
 
 // Subscriptions lists subscriptions matching f.
-func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
-	return h.store.Subscriptions(ctx, f)
+func (u *SubscriptionUseCases) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
+	h := u.hub
+	return h.stores.Subscriptions.Subscriptions(ctx, f)
 }
 
 // GrantSubscription subscribes an XMPP JID on an owner's word (XEP-0060
@@ -151,7 +155,8 @@ func (h *Hub) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscr
 // event in the node's log, written to that one address, so subscribing
 // costs no more than the subscription itself. An existing subscription is
 // returned as it is, and nobody is told of a change that did not happen.
-func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+func (u *SubscriptionUseCases) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
+	h := u.hub
 	if s.Kind != KindXMPP {
 		return nil, false, fmt.Errorf("%w: owners grant XMPP subscriptions only, not %q", ErrInvalid, s.Kind)
 	}
@@ -167,7 +172,7 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 	if last != nil {
 		events = append(events, *last) // approval by an owner sends it too (§12.5)
 	}
-	if _, err := h.store.Append(ctx, sub.NodeID, events); err != nil {
+	if _, err := h.stores.Log.Append(ctx, sub.NodeID, events); err != nil {
 		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	h.wake(sub.NodeID, KindXMPP)
@@ -181,12 +186,13 @@ func (h *Hub) GrantSubscription(ctx context.Context, s Subscription) (*Subscript
 // after a lost connection). It reports whether there was an item to send.
 // A subscription that existed already is not sent it again: the caller
 // calls this for new ones only.
-func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+func (u *SubscriptionUseCases) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
+	h := u.hub
 	last, err := h.lastPublishedFor(ctx, sub)
 	if err != nil || last == nil {
 		return false, err
 	}
-	if _, err := h.store.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
+	if _, err := h.stores.Log.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
 		return false, fmt.Errorf("send the newest item of %q to %s: %w", sub.NodeName, sub.Address, err)
 	}
 	h.wake(sub.NodeID, KindXMPP)
@@ -195,18 +201,19 @@ func (h *Hub) SendLastPublished(ctx context.Context, sub *Subscription) (bool, e
 
 // lastPublishedFor is the EventLast that sends the node's newest item to
 // the XMPP subscription, nil when there is none to send.
-func (h *Hub) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+func (u *SubscriptionUseCases) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
+	h := u.hub
 	if sub.Kind != KindXMPP {
 		return nil, nil
 	}
-	n, err := h.store.NodeByID(ctx, sub.NodeID)
+	n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
 	if err != nil {
 		return nil, err
 	}
 	if n.SendLastPublished == SendLastNever {
 		return nil, nil
 	}
-	items, err := h.store.Items(ctx, n.ID, nil, 1)
+	items, err := h.stores.Log.Items(ctx, n.ID, nil, 1)
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}

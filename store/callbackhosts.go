@@ -45,7 +45,7 @@ func fillCallbackHosts(ctx context.Context, tx *txn) error {
 }
 
 // CountCallbackHostSubscriptions counts the subscriptions whose callback
-// is on host; see hub.Store.
+// is on host; see hub.SubscriptionStore.
 func (s *sqlStore) CountCallbackHostSubscriptions(ctx context.Context, host string) (int, error) {
 	var n int
 	if err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM subscriptions WHERE callback_host = $1`, []any{host}, &n); err != nil {
@@ -55,7 +55,7 @@ func (s *sqlStore) CountCallbackHostSubscriptions(ctx context.Context, host stri
 }
 
 // CountXMPPSubscriptions counts the bare JID's XMPP subscriptions, to one
-// node or to all; see hub.Store. The query repeats the condition of the
+// node or to all; see hub.SubscriptionStore. The query repeats the condition of the
 // partial index subscriptions_bare_jid (a bare JID is set), so that both
 // databases use it.
 func (s *sqlStore) CountXMPPSubscriptions(ctx context.Context, bareJID string, nodeID int64) (int, error) {

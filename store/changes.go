@@ -49,7 +49,7 @@ func (s *sqlStore) subByIDLocked(ctx context.Context, tx *txn, id int64) (*hub.S
 	return &got[0], nil
 }
 
-// RequestSubscription stores a subscribe request; see hub.Store.
+// RequestSubscription stores a subscribe request; see hub.SubscriptionStore.
 func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscription) (hub.RequestOutcome, error) {
 	if !sub.Kind.HTTP() {
 		return "", fmt.Errorf("%w: subscription kind %q has no verified requests", hub.ErrInvalid, sub.Kind)
@@ -130,7 +130,7 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 	return outcome, nil
 }
 
-// RequestUnsubscription stores an unsubscribe request; see hub.Store.
+// RequestUnsubscription stores an unsubscribe request; see hub.SubscriptionStore.
 func (s *sqlStore) RequestUnsubscription(ctx context.Context, nodeID int64, kind hub.Kind, address string) (*hub.Subscription, hub.RequestOutcome, error) {
 	changeID := hub.RandomID()
 	now := s.timeArg(time.Now())
@@ -169,7 +169,7 @@ func (s *sqlStore) RequestUnsubscription(ctx context.Context, nodeID int64, kind
 	return stored, outcome, nil
 }
 
-// ApplySubscriptionChange applies a verified request; see hub.Store.
+// ApplySubscriptionChange applies a verified request; see delivery.Store.
 func (s *sqlStore) ApplySubscriptionChange(ctx context.Context, id int64, changeID string, expires time.Time) (bool, error) {
 	applied := false
 	err := s.inTx(ctx, func(tx *txn) error {
@@ -205,7 +205,7 @@ func (s *sqlStore) ApplySubscriptionChange(ctx context.Context, id int64, change
 }
 
 // RefuseSubscriptionChange drops a request its subscriber did not verify;
-// see hub.Store.
+// see delivery.Store.
 func (s *sqlStore) RefuseSubscriptionChange(ctx context.Context, id int64, changeID string) (bool, error) {
 	refused := false
 	err := s.inTx(ctx, func(tx *txn) error {
@@ -233,7 +233,7 @@ func (s *sqlStore) RefuseSubscriptionChange(ctx context.Context, id int64, chang
 }
 
 // ReleaseSubscriptionChange gives back the lease of an undecided change's
-// verification; see hub.Store.
+// verification; see delivery.Store.
 func (s *sqlStore) ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error {
 	if _, err := s.writeCount(ctx, `UPDATE subscriptions SET `+freeChangeLeaseSQL+`
 		WHERE id = $1 AND change_id = $2 AND change_lease_owner = $3`, id, changeID, owner); err != nil {

@@ -1,10 +1,13 @@
-// Package store keeps pingd's state: it implements hub.Store on SQLite (the
-// embedded default, modernc.org/sqlite, no cgo) and on PostgreSQL, with an
-// embedded schema and numbered migrations recorded in the database.
+// Package store keeps pingd's state: it implements the store ports its
+// users declare (the hub's, hub.Stores, the fetch engine's, delivery's,
+// the component's, httpapi's, upstream's) on SQLite (the embedded default,
+// modernc.org/sqlite, no cgo) and on PostgreSQL, with an embedded schema
+// and numbered migrations recorded in the database. Store is all of them
+// in one value; HubStores hands it to the hub port by port.
 //
-// It may not make decisions that belong to the hub beyond what the
-// hub.Store contract states (which entries are new for a source, how an
-// item replaces another); it never talks to the network.
+// It may not make decisions that belong to the hub beyond what the ports'
+// contracts state (which entries are new for a source, how an item
+// replaces another); it never talks to the network.
 //
 // One implementation serves both backends through database/sql; the SQL is
 // written once with $n placeholders and the differences live in a small

@@ -177,7 +177,7 @@ func (s *sqlStore) keepTx(ctx context.Context, tx *txn, nodeID int64, events []h
 }
 
 // KeepItems makes events the items of a node that has none, without
-// telling anyone (keepTx); see hub.Store.
+// telling anyone (keepTx); see hub.LogStore.
 func (s *sqlStore) KeepItems(ctx context.Context, nodeID int64, events []hub.Event) (int, error) {
 	for i := range events {
 		if events[i].Kind != hub.EventItem {

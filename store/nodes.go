@@ -219,7 +219,7 @@ func (s *sqlStore) DeleteNode(ctx context.Context, name string) error {
 	return nil
 }
 
-// CountImplicitNodes counts the implicit nodes; see hub.Store.
+// CountImplicitNodes counts the implicit nodes; see hub.NodeStore.
 func (s *sqlStore) CountImplicitNodes(ctx context.Context) (int, error) {
 	var n int
 	if err := s.queryRow(ctx, s.read, `SELECT COUNT(*) FROM nodes WHERE is_implicit`, nil, &n); err != nil {

@@ -51,7 +51,7 @@ func (s *sqlStore) unchangedFetchArgs(o hub.FetchOutcome, hints []byte) []any {
 const maxUnchangedPerUpdate = 128
 
 // ApplyUnchangedFetches writes the outcomes of fetches that changed
-// nothing in one transaction; see hub.Store.
+// nothing in one transaction; see hub/fetching's Store.
 func (s *sqlStore) ApplyUnchangedFetches(ctx context.Context, outs []hub.FetchOutcome) error {
 	if len(outs) == 0 {
 		return nil

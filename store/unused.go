@@ -12,7 +12,7 @@ import (
 const unusedBatch = 500
 
 // DeleteUnused removes implicit nodes without subscriptions and sources
-// without nodes; see hub.Store.
+// without nodes; see hub.MaintenanceStore.
 //
 // Each step is one statement. The deleting ones repeat their "unused"
 // condition on the row they delete, so on PostgreSQL a subscription (or a

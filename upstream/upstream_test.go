@@ -22,6 +22,7 @@ import (
 
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/store"
@@ -226,7 +227,12 @@ func newEnvWith(t *testing.T, configure func(*Config)) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	tracker := NewTracker(feed.NewScheduler(feed.SchedulerConfig{}), time.Hour)
-	h, err := hub.New(hub.Config{Store: st, Fetcher: feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true}), Scheduler: tracker, Logger: log})
+	fetcher := feed.NewFetcher(feed.FetcherConfig{AllowPrivate: true})
+	fetches, err := fetching.New(fetching.Config{Store: st, Fetcher: fetcher, Scheduler: tracker, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Fetches: fetches, Fetcher: fetcher, Entries: fetcher, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ const (
 // and one open node.
 type fixture struct {
 	hub   *hub.Hub
-	store hub.Store
+	store store.Store
 	svc   *Service
 	// tokens of the nodes "closed" (whitelist) and "open".
 	tokens map[string]string
@@ -38,7 +38,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(hub.Config{Store: st, Logger: logger, AdminToken: adminToken, Admins: []string{adminJID}})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Logger: logger, AdminToken: adminToken, Admins: []string{adminJID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/metrics"
 	"github.com/pingd/pingd/internal/netguard"
 	"github.com/pingd/pingd/store"
@@ -26,6 +27,17 @@ import (
 // each from the parts built before it; serve calls them in order. The
 // …Config functions are the part of each package's configuration that
 // options decide, apart so that tests can see where each option goes.
+
+// The one store is every port its users declare; the hub's are asserted in
+// package store, which may not import the others.
+var (
+	_ fetching.Store        = store.Store(nil)
+	_ delivery.Store        = store.Store(nil)
+	_ delivery.SourceReader = store.Store(nil)
+	_ component.Store       = store.Store(nil)
+	_ upstream.Store        = store.Store(nil)
+	_ hub.RelayStore        = store.Store(nil)
+)
 
 // parts is the running daemon: what serve starts and stops.
 type parts struct {
@@ -121,13 +133,10 @@ func schedulerConfig(cfg *Config) feed.SchedulerConfig {
 // hubConfig is the hub's configuration but for the parts it is given.
 func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 	return hub.Config{
-		Logger:           log,
-		Instance:         cfg.InstanceName(),
-		AdminToken:       cfg.AdminToken,
-		Admins:           cfg.AdminJIDs(),
-		FetchWorkers:     cfg.FetchWorkers,
-		FetchesPerHost:   cfg.FetchesPerHost,
-		FetchHostSpacing: cfg.FetchHostSpacing,
+		Logger:     log,
+		Instance:   cfg.InstanceName(),
+		AdminToken: cfg.AdminToken,
+		Admins:     cfg.AdminJIDs(),
 		// Pings are kept for the hourly archives.
 		PingRetention: cfg.PingArchive,
 		Observe:       hubMetrics{},
@@ -140,7 +149,21 @@ func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 	}
 }
 
-// buildHub makes the fetcher, the poll scheduler and the hub. With
+// fetchingConfig is the fetch engine's configuration but for the parts it
+// is given.
+func fetchingConfig(cfg *Config, log *slog.Logger) fetching.Config {
+	return fetching.Config{
+		Logger:           log,
+		Instance:         cfg.InstanceName(),
+		FetchWorkers:     cfg.FetchWorkers,
+		FetchesPerHost:   cfg.FetchesPerHost,
+		FetchHostSpacing: cfg.FetchHostSpacing,
+		Observe:          hubMetrics{},
+	}
+}
+
+// buildHub makes the fetcher, the poll scheduler, the fetch engine and the
+// hub. With
 // upstream push on, the scheduler notes the hubs and clouds each fetched
 // feed advertises and polls sources whose push is active only as a safety
 // net: the tracker it returns (nil otherwise) is what upstream works from.
@@ -156,13 +179,22 @@ func buildHub(cfg *Config, st store.Store, out outbound, log *slog.Logger) (*hub
 		tracker = upstream.NewTracker(scheduler, cfg.UpstreamSafetyPoll)
 		scheduler = tracker
 	}
-	hc := hubConfig(cfg, log)
-	hc.Store = st
-	hc.Fetcher = fetcher
-	hc.Scheduler = scheduler
+	fc := fetchingConfig(cfg, log)
+	fc.Store = st
+	fc.Fetcher = fetcher
+	fc.Scheduler = scheduler
 	// An SQLite file serves one process (its lock is held): leases left by
 	// a killed predecessor are taken back at once.
-	hc.Exclusive = st.Backend() != "postgres"
+	fc.Exclusive = st.Backend() != "postgres"
+	engine, err := fetching.New(fc)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc := hubConfig(cfg, log)
+	hc.Stores = store.HubStores(st)
+	hc.Fetches = engine
+	hc.Fetcher = fetcher
+	hc.Entries = fetcher
 	h, err := hub.New(hc)
 	if err != nil {
 		return nil, nil, err
@@ -264,7 +296,7 @@ func buildDelivery(cfg *Config, st store.Store, h *hub.Hub, out outbound, log *s
 
 // deliverySenders are the senders of every HTTP subscriber kind (hub's
 // kind registry), one line each.
-func deliverySenders(cfg *Config, s delivery.HTTPSender, st hub.Store) map[hub.Kind]delivery.Sender {
+func deliverySenders(cfg *Config, s delivery.HTTPSender, st delivery.SourceReader) map[hub.Kind]delivery.Sender {
 	return map[hub.Kind]delivery.Sender{
 		hub.KindWebhook:  &delivery.Webhook{HTTPSender: s},
 		hub.KindWebSub:   &delivery.WebSub{HTTPSender: s, Store: st},

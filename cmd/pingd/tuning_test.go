@@ -20,6 +20,7 @@ import (
 	"github.com/pingd/pingd/feed"
 	"github.com/pingd/pingd/httpapi"
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/hub/fetching"
 	"github.com/pingd/pingd/internal/cnws"
 	"github.com/pingd/pingd/internal/ratelimit"
 	"github.com/pingd/pingd/internal/testenv"
@@ -38,9 +39,9 @@ func TestOptionDefaultsAreThePackages(t *testing.T) {
 		option    string
 		got, want any
 	}{
-		{"fetch-workers", cfg.FetchWorkers, hub.DefaultFetchWorkers},
-		{"fetches-per-host", cfg.FetchesPerHost, hub.DefaultFetchesPerHost},
-		{"fetch-host-spacing", cfg.FetchHostSpacing, time.Duration(hub.DefaultFetchHostSpacing)},
+		{"fetch-workers", cfg.FetchWorkers, fetching.DefaultFetchWorkers},
+		{"fetches-per-host", cfg.FetchesPerHost, fetching.DefaultFetchesPerHost},
+		{"fetch-host-spacing", cfg.FetchHostSpacing, time.Duration(fetching.DefaultFetchHostSpacing)},
 		{"ping-archive", cfg.PingArchive, time.Duration(hub.DefaultPingRetention)},
 		{"poll-interval", cfg.PollInterval, time.Duration(feed.DefaultPollInterval)},
 		{"poll-min-interval", cfg.PollMinInterval, time.Duration(feed.DefaultMinInterval)},
@@ -112,7 +113,7 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	hc := hubConfig(cfg, log)
+	fc := fetchingConfig(cfg, log)
 	sc := schedulerConfig(cfg)
 	dc := deliveryConfig(cfg, log)
 	ac := apiConfig(cfg, log)
@@ -124,9 +125,9 @@ func TestTuningOptionsReachTheirPackages(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"hub FetchWorkers", hc.FetchWorkers, 3},
-		{"hub FetchesPerHost", hc.FetchesPerHost, 1},
-		{"hub FetchHostSpacing", hc.FetchHostSpacing, 250 * time.Millisecond},
+		{"fetching FetchWorkers", fc.FetchWorkers, 3},
+		{"fetching FetchesPerHost", fc.FetchesPerHost, 1},
+		{"fetching FetchHostSpacing", fc.FetchHostSpacing, 250 * time.Millisecond},
 		{"API PollInterval", ac.PollInterval, 2 * time.Hour},
 		{"scheduler DefaultInterval", sc.DefaultInterval, 2 * time.Hour},
 		{"scheduler MinInterval", sc.MinInterval, 10 * time.Minute},

@@ -79,6 +79,7 @@ func allBut(graph map[string][]string, not ...string) []string {
 func rules(graph map[string][]string) []rule {
 	rs := []rule{
 		{"hub", nil, "the hub is transport-free and imports no other pingd package"},
+		{"hub/fetching", []string{"hub"}, "the fetch engine speaks only the hub's vocabulary; the fetcher (feed) and the store reach it through the ports it declares"},
 		{"component", join([]string{"hub"}, leaves), "the XMPP side reaches the rest only through the hub; it never imports httpapi, delivery, store or feed"},
 		{"httpapi", join([]string{"hub", "feed", "discovery", "whitelist"}, vocabulary, leaves), "the HTTP side never imports component, upstream, delivery or store: what a ping sets off beyond the hub (the relay) is a ping listener cmd/pingd registers, and what it reads of the store it declares and is given"},
 		{"upstream", join([]string{"hub", "discovery"}, vocabulary, leaves), "upstream subscriptions reach the rest only through the hub"},
@@ -86,8 +87,8 @@ func rules(graph map[string][]string) []rule {
 		{"whitelist", join([]string{"hub"}, vocabulary, leaves), "whitelist decisions go through the hub"},
 		{"discovery", join([]string{"hub"}, vocabulary, leaves), "discovery documents need only the hub's types and the protocols' names"},
 		{"feed", join([]string{"hub"}, vocabulary, leaves), "fetching and parsing need only the hub's types"},
-		{"store", join([]string{"hub"}, leaves), "the store implements hub.Store and imports the hub and leaves only"},
-		{"store/storetest", join([]string{"hub", "store"}, leaves), "the conformance suite runs hub.Store implementations"},
+		{"store", join([]string{"hub"}, leaves), "the store implements the ports its users declare and imports the hub and leaves only"},
+		{"store/storetest", join([]string{"hub", "store"}, leaves), "the conformance suite runs store.Store implementations"},
 		{"internal/testenv", leaves, "test environments start real parts, not pingd's packages"},
 		{"internal/archtest", nil, "the rules belong to no package"},
 		{"cmd/pingd", allBut(graph, "cmd/pingd", "bench", "store/storetest", "internal/testenv"), "main wires everything; test helpers stay out of the binary"},
@@ -194,6 +195,7 @@ func TestImportRules(t *testing.T) {
 func TestCheckCatchesBrokenRules(t *testing.T) {
 	graph := map[string][]string{
 		"hub":                 {"store"},
+		"hub/fetching":        {"hub", "feed"},
 		"component":           {"hub", "httpapi", "internal/reconnect"},
 		"httpapi":             {"hub", "component", "store"},
 		"delivery":            {"hub", "discovery"},
@@ -224,6 +226,7 @@ func TestCheckCatchesBrokenRules(t *testing.T) {
 		"httpapi imports component",
 		"httpapi imports store",
 		"hub imports store",
+		"hub/fetching imports feed",
 		"internal/cnws imports internal/websub",
 		"internal/netguard imports hub",
 		"internal/newthing has no import rule",

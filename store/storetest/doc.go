@@ -1,8 +1,13 @@
-// Package storetest is the conformance test of store.Store: one test body,
-// Run, that every backend runs against a fresh database of its own, so
-// SQLite and PostgreSQL are held to the same hub.Store contract.
+// Package storetest is the conformance test of store.Store, sliced as the
+// store's users declare their ports: one Run function per port (RunNodes,
+// RunLog, RunSources, RunFetches, RunSubscriptions, RunDeliveries,
+// RunReaders, RunAffiliations, RunPings, RunMaintenance, RunXMPP,
+// RunHealth; Ports lists them), each run by every backend against a fresh
+// database of its own, so SQLite and PostgreSQL are held to the same
+// contracts. Run runs every slice; RunShared the checks of two processes
+// on one database.
 //
-// Run and the helpers every test uses are in storetest.go, with the tests
+// The slices and the helpers every test uses are in storetest.go, with the tests
 // about times and the log window; the others are grouped by what they
 // check: nodes.go (nodes, affiliations), events.go (the log, items,
 // pruning), sources.go (sources and their claims), fetches.go (applying

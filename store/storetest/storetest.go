@@ -12,19 +12,74 @@ import (
 	"github.com/pingd/pingd/store"
 )
 
-// Run checks every method of the Store contract. open must return a fresh,
-// empty store for each call; Run closes it.
+// Port is one slice of the conformance suite: the checks of one port's
+// methods, which every backend runs.
+type Port struct {
+	Name string
+	Run  func(t *testing.T, open func(t *testing.T) store.Store)
+}
+
+// Ports are the slices, one per port; Run runs them all.
+var Ports = []Port{
+	{"Nodes", RunNodes},
+	{"Log", RunLog},
+	{"Sources", RunSources},
+	{"Fetches", RunFetches},
+	{"Subscriptions", RunSubscriptions},
+	{"Deliveries", RunDeliveries},
+	{"Readers", RunReaders},
+	{"Affiliations", RunAffiliations},
+	{"Pings", RunPings},
+	{"Maintenance", RunMaintenance},
+	{"XMPP", RunXMPP},
+	{"Health", RunHealth},
+}
+
+// Run checks every method of the Store contract, slice by slice. open must
+// return a fresh, empty store for each call; Run closes it.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store)
-	}{
-		{"Check", testCheck},
+	for _, p := range Ports {
+		t.Run(p.Name, func(t *testing.T) { p.Run(t, open) })
+	}
+}
+
+// test is one check of the suite.
+type test struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+}
+
+// runTests runs each test on a fresh store that open returns, and closes it.
+func runTests(t *testing.T, open func(t *testing.T) store.Store, tests []test) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+			tc.fn(t, s)
+		})
+	}
+}
+
+// RunNodes checks hub.NodeStore: creating, reading, updating, deleting, listing and counting nodes.
+func RunNodes(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"NodeCreateAndRead", testNodeCreateAndRead},
 		{"NodeUpdates", testNodeUpdates},
 		{"NodeDeleteCascades", testNodeDeleteCascades},
-		{"NodeDeletionRecorded", testNodeDeletionRecorded},
+		{"NodeIDsNotReused", testNodeIDsNotReused},
 		{"OpenNodes", testOpenNodes},
+		{"NodesPage", testNodesPage},
+		{"CountImplicitNodes", testCountImplicitNodes},
+	})
+}
+
+// RunLog checks hub.LogStore: the nodes' logs, their items and window.
+func RunLog(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"AppendSequences", testAppendSequences},
 		{"AppendValidates", testAppendValidates},
 		{"ItemReplace", testItemReplace},
@@ -33,20 +88,35 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MaxItems", testMaxItems},
 		{"ItemsByID", testItemsByID},
 		{"EventsAfter", testEventsAfter},
-		{"XMPPSeq", testXMPPSeq},
 		{"ConcurrentAppend", testConcurrentAppend},
+		{"KeepItems", testKeepItems},
+		{"LogWindow", testLogWindow},
+		{"NodeSendLastPublished", testNodeSendLastPublished},
+		{"LastEvent", testLastEvent},
+	})
+}
+
+// RunSources checks hub.SourceStore: sources, their look-ups and due times.
+func RunSources(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"EnsureSource", testEnsureSource},
 		{"SourcesMatchingAndFollowed", testSourcesMatching},
 		{"MarkSourceDue", testMarkSourceDue},
 		{"ScheduleSource", testScheduleSource},
 		{"ReviveSource", testReviveSource},
-		{"ForgetSeenEntries", testForgetSeenEntries},
+		{"SourceBody", testSourceBody},
+	})
+}
+
+// RunFetches checks the fetch engine's Store (hub/fetching): claims, fetch outcomes, unchanged fetches, leases left behind.
+func RunFetches(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"ClaimDueSources", testClaimDueSources},
 		{"SourcesLeasedByOthers", testSourcesLeasedByOthers},
 		{"ClaimDueSourcesConcurrent", testClaimDueSourcesConcurrent},
+		{"ClaimCountsSubscribers", testClaimCountsSubscribers},
 		{"FetchBaseline", testFetchBaseline},
 		{"FetchBaselineKeepsItems", testFetchBaselineKeepsItems},
-		{"KeepItems", testKeepItems},
 		{"FetchNewEntries", testFetchNewEntries},
 		{"FetchReorderedAndRepeated", testFetchReorderedAndRepeated},
 		{"FetchChangeWithoutNewEntries", testFetchChangeWithoutNew},
@@ -62,58 +132,91 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApplyUnchangedFetches", testApplyUnchangedFetches},
 		{"ApplyUnchangedFetchesPingDuringFetch", testApplyUnchangedFetchesPingDuringFetch},
 		{"ApplyUnchangedFetchesMany", testApplyUnchangedFetchesMany},
-		{"SourceBody", testSourceBody},
-		{"ClaimCountsSubscribers", testClaimCountsSubscribers},
-		{"SubscriberCount", testSubscriberCount},
+	})
+}
+
+// RunSubscriptions checks hub.SubscriptionStore: subscriptions of every kind, their requests and counts (and upstream's SubscriberCount).
+func RunSubscriptions(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"PutSubscription", testPutSubscription},
 		{"SubscriptionFilters", testSubscriptionFilters},
 		{"DeleteSubscriptions", testDeleteSubscriptions},
 		{"SubscriptionState", testSubscriptionState},
-		{"DeleteExpiredSubscriptions", testDeleteExpired},
+		{"RequestSubscription", testRequestSubscription},
+		{"RequestSubscriptionConcurrent", testRequestSubscriptionConcurrent},
+		{"RequestUnsubscription", testRequestUnsubscription},
+		{"SubscriptionIDsNotReused", testSubscriptionIDsNotReused},
+		{"CountCallbackHostSubscriptions", testCountCallbackHostSubscriptions},
+		{"CountXMPPSubscriptions", testCountXMPPSubscriptions},
+		{"SubscriberCount", testSubscriberCount},
+	})
+}
+
+// RunDeliveries checks delivery.Store: delivery claims and states, verified changes.
+func RunDeliveries(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"ClaimDeliveries", testClaimDeliveries},
 		{"ClaimDeliveriesLeases", testClaimDeliveriesLeases},
 		{"ClaimNodeDeliveries", testClaimNodeDeliveries},
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
 		{"SaveDeliveryState", testSaveDeliveryState},
 		{"SaveDeliveryStates", testSaveDeliveryStates},
-		{"RequestSubscription", testRequestSubscription},
-		{"RequestSubscriptionConcurrent", testRequestSubscriptionConcurrent},
 		{"SubscriptionChangeRefused", testSubscriptionChangeRefused},
 		{"SubscriptionChangeApplied", testSubscriptionChangeApplied},
-		{"RequestUnsubscription", testRequestUnsubscription},
 		{"ClaimPendingChanges", testClaimPendingChanges},
-		{"SubscriptionIDsNotReused", testSubscriptionIDsNotReused},
-		{"NodeIDsNotReused", testNodeIDsNotReused},
-		{"Affiliations", testAffiliations},
-		{"Pings", testPings},
-		{"RecordPingMarkingDue", testRecordPingMarkingDue},
-		{"Prune", testPrune},
-		{"LogWindow", testLogWindow},
-		{"Times", testTimes},
-		{"NodeSendLastPublished", testNodeSendLastPublished},
-		{"LastEvent", testLastEvent},
+	})
+}
+
+// RunReaders checks hub.ReaderStore: XMPP readers' bounces and digests.
+func RunReaders(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
 		{"Bounces", testBounces},
 		{"Digests", testDigests},
 		{"XMPPState", testXMPPState},
-		{"CountImplicitNodes", testCountImplicitNodes},
+	})
+}
+
+// RunAffiliations checks hub.AffiliationStore.
+func RunAffiliations(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
+		{"Affiliations", testAffiliations},
+		{"JIDAffiliations", testJIDAffiliations},
+	})
+}
+
+// RunPings checks hub.PingStore.
+func RunPings(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
+		{"Pings", testPings},
+		{"RecordPingMarkingDue", testRecordPingMarkingDue},
+	})
+}
+
+// RunMaintenance checks hub.MaintenanceStore: pruning, forgetting, expiring and deleting what is unused.
+func RunMaintenance(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
+		{"Prune", testPrune},
+		{"ForgetSeenEntries", testForgetSeenEntries},
+		{"DeleteExpiredSubscriptions", testDeleteExpired},
 		{"DeleteUnused", testDeleteUnused},
 		{"DeleteUnusedConcurrent", testDeleteUnusedConcurrent},
-		{"CountCallbackHostSubscriptions", testCountCallbackHostSubscriptions},
-		{"NodesPage", testNodesPage},
-		{"JIDAffiliations", testJIDAffiliations},
-		{"CountXMPPSubscriptions", testCountXMPPSubscriptions},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			})
-			tc.fn(t, s)
-		})
-	}
+	})
+}
+
+// RunXMPP checks the component's Store: the nodes' XMPP cursors and recorded node deletions.
+func RunXMPP(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
+		{"XMPPSeq", testXMPPSeq},
+		{"NodeDeletionRecorded", testNodeDeletionRecorded},
+	})
+}
+
+// RunHealth checks the health check (httpapi) and how times are kept.
+func RunHealth(t *testing.T, open func(t *testing.T) store.Store) {
+	runTests(t, open, []test{
+		{"Check", testCheck},
+		{"Times", testTimes},
+	})
 }
 
 // t0 is a fixed clock reading for the time arguments the tests pass.

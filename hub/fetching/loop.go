@@ -1,14 +1,16 @@
-package hub
+package fetching
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // The fetch loop: it claims due sources in batches, hands each to its
-// host (fetchhosts.go) and starts a worker for a source only when its host
+// host (hosts.go) and starts a worker for a source only when its host
 // may be fetched now, so workers never wait for a host. It keeps about
 // FetchWorkers sources ready to start beside the running ones and claims
 // again once half of that is free, so a claim is a batch even under load;
@@ -24,55 +26,34 @@ type fetchDone struct {
 	pause time.Time
 }
 
-// fetchLoad is what the fetch loop holds, for FetchLoad.
+// fetchLoad is what the fetch loop holds, for Load.
 type fetchLoad struct {
 	running, waiting, paused atomic.Int64
 }
 
-// FetchLoad is what this process's fetch loop holds at the moment.
-type FetchLoad struct {
-	// Running counts the fetches under way.
-	Running int
-	// WaitingForHost counts claimed sources waiting for their host: its
-	// fetches at once, its spacing.
-	WaitingForHost int
-	// HostsPaused counts the hosts left alone after a 429 or 503.
-	HostsPaused int
+// Load reports what the fetch loop holds now.
+func (e *Engine) Load() hub.FetchLoad {
+	return hub.FetchLoad{Running: int(e.load.running.Load()), WaitingForHost: int(e.load.waiting.Load()),
+		HostsPaused: int(e.load.paused.Load())}
 }
 
-// FetchLoad reports what the fetch loop holds now.
-func (h *Hub) FetchLoad() FetchLoad {
-	return FetchLoad{Running: int(h.load.running.Load()), WaitingForHost: int(h.load.waiting.Load()),
-		HostsPaused: int(h.load.paused.Load())}
+// Limits reports the fetch loop's bounds, defaults applied.
+func (e *Engine) Limits() hub.FetchLimits {
+	return hub.FetchLimits{Workers: e.cfg.FetchWorkers, PerHost: e.cfg.FetchesPerHost, HostSpacing: e.cfg.FetchHostSpacing}
 }
 
-// FetchLimits are the bounds the fetch loop works within.
-type FetchLimits struct {
-	Workers     int
-	PerHost     int
-	HostSpacing time.Duration
-}
-
-// FetchLimits reports the fetch loop's bounds, defaults applied.
-func (h *Hub) FetchLimits() FetchLimits {
-	return FetchLimits{Workers: h.cfg.FetchWorkers, PerHost: h.cfg.FetchesPerHost, HostSpacing: h.cfg.FetchHostSpacing}
-}
-
-func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
-	if h.fetcher == nil {
-		return
-	}
-	workers := h.cfg.FetchWorkers
+func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
+	workers := e.cfg.FetchWorkers
 	// maxInHand bounds the claimed sources waiting for their hosts: the
 	// leases this process holds unused. (They come without their bodies,
 	// which a fetch reads only for an RFC 3229 delta, so a source in hand
 	// costs about a kilobyte, whatever its feed's size.)
 	maxInHand := max(4*workers, 64)
-	hosts := newFetchHosts(h.cfg.FetchesPerHost, h.cfg.FetchHostSpacing)
+	hosts := newFetchHosts(e.cfg.FetchesPerHost, e.cfg.FetchHostSpacing)
 	done := make(chan fetchDone, workers)
 	running := 0
 	var wg sync.WaitGroup
-	giveBack := func(srcs []Source, at time.Time, reason string) {
+	giveBack := func(srcs []hub.Source, at time.Time, reason string) {
 		for i := range srcs {
 			w.add(releaseOutcome(&srcs[i], at, reason), srcs[i].URL)
 		}
@@ -81,16 +62,16 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		// Shutting down: what waits for its host goes back due at once;
 		// the running fetches end with ctx and give theirs back.
 		for _, src := range hosts.drain() {
-			at, reason := h.now(), ReasonInterrupted
+			at, reason := e.now(), hub.ReasonInterrupted
 			if src.Gone {
 				at, reason = time.Time{}, "gone"
 			}
-			giveBack([]Source{src}, at, reason)
+			giveBack([]hub.Source{src}, at, reason)
 		}
 		wg.Wait()
-		h.load.running.Store(0)
-		h.load.waiting.Store(0)
-		h.load.paused.Store(0)
+		e.load.running.Store(0)
+		e.load.waiting.Store(0)
+		e.load.paused.Store(0)
 	}()
 	drained := false
 	// lapsed: sources whose leases had run out were given back; their
@@ -101,21 +82,21 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := h.now()
+		now := e.now()
 		for running < workers {
-			src, ok, expired := hosts.next(now, h.cfg.FetchTimeout)
+			src, ok, expired := hosts.next(now, e.cfg.FetchTimeout)
 			// Their lease would end before their fetch could: due again
 			// at once, to be claimed afresh.
-			giveBack(expired, now, ReasonHostBusy)
+			giveBack(expired, now, hub.ReasonHostBusy)
 			lapsed = lapsed || len(expired) > 0
 			if !ok {
 				break
 			}
 			running++
-			host := HostKey(src.URL)
+			host := hub.HostKey(src.URL)
 			wg.Go(func() {
 				started := time.Now()
-				pause := h.fetchSource(ctx, &src, w)
+				pause := e.fetchSource(ctx, &src, w)
 				done <- fetchDone{host: host, took: time.Since(started), pause: pause}
 			})
 		}
@@ -125,26 +106,26 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				w.sync()
 				lapsed = false
 			}
-			lease := now.Add(2 * h.cfg.FetchTimeout)
-			srcs, err := h.store.ClaimDueSources(ctx, now, room, h.instance, lease)
+			lease := now.Add(2 * e.cfg.FetchTimeout)
+			srcs, err := e.store.ClaimDueSources(ctx, now, room, e.instance, lease)
 			if err != nil && ctx.Err() == nil {
-				h.log.ErrorContext(ctx, "claim due sources", "err", err)
+				e.log.ErrorContext(ctx, "claim due sources", "err", err)
 			}
 			// Fewer than asked for: nothing more is due now. The next
 			// claim waits for a wake-up or the next tick, not for the
 			// next fetch to end.
 			drained = len(srcs) < room
 			for _, src := range srcs {
-				if at, reason, queued := hosts.admit(src, now, h.cfg.FetchTimeout); !queued {
-					giveBack([]Source{src}, at, reason)
+				if at, reason, queued := hosts.admit(src, now, e.cfg.FetchTimeout); !queued {
+					giveBack([]hub.Source{src}, at, reason)
 				}
 			}
 			if len(srcs) > 0 {
 				continue // start them; more may be due
 			}
 		}
-		h.load.running.Store(int64(running))
-		h.load.waiting.Store(int64(hosts.waiting))
+		e.load.running.Store(int64(running))
+		e.load.waiting.Store(int64(hosts.waiting))
 		var wake <-chan time.Time
 		if at := hosts.wakeAt(now); !at.IsZero() {
 			timer.Reset(min(at.Sub(now), time.Second))
@@ -155,17 +136,17 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			return
 		case d := <-done:
 			running--
-			now := h.now()
+			now := e.now()
 			if srcs, at := hosts.finished(d.host, d.took, d.pause, now); len(srcs) > 0 {
-				h.log.InfoContext(ctx, "host asked to wait; its other sources wait too", "host", d.host, "until", at, "sources", len(srcs))
-				giveBack(srcs, at, ReasonHostPaused)
+				e.log.InfoContext(ctx, "host asked to wait; its other sources wait too", "host", d.host, "until", at, "sources", len(srcs))
+				giveBack(srcs, at, hub.ReasonHostPaused)
 			}
-		case <-h.fetchWake:
+		case <-e.fetchWake:
 			drained = false
 		case <-ticker.C:
 			drained = false
 			hosts.forget(now)
-			h.load.paused.Store(int64(hosts.paused(now)))
+			e.load.paused.Store(int64(hosts.paused(now)))
 		case <-wake:
 		}
 		timer.Stop()
@@ -174,8 +155,8 @@ func (h *Hub) fetchLoop(ctx context.Context, w *unchangedWriter) {
 
 // releaseOutcome is the outcome that gives back a claimed source unfetched,
 // its state as it was but for the next fetch (at, with reason).
-func releaseOutcome(src *Source, at time.Time, reason string) FetchOutcome {
+func releaseOutcome(src *hub.Source, at time.Time, reason string) hub.FetchOutcome {
 	st := src.SourceState
 	st.NextFetchAt, st.NextFetchReason = at, reason
-	return FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner}
+	return hub.FetchOutcome{SourceID: src.ID, State: st, Owner: src.LeaseOwner}
 }

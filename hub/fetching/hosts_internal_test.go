@@ -1,13 +1,15 @@
-package hub
+package fetching
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
-func hostSource(id int64, url string, lease time.Time) Source {
-	return Source{ID: id, SourceState: SourceState{URL: url}, LeaseUntil: lease}
+func hostSource(id int64, url string, lease time.Time) hub.Source {
+	return hub.Source{ID: id, SourceState: hub.SourceState{URL: url}, LeaseUntil: lease}
 }
 
 // TestFetchHostsSlotsSpacingAndOverflow: a host takes FetchesPerHost
@@ -24,7 +26,7 @@ func TestFetchHostsSlotsSpacingAndOverflow(t *testing.T) {
 			t.Fatalf("source %d: queued %v", i, queued)
 		}
 		if !queued {
-			if reason != ReasonHostBusy {
+			if reason != hub.ReasonHostBusy {
 				t.Fatalf("source %d given back for %q", i, reason)
 			}
 			back = append(back, at)
@@ -62,7 +64,7 @@ func TestFetchHostsSlotsSpacingAndOverflow(t *testing.T) {
 		if _, ok, _ := f.next(now, time.Minute); !ok {
 			t.Fatalf("host %d not started", i)
 		}
-		f.finished(HostKey(host), time.Millisecond, time.Time{}, now)
+		f.finished(hub.HostKey(host), time.Millisecond, time.Time{}, now)
 	}
 	f.forget(now.Add(time.Minute))
 	if len(f.hosts) != 0 {
@@ -86,7 +88,7 @@ func TestFetchHostsPause(t *testing.T) {
 		t.Fatalf("given back %v until %v", back, at)
 	}
 	if at, reason, queued := f.admit(hostSource(3, "http://a.example/3", now.Add(time.Hour)), now.Add(time.Minute), time.Minute); queued ||
-		reason != ReasonHostPaused || !at.Equal(now.Add(2*time.Minute)) {
+		reason != hub.ReasonHostPaused || !at.Equal(now.Add(2*time.Minute)) {
 		t.Fatalf("claimed during the pause: queued %v, due %v (%s)", queued, at, reason)
 	}
 	if f.paused(now.Add(time.Minute)) != 1 || f.paused(now.Add(2*time.Minute)) != 0 {

@@ -1,7 +1,9 @@
-package hub
+package fetching
 
 import (
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // Politeness towards origin hosts. The fetch loop hands a claimed source
@@ -29,14 +31,6 @@ const (
 	MaxHostPause = time.Hour
 )
 
-// ReasonHostBusy and ReasonHostPaused are the NextFetchReason of a claimed
-// source given back unfetched because its host had enough of pingd's
-// requests waiting, or had asked to be left alone.
-const (
-	ReasonHostBusy   = "host busy"
-	ReasonHostPaused = "host asked to wait"
-)
-
 type fetchHosts struct {
 	perHost int
 	spacing time.Duration
@@ -50,7 +44,7 @@ type fetchHosts struct {
 type fetchHost struct {
 	key     string
 	running int
-	waiting []Source
+	waiting []hub.Source
 	// nextStart: no fetch of the host starts before it (spacing).
 	nextStart time.Time
 	// pausedUntil: the host asked to be left alone until then.
@@ -90,10 +84,10 @@ func (fh *fetchHost) readyAt() time.Time {
 // about half the fetch timeout at its pace (at least FetchesPerHost, at
 // most maxHostWaiting); the rest is due again spread at that pace, after
 // what was given back before.
-func (f *fetchHosts) admit(src Source, now time.Time, fetchTimeout time.Duration) (at time.Time, reason string, queued bool) {
-	fh := f.host(HostKey(src.URL))
+func (f *fetchHosts) admit(src hub.Source, now time.Time, fetchTimeout time.Duration) (at time.Time, reason string, queued bool) {
+	fh := f.host(hub.HostKey(src.URL))
 	if fh.pausedUntil.After(now) {
-		return fh.pausedUntil, ReasonHostPaused, false
+		return fh.pausedUntil, hub.ReasonHostPaused, false
 	}
 	pace := f.pace(fh)
 	if len(fh.waiting) < min(max(int(fetchTimeout/(2*pace)), f.perHost), maxHostWaiting) {
@@ -112,7 +106,7 @@ func (f *fetchHosts) admit(src Source, now time.Time, fetchTimeout time.Duration
 	}
 	at = at.Add(pace)
 	fh.deferredUntil = at
-	return at, ReasonHostBusy, false
+	return at, hub.ReasonHostBusy, false
 }
 
 // maxHostWaiting bounds the sources one host keeps waiting.
@@ -148,7 +142,7 @@ func (f *fetchHosts) pace(fh *fetchHost) time.Duration {
 // false when none may. Sources that waited so long that their lease would
 // run out before their fetch ends (their host slow) are returned in
 // expired, to be given back.
-func (f *fetchHosts) next(now time.Time, fetchTimeout time.Duration) (src Source, ok bool, expired []Source) {
+func (f *fetchHosts) next(now time.Time, fetchTimeout time.Duration) (src hub.Source, ok bool, expired []hub.Source) {
 	for key, fh := range f.ready {
 		for len(fh.waiting) > 0 && fh.waiting[0].LeaseUntil.Before(now.Add(fetchTimeout)) {
 			expired = append(expired, fh.waiting[0])
@@ -170,11 +164,11 @@ func (f *fetchHosts) next(now time.Time, fetchTimeout time.Duration) (src Source
 		fh.nextStart = now.Add(f.spacing)
 		return src, true, expired
 	}
-	return Source{}, false, expired
+	return hub.Source{}, false, expired
 }
 
 func (f *fetchHosts) pop(fh *fetchHost) {
-	fh.waiting[0] = Source{} // nothing kept alive by the backing array
+	fh.waiting[0] = hub.Source{} // nothing kept alive by the backing array
 	fh.waiting = fh.waiting[1:]
 	f.waiting--
 }
@@ -197,7 +191,7 @@ func (f *fetchHosts) wakeAt(now time.Time) time.Time {
 // finished ends a fetch of host key that took `took`; pause, when set, is
 // how long the host asked to be left alone. It returns the sources that
 // waited for the host and must now be given back, due at the pause's end.
-func (f *fetchHosts) finished(key string, took time.Duration, pause, now time.Time) (giveBack []Source, at time.Time) {
+func (f *fetchHosts) finished(key string, took time.Duration, pause, now time.Time) (giveBack []hub.Source, at time.Time) {
 	fh := f.host(key)
 	fh.running--
 	if fh.took == 0 {
@@ -239,8 +233,8 @@ func (f *fetchHosts) paused(now time.Time) int {
 }
 
 // drain removes and returns every waiting source (shutdown).
-func (f *fetchHosts) drain() []Source {
-	var out []Source
+func (f *fetchHosts) drain() []hub.Source {
+	var out []hub.Source
 	for key, fh := range f.ready {
 		out = append(out, fh.waiting...)
 		f.waiting -= len(fh.waiting)

@@ -1,8 +1,10 @@
-package hub
+package fetching
 
 import (
 	"context"
 	"time"
+
+	"github.com/pingd/pingd/hub"
 )
 
 // Most polls change nothing: a 304, the same body, an error, a source
@@ -26,7 +28,7 @@ const (
 
 // queuedOutcome is an unchanged outcome waiting to be stored.
 type queuedOutcome struct {
-	out FetchOutcome
+	out hub.FetchOutcome
 	url string
 	// written, when set, marks a sync: it is closed once everything
 	// queued before it is stored, and carries no outcome.
@@ -34,20 +36,20 @@ type queuedOutcome struct {
 }
 
 type unchangedWriter struct {
-	h    *Hub
+	e    *Engine
 	in   chan queuedOutcome
 	done chan struct{}
 	// write stores one batch; Store.ApplyUnchangedFetches.
-	write func(context.Context, []FetchOutcome) error
+	write func(context.Context, []hub.FetchOutcome) error
 }
 
-func newUnchangedWriter(h *Hub) *unchangedWriter {
-	return &unchangedWriter{h: h, in: make(chan queuedOutcome, 2*maxUnchangedBatch), done: make(chan struct{}),
-		write: h.store.ApplyUnchangedFetches}
+func newUnchangedWriter(e *Engine) *unchangedWriter {
+	return &unchangedWriter{e: e, in: make(chan queuedOutcome, 2*maxUnchangedBatch), done: make(chan struct{}),
+		write: e.store.ApplyUnchangedFetches}
 }
 
 // add queues an unchanged outcome; it waits while the queue is full.
-func (w *unchangedWriter) add(out FetchOutcome, url string) {
+func (w *unchangedWriter) add(out hub.FetchOutcome, url string) {
 	w.in <- queuedOutcome{out: out, url: url}
 }
 
@@ -119,18 +121,18 @@ func (w *unchangedWriter) run(ctx context.Context) {
 }
 
 func (w *unchangedWriter) flush(ctx context.Context, batch []queuedOutcome) {
-	outs := make([]FetchOutcome, len(batch))
+	outs := make([]hub.FetchOutcome, len(batch))
 	for i, q := range batch {
 		outs[i] = q.out
 	}
-	wctx, cancel := context.WithTimeout(ctx, w.h.cfg.FetchTimeout)
+	wctx, cancel := context.WithTimeout(ctx, w.e.cfg.FetchTimeout)
 	err := w.write(wctx, outs)
 	cancel()
 	for _, q := range batch {
-		w.h.signalFetched(q.out.SourceID)
+		w.e.signalFetched(q.out.SourceID)
 	}
 	if err != nil {
-		w.h.log.ErrorContext(ctx, "store unchanged fetch outcomes; their sources are fetched again when their leases run out",
+		w.e.log.ErrorContext(ctx, "store unchanged fetch outcomes; their sources are fetched again when their leases run out",
 			"sources", len(batch), "first", batch[0].url, "err", err)
 	}
 }
