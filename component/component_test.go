@@ -139,7 +139,7 @@ func TestStanzaIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	d := &dispatcher{domainStr: "pubsub.localhost"}
+	d := &dispatcher{sharedState: &sharedState{domainStr: "pubsub.localhost"}}
 	if d.isAckMarker(mustParse(t, `<iq type="get" id="`+a.next()+`" from="pubsub.localhost" to="pubsub.localhost"/>`)) {
 		t.Error("an IQ with a notification's id was taken for an acknowledgement marker")
 	}

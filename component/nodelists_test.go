@@ -76,7 +76,7 @@ func newListService(t *testing.T, count int) (*service, *scanWatch, store.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &service{hub: h, domainStr: "pubsub.example.org", limit: &stanzaLimit{}}
+	svc := &service{sharedState: &sharedState{hub: h, domainStr: "pubsub.example.org"}}
 	svc.limit.learned.Store(minStanzaBudget)
 	return svc, w, st
 }

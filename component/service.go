@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 
 	"mellium.im/xmpp/jid"
@@ -28,10 +27,7 @@ import (
 // answers on the connection it is given, and tells the dispatcher what a
 // request sets off (a wake, the newest item for a new subscription).
 type service struct {
-	hub       *hub.Hub
-	log       *slog.Logger
-	domain    jid.JID
-	domainStr string
+	*sharedState
 	publicURL string // pingd's HTTP base URL, without a trailing slash
 	// resolver: see Config.
 	resolver hub.SourceResolver
@@ -48,12 +44,6 @@ type service struct {
 	// what goes to one subscriber.
 	dispatcher *dispatcher
 
-	// Shared with the Component and the dispatcher: stanzaIDs numbers the
-	// messages the component sends on its own; limit is the stanza budget
-	// (budget.go); shrunk counts what was sent smaller to fit it.
-	stanzaIDs *stanzaIDs
-	limit     *stanzaLimit
-	shrunk    *atomic.Int64
 	// bounced counts the notifications answered with an error (for
 	// /metrics; Component.NotificationCounts).
 	bounced atomic.Int64
