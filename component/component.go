@@ -213,11 +213,9 @@ type sharedState struct {
 	leading atomic.Bool
 	// stanzaIDs numbers the messages the component sends on its own.
 	stanzaIDs *stanzaIDs
-	// limit is the stanza budget (budget.go); shrunk counts the
-	// notifications sent smaller than they are to fit it, and the stanzas
-	// left out because a server refused them (connection.go).
-	limit  stanzaLimit
-	shrunk atomic.Int64
+	// limit is the stanza budget and what was shrunk to fit it
+	// (budget.go).
+	limit *stanzaLimit
 
 	mu   sync.Mutex
 	conn *connection // the live connection, nil while disconnected
@@ -314,6 +312,7 @@ func New(cfg Config) (*Component, error) {
 		secret:    []byte(cfg.Secret),
 		shared:    cfg.Shared,
 		stanzaIDs: newStanzaIDs(),
+		limit:     &stanzaLimit{},
 	}
 	c := &Component{
 		sharedState: st,
@@ -330,8 +329,14 @@ func New(cfg Config) (*Component, error) {
 		sharedState: st,
 		store:       cfg.Store,
 		ackTimeout:  cfg.AckTimeout,
-		patch:       cfg.Patch,
-		work:        newWorkQueue(),
+		render: &renderer{
+			log:       st.log,
+			domainStr: st.domainStr,
+			stanzaIDs: st.stanzaIDs,
+			limit:     st.limit,
+			patch:     cfg.Patch,
+		},
+		work: newWorkQueue(),
 
 		multicastMode:    mcMode,
 		multicastService: mcService,
@@ -339,12 +344,12 @@ func New(cfg Config) (*Component, error) {
 		multicastMax:     cfg.MulticastMaxAddresses,
 		multicastShare:   cmp.Or(cfg.MulticastShare, DefaultMulticastShare),
 	}
-	c.service = &service{
-		sharedState:   st,
-		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
-		resolver:      cfg.Resolver,
-		completeEntry: cfg.CompleteEntry,
-		limits:        limits,
+	access := nodeAccess{hub: cfg.Hub}
+	targets := &subscriptionTargets{
+		nodeAccess: access,
+		log:        st.log,
+		resolver:   cfg.Resolver,
+		lookups:    limits.lookups,
 		creation: &nodeCreation{
 			hub:          cfg.Hub,
 			log:          st.log,
@@ -355,8 +360,18 @@ func New(cfg Config) (*Component, error) {
 			creations:    ratelimit.New(float64(nodesPerHour)/3600, nodesPerHour),
 			nodesPerHour: nodesPerHour,
 		},
-
-		dispatcher: c.dispatcher,
+	}
+	chat := &chatCommands{subscriptionTargets: targets, domainStr: st.domainStr, publicURL: strings.TrimRight(cfg.PublicURL, "/")}
+	c.service = &service{
+		sharedState:   st,
+		access:        access,
+		owner:         &ownerRequests{nodeAccess: access, log: st.log},
+		chat:          chat,
+		commands:      &adhocService{chatCommands: chat},
+		targets:       targets,
+		completeEntry: cfg.CompleteEntry,
+		limits:        limits,
+		dispatcher:    c.dispatcher,
 	}
 	return c, nil
 }

@@ -3,8 +3,6 @@ package component
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/pingd/pingd/hub"
 )
 
 // dispatcher is the notification side of the component: the per-node
@@ -20,8 +18,8 @@ type dispatcher struct {
 	*sharedState
 	store      Store
 	ackTimeout time.Duration
-	// patch: see Config.Patch.
-	patch func(*hub.Node, []hub.Event) ([]byte, error)
+	// render renders the notifications (render.go).
+	render *renderer
 
 	work *workQueue
 
@@ -38,7 +36,4 @@ type dispatcher struct {
 	// sentUnicast and sentMulticast count the notification stanzas written
 	// one per subscriber and through the multicast service.
 	sentUnicast, sentMulticast atomic.Int64
-	// published remembers payloads this process wrote with standalone, so
-	// the dispatcher need not parse them again to know they are sound.
-	published payloadSet
 }

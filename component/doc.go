@@ -10,33 +10,35 @@
 // Config.Store), and
 // it never imports httpapi.
 //
-// Three types share the work. The Component (component.go)
-// keeps the connection, the leadership and the stanza router: it reads
-// each stanza off the stream and hands it to the service, runs the
-// request pool whose jobs the service carries out, and calls the
-// dispatcher (Wake; on a new connection, the probe, the acknowledgements'
-// recorder and the multicast look-up; the multicast bounces its pool
-// hands back). The dispatcher (dispatcher.go) sends the
-// notifications: its work queue and loop, the rendering and fan-out,
-// digests, acknowledgement markers and multicast, in notify.go,
-// fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go; deleted nodes' notifications in
-// deletions.go. The service (service.go)
-// carries out and answers every request served over the stream:
-// IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
-// cases, subscription options, chat and ad-hoc commands, presence and
-// errors answering notifications; it hands the dispatcher the markers
-// that come back and tells multicast bounces apart, and asks it for an
-// item's checked payload (items retrieval) and the room left in the
-// budget (chat answers). The service stays one large type
-// because its three doors, XEP-0060 IQs, chat commands and XEP-0050
-// ad-hoc commands (themselves IQs, listed by disco), are the same use
-// cases: they share the node look-up, the access checks, the answering
-// and the subscription path (targets.go), and the IQ side lists and runs
-// the commands. Its methods are grouped by file, one role or use case a
-// file; the types with a state of their own (ackWindow, pendingQueries,
-// stanzaIDs, the request pool, nodeCreation with its per-JID buckets)
-// have files of their own.
+// Three types share the work, and hold one sharedState (component.go)
+// for what more than one of them reads or changes: the hub, the log, the
+// domain and secret, whether this process leads, the live connection,
+// the stanza ids and the stanza budget. None holds a copy of another's
+// fields. The Component (component.go) keeps the connection, the
+// leadership and the stanza router: it reads each stanza off the stream
+// and hands it to the service, runs the request pool whose jobs the
+// service carries out, and calls the dispatcher (Wake; on a new
+// connection, the probe, the acknowledgements' recorder and the
+// multicast look-up; the multicast bounces its pool hands back). The
+// dispatcher (dispatcher.go) sends the notifications: its work queue and
+// loop, the fan-out, digests, acknowledgement markers and multicast, in
+// notify.go, fanout.go, digests.go, acks.go, multicast.go and queries.go;
+// deleted nodes' notifications in deletions.go. Its renderer (render.go,
+// readable.go, diff.go, budget.go) makes the notification stanzas and
+// fits them to the budget; it holds no connection and reads no store.
+// The service (service.go) takes every request served over the stream
+// off it and answers it: IQ plumbing, disco, the XEP-0060 subscriber and
+// publisher use cases, subscription options, presence and errors
+// answering notifications; it hands the dispatcher the markers that come
+// back and tells multicast bounces apart. The service's areas are types
+// of their own, each given only what it uses: nodeAccess (service.go:
+// the node look-up and the access checks every area shares),
+// ownerRequests (owner.go), subscriptionTargets (targets.go: what a
+// chat or ad-hoc subscription names, and the subscription path),
+// chatCommands (chat.go) and adhocService (adhoc*.go), which runs the
+// chat commands' use cases behind forms. The types with a state of their
+// own (ackWindow, pendingQueries, stanzaIDs, the request pool,
+// nodeCreation with its per-JID buckets) have files of their own.
 //
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
@@ -89,9 +91,7 @@
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).
-//   - dispatcher.go: the dispatcher type and what it shares with the
-//     Component (the live connection, the lease, stanza ids, the budget).
-//     notify.go: the dispatch loop. One cursor per node (Node.XMPPSeq): after
+//   - dispatcher.go: the dispatcher type. notify.go: the dispatch loop. One cursor per node (Node.XMPPSeq): after
 //     each Wake and each (re)connection it reads the node's log after the
 //     cursor; fanout.go (writeEvents) renders each event once per variant
 //     (format, body, diff), writes it to every subscriber with only the

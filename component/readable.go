@@ -55,7 +55,7 @@ func nodeName(n *hub.Node) string {
 // stamp (Dino) would put the entry above the command, where the reader
 // never looks; XEP-0060 §6.1.7's delay is for the pubsub event, which
 // keeps it (renderEvent).
-func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, published time.Time) []byte {
+func (rd *renderer) renderPlain(n *hub.Node, ev hub.Event, id string, published time.Time) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -147,7 +147,7 @@ func burstLineBytes(ev hub.Event) int {
 
 // renderBurst renders the plain message of one chunk of a burst, after
 // the "to" value.
-func (d *dispatcher) renderBurst(n *hub.Node, role burstRole, id string) []byte {
+func (rd *renderer) renderBurst(n *hub.Node, role burstRole, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
