@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"mellium.im/xmpp/commands"
 	"mellium.im/xmpp/form"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
@@ -28,7 +29,7 @@ type adhocService struct {
 // command and carries its form; nothing is kept between the stages.
 
 const (
-	nsCommands = "http://jabber.org/protocol/commands"
+	nsCommands = commands.NS
 	// commandPrefix starts the disco node of each command. The hub
 	// creates no pubsub node with it, which would be hidden behind the
 	// command in disco#info.

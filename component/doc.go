@@ -40,6 +40,28 @@
 // own (ackWindow, pendingQueries, stanzaIDs, the request pool,
 // nodeCreation with its per-JID buckets) have files of their own.
 //
+// What mellium.im/xmpp does and does not do here. The stream, the
+// handshake, JIDs, stanza types, the namespaces, data forms (form) and
+// the <set/> of a paged answer (paging.Set) are mellium's. The rest is
+// pingd's own, for these reasons, measured with BenchmarkRequests and
+// BenchmarkFanout (docs/benchmarks.md):
+//   - Reading: a stanza is read once into the element tree, which bounds
+//     its size and depth, and handed to the request pool. mux would run
+//     handlers on the stream's reader, whom no request may hold (pool.go),
+//     and each handler would decode its payload again from tokens.
+//   - Paging requests: paging's request types cannot say an empty
+//     <before/> (the last page) or tell an absent <max/> from <max>0</max>,
+//     and paging.Set cannot write an empty page (<count/> alone): those
+//     are rsm.go's. paging.Set costs a few microseconds and allocations
+//     more per paged answer than writing it by hand, small beside the
+//     store reads of the request; it is on no notification.
+//   - disco: disco.Info writes features before identities and every child
+//     with its own xmlns and end tag: other bytes on the wire for the same
+//     answer, so disco.go writes its own.
+//   - Notifications (the fan-out) are written as raw bytes: each event is
+//     rendered once and copied to every subscriber with only the "to"
+//     changed, which an encoder per stanza could not do at the same speed.
+//
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
 //     handshake with mellium's component package, serve, reconnect with
@@ -54,7 +76,8 @@
 //     pubsubparse.go: the pubsub and pubsub#owner payloads); every IQ get
 //     or set gets exactly one answer, and nothing a client sends can end
 //     the stream (the parsers are fuzzed). errors.go: the namespaces and
-//     the stanza errors answers carry.
+//     the stanza errors answers carry. forms.go: XEP-0004 data forms are
+//     mellium's form package, both ways.
 //   - pool.go: requests are carried out by a pool of eight workers, not
 //     by the stream's reader (one more in place of each that waits for a
 //     slow fetch, up to 64); the reader never waits for it: each bare JID
@@ -87,7 +110,8 @@
 //   - rsm.go: XEP-0059 result set management on items retrieval, and on
 //     the service's disco#items, which reads one page of the nodes from
 //     the store (hub.NodePage), never the whole list. Children of
-//     <pubsub/> in namespaces pingd does not handle are ignored.
+//     <pubsub/> in namespaces pingd does not handle are ignored. The
+//     <set/> of an answer with items is mellium's paging.Set.
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"mellium.im/xmpp/oob"
+
 	"github.com/pingd/pingd/hub"
 )
 
@@ -34,7 +36,7 @@ const (
 	// maxBurstEntries caps the entries one burst message lists (titles
 	// and links, about 200 bytes each); a larger burst is several.
 	maxBurstEntries = 50
-	nsOOB           = "jabber:x:oob"
+	nsOOB           = oob.NS
 	nsDelay         = "urn:xmpp:delay"
 )
 
