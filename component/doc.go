@@ -60,7 +60,7 @@
 //     answer, so disco.go writes its own.
 //   - Notifications (the fan-out) are written as raw bytes: each event is
 //     rendered once and copied to every subscriber with only the "to"
-//     changed, which an encoder per stanza could not do at the same speed.
+//     changed, where an encoder would render it again for each.
 //
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
