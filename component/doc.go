@@ -115,16 +115,17 @@
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).
-//   - dispatcher.go: the dispatcher type. notify.go: the dispatch loop. One cursor per node (Node.XMPPSeq): after
-//     each Wake and each (re)connection it reads the node's log after the
-//     cursor; fanout.go (writeEvents) renders each event once per variant
-//     (format, body, diff), writes it to every subscriber with only the
-//     "to" changed and flushes; render.go holds the notification stanzas
-//     (event, delete, an item's checked payload, and the plain messages that tell a reader of plain
-//     messages its node was deleted or its subscription ended: a revoke
-//     event carries the subscription's message type for that,
-//     hub.Event.PlainType). deletions.go: a deleted node's delete
-//     notifications, from the hub.NodeDeletion the store records with
+//   - dispatcher.go: the dispatcher type. notify.go: the dispatch loop.
+//     One cursor per node (Node.XMPPSeq): after each Wake and each
+//     (re)connection it reads the node's log after the cursor; fanout.go
+//     (writeEvents) has each event rendered once per variant (format,
+//     body, diff), writes it to every subscriber with only the "to"
+//     changed and flushes; render.go holds the renderer and the
+//     notification stanzas (event, delete, an item's checked payload, and
+//     the plain messages that tell a reader of plain messages its node was
+//     deleted or its subscription ended: a revoke event carries the
+//     subscription's message type for that, hub.Event.PlainType).
+//     deletions.go: a deleted node's delete notifications, from the hub.NodeDeletion the store records with
 //     the deletion, sent like a batch of the log and forgotten once
 //     acknowledged. stanzaids.go: a notification's id names its node,
 //     so an error that answers it can be traced back.
