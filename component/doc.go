@@ -125,9 +125,9 @@
 //     the plain messages that tell a reader of plain messages its node was
 //     deleted or its subscription ended: a revoke event carries the
 //     subscription's message type for that, hub.Event.PlainType).
-//     deletions.go: a deleted node's delete notifications, from the hub.NodeDeletion the store records with
-//     the deletion, sent like a batch of the log and forgotten once
-//     acknowledged. stanzaids.go: a notification's id names its node,
+//     deletions.go: a deleted node's delete notifications, from the
+//     hub.NodeDeletion the store records with the deletion, sent like a
+//     batch of the log and forgotten once acknowledged. stanzaids.go: a notification's id names its node,
 //     so an error that answers it can be traced back.
 //   - acks.go, ackwindow.go: the cursor advances when the server has
 //     processed the write: an IQ the component sends itself (a marker)
