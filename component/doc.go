@@ -127,8 +127,9 @@
 //     subscription's message type for that, hub.Event.PlainType).
 //     deletions.go: a deleted node's delete notifications, from the
 //     hub.NodeDeletion the store records with the deletion, sent like a
-//     batch of the log and forgotten once acknowledged. stanzaids.go: a notification's id names its node,
-//     so an error that answers it can be traced back.
+//     batch of the log and forgotten once acknowledged. stanzaids.go: a
+//     notification's id names its node, so an error that answers it can
+//     be traced back.
 //   - acks.go, ackwindow.go: the cursor advances when the server has
 //     processed the write: an IQ the component sends itself (a marker)
 //     comes back through the server after everything written before it;
