@@ -325,13 +325,12 @@ func (d *dispatcher) recordAcks(ctx context.Context, conn *connection) {
 	check := time.NewTicker(max(d.ackTimeout/4, time.Millisecond))
 	defer check.Stop()
 	for {
-		cursors, digests, closed := conn.acks.take()
-		for _, done := range digests {
+		got, closed := conn.acks.take()
+		for _, done := range got.digests {
 			d.recordDigest(ctx, conn, done)
 		}
-		deletions := conn.acks.takeDeletions()
-		d.forgetDeletions(ctx, conn, deletions)
-		for node, cursor := range cursors {
+		d.forgetDeletions(ctx, conn, got.deletions)
+		for node, cursor := range got.cursors {
 			// Acknowledged means routed by the server: record it even when
 			// pingd is stopping, or it would be sent again.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorTimeout)
@@ -345,10 +344,10 @@ func (d *dispatcher) recordAcks(ctx context.Context, conn *connection) {
 			}
 			conn.acks.recorded(node, cursor)
 		}
-		if closed && cursors == nil && digests == nil && deletions == nil {
+		if closed && got.none() {
 			return
 		}
-		if cursors == nil && digests == nil && deletions == nil {
+		if got.none() {
 			select {
 			case <-conn.acks.recorderWake:
 			case <-check.C:

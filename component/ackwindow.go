@@ -48,9 +48,7 @@ type ackWindow struct {
 	// deletions are the node deletions (hub.NodeDeletion ids) written on
 	// this connection: not written again, whether their acknowledgement
 	// is awaited or their row was forgotten after a list read before.
-	// ackedDeletions are the acknowledged ones for the recorder.
-	deletions      map[int64]bool
-	ackedDeletions []int64
+	deletions map[int64]bool
 }
 
 type pendingBatch struct {
@@ -161,7 +159,7 @@ func (w *ackWindow) writtenDeletion(id int64) {
 	}
 	w.deletions[id] = true
 	if w.bypass {
-		w.ackedDeletions = append(w.ackedDeletions, id)
+		w.acked = append(w.acked, pendingBatch{deletion: id})
 		w.wake()
 		return
 	}
@@ -184,15 +182,6 @@ func (w *ackWindow) deletionsNotForgotten(ids []int64) {
 	for _, id := range ids {
 		delete(w.deletions, id)
 	}
-}
-
-// takeDeletions returns the acknowledged node deletions.
-func (w *ackWindow) takeDeletions() []int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := w.ackedDeletions
-	w.ackedDeletions = nil
-	return ids
 }
 
 // isDigesting reports whether a digest of the subscription is written
@@ -306,27 +295,42 @@ func (w *ackWindow) ack(id string) (more bool) {
 	return len(w.pending) > 0
 }
 
-// take returns the acknowledged batches, newest cursor per node, the
-// acknowledged digests, and whether the window is closed.
-func (w *ackWindow) take() (cursors map[int64]int64, digests []digestDone, closed bool) {
+// acknowledged is what the recorder takes from the window at once: the
+// newest acknowledged cursor per node, the acknowledged digests and node
+// deletions.
+type acknowledged struct {
+	cursors   map[int64]int64
+	digests   []digestDone
+	deletions []int64
+}
+
+// none reports whether nothing was acknowledged.
+func (a acknowledged) none() bool {
+	return a.cursors == nil && a.digests == nil && a.deletions == nil
+}
+
+// take returns what was acknowledged since the last take, and whether the
+// window is closed.
+func (w *ackWindow) take() (got acknowledged, closed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.acked) > 0 {
-		cursors = make(map[int64]int64, len(w.acked))
 		for _, b := range w.acked {
-			if b.deletion != 0 {
-				w.ackedDeletions = append(w.ackedDeletions, b.deletion)
-				continue
+			switch {
+			case b.deletion != 0:
+				got.deletions = append(got.deletions, b.deletion)
+			case b.digest != nil:
+				got.digests = append(got.digests, *b.digest)
+			default:
+				if got.cursors == nil {
+					got.cursors = make(map[int64]int64, len(w.acked))
+				}
+				got.cursors[b.node] = max(got.cursors[b.node], b.cursor)
 			}
-			if b.digest != nil {
-				digests = append(digests, *b.digest)
-				continue
-			}
-			cursors[b.node] = max(cursors[b.node], b.cursor)
 		}
 		w.acked = w.acked[:0]
 	}
-	return cursors, digests, w.closed
+	return got, w.closed
 }
 
 // recorded forgets what a node was sent once its cursor is recorded at

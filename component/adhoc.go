@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"strings"
 
+	"mellium.im/xmpp/commands"
 	"mellium.im/xmpp/form"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
 )
+
+// adhocService lists and runs the XEP-0050 ad-hoc commands: the chat
+// commands' use cases behind XEP-0004 forms, and the owner commands.
+type adhocService struct {
+	*chatCommands
+}
 
 // XEP-0050 ad-hoc commands: the chat commands as dialogs (Gajim,
 // Conversations, Dino and others show them), plus owner commands for the
@@ -22,7 +29,7 @@ import (
 // command and carries its form; nothing is kept between the stages.
 
 const (
-	nsCommands = "http://jabber.org/protocol/commands"
+	nsCommands = commands.NS
 	// commandPrefix starts the disco node of each command. The hub
 	// creates no pubsub node with it, which would be hidden behind the
 	// command in disco#info.
@@ -47,10 +54,10 @@ type adhocCommand struct {
 	// owner commands are listed for and run by PINGD_ADMINS only.
 	owner bool
 	// form returns the command's form; nil for commands without input.
-	form func(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error)
+	form func(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error)
 	// run carries the command out; the answer is the completed note. A
 	// user's mistake is an answer with errNote set, not an error.
-	run func(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error)
+	run func(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error)
 }
 
 // commandAnswer is a completed command's note.
@@ -145,8 +152,8 @@ func commandError(typ stanza.ErrorType, cond stanza.Condition, app, text string)
 }
 
 // visibleCommands are the commands sender may run.
-func (svc *service) visibleCommands(sender jid.JID) []*adhocCommand {
-	admin := svc.hub.IsAdmin(sender.Bare().String())
+func (a *adhocService) visibleCommands(sender jid.JID) []*adhocCommand {
+	admin := a.hub.IsAdmin(sender.Bare().String())
 	var out []*adhocCommand
 	for _, cmd := range adhocCommands {
 		if !cmd.owner || admin {
@@ -157,16 +164,16 @@ func (svc *service) visibleCommands(sender jid.JID) []*adhocCommand {
 }
 
 // commandItems answers disco#items on the commands node (XEP-0050 §2.2).
-func (svc *service) commandItems(b *xmlBuf, sender jid.JID) {
+func (a *adhocService) commandItems(b *xmlBuf, sender jid.JID) {
 	b.open("query", "xmlns", nsDiscoItems, "node", nsCommands)
-	for _, cmd := range svc.visibleCommands(sender) {
-		b.empty("item", "jid", svc.domainStr, "node", commandPrefix+cmd.node, "name", cmd.name)
+	for _, cmd := range a.visibleCommands(sender) {
+		b.empty("item", "jid", a.domainStr, "node", commandPrefix+cmd.node, "name", cmd.name)
 	}
 	b.close("query")
 }
 
 // commandInfo answers disco#info on a command's node (XEP-0050 §2.3).
-func (svc *service) commandInfo(b *xmlBuf, cmd *adhocCommand) {
+func (a *adhocService) commandInfo(b *xmlBuf, cmd *adhocCommand) {
 	b.open("query", "xmlns", nsDiscoInfo, "node", commandPrefix+cmd.node)
 	b.empty("identity", "category", "automation", "type", "command-node", "name", cmd.name)
 	b.empty("feature", "var", nsCommands)
@@ -175,12 +182,12 @@ func (svc *service) commandInfo(b *xmlBuf, cmd *adhocCommand) {
 }
 
 // runCommand executes one stage of a command.
-func (svc *service) runCommand(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+func (a *adhocService) runCommand(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	cmd := commandByNode(r.Node)
 	if cmd == nil {
 		return itemNotFound(fmt.Sprintf("no command %q", r.Node))
 	}
-	if cmd.owner && !svc.hub.IsAdmin(sender.Bare().String()) {
+	if cmd.owner && !a.hub.IsAdmin(sender.Bare().String()) {
 		return forbidden("only pingd's administrators may run " + cmd.name)
 	}
 	cr := r.Command
@@ -218,7 +225,7 @@ func (svc *service) runCommand(ctx context.Context, b *xmlBuf, sender jid.JID, r
 		if cr.Action == "complete" || cr.Action == "next" {
 			return commandError(stanza.Modify, stanza.BadRequest, "bad-payload", "submit the command's form with this action")
 		}
-		d, err := cmd.form(ctx, svc, sender)
+		d, err := cmd.form(ctx, a, sender)
 		if err != nil {
 			return err
 		}
@@ -231,7 +238,7 @@ func (svc *service) runCommand(ctx context.Context, b *xmlBuf, sender jid.JID, r
 	if submitted == nil {
 		submitted = &submittedForm{Values: map[string][]string{}}
 	}
-	ans, err := cmd.run(ctx, svc, sender, submitted)
+	ans, err := cmd.run(ctx, a, sender, submitted)
 	if err != nil {
 		return err
 	}
@@ -239,7 +246,7 @@ func (svc *service) runCommand(ctx context.Context, b *xmlBuf, sender jid.JID, r
 	if ans.isError {
 		noteType = "error"
 	}
-	svc.log.InfoContext(ctx, "ad-hoc command", "command", cmd.node, "from", sender.String(), "ok", !ans.isError)
+	a.log.InfoContext(ctx, "ad-hoc command", "command", cmd.node, "from", sender.String(), "ok", !ans.isError)
 	b.open("command", "xmlns", nsCommands, "node", r.Node, "sessionid", session, "status", "completed")
 	b.element("note", ans.text, "type", noteType)
 	b.close("command")
@@ -269,8 +276,8 @@ func nodeList(label string, names []string) form.Field {
 
 // allNodeNames lists the names of the first nodes, as many as a form
 // offers (maxCommandNodes): one page read, not the whole list.
-func allNodeNames(ctx context.Context, svc *service) ([]string, error) {
-	nodes, err := svc.hub.NodesPage(ctx, hub.NodePage{Limit: maxCommandNodes})
+func allNodeNames(ctx context.Context, a *adhocService) ([]string, error) {
+	nodes, err := a.hub.NodesPage(ctx, hub.NodePage{Limit: maxCommandNodes})
 	if err != nil {
 		return nil, err
 	}

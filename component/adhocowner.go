@@ -18,7 +18,7 @@ func accessField(value string) form.Field {
 		form.ListItem("Only those on the whitelist", string(hub.AccessWhitelist)))
 }
 
-func createNodeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
+func createNodeForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
 	return form.New(
 		form.Title("Create a node"),
 		form.Text(cmdFieldNode, form.Label("Node name"), form.Required),
@@ -28,7 +28,7 @@ func createNodeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Da
 	), nil
 }
 
-func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+func runCreateNode(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
 	name := f.value(cmdFieldNode)
 	if err := hub.ValidNodeName(name); err != nil {
 		return errNote(fmt.Sprintf("%q cannot be a node name: %s.", name, invalidText(err))), nil
@@ -41,7 +41,7 @@ func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submitt
 	if !cfg.AccessModel.Valid() {
 		return errNote(fmt.Sprintf("%q is not an access model (open or whitelist).", cfg.AccessModel)), nil
 	}
-	n, _, err := svc.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Source: f.value(cmdFieldSource), Config: cfg})
+	n, _, err := a.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Source: f.value(cmdFieldSource), Config: cfg})
 	switch {
 	case errors.Is(err, hub.ErrExists):
 		return errNote(fmt.Sprintf("A node called %q exists already.", name)), nil
@@ -50,7 +50,7 @@ func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submitt
 	case err != nil:
 		return commandAnswer{}, err
 	}
-	if err := svc.hub.SetAffiliation(ctx, n, sender.Bare().String(), hub.AffOwner); err != nil {
+	if err := a.hub.SetAffiliation(ctx, n, sender.Bare().String(), hub.AffOwner); err != nil {
 		return commandAnswer{}, err
 	}
 	msg := fmt.Sprintf("Created the node %q (%s).", n.Name, n.AccessModel)
@@ -61,17 +61,17 @@ func runCreateNode(ctx context.Context, svc *service, sender jid.JID, f *submitt
 }
 
 // ownedNode finds the node an owner command names.
-func ownedNode(ctx context.Context, svc *service, name string) (*hub.Node, commandAnswer, error) {
-	n, msg, err := svc.chatNode(ctx, name)
+func ownedNode(ctx context.Context, a *adhocService, name string) (*hub.Node, commandAnswer, error) {
+	n, msg, err := a.chatNode(ctx, name)
 	if n == nil {
 		return nil, errNote(msg), err
 	}
 	return n, commandAnswer{}, nil
 }
 
-func nodeOnlyForm(title string) func(context.Context, *service, jid.JID) (*form.Data, error) {
-	return func(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-		names, err := allNodeNames(ctx, svc)
+func nodeOnlyForm(title string) func(context.Context, *adhocService, jid.JID) (*form.Data, error) {
+	return func(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+		names, err := allNodeNames(ctx, a)
 		if err != nil {
 			return nil, err
 		}
@@ -79,8 +79,8 @@ func nodeOnlyForm(title string) func(context.Context, *service, jid.JID) (*form.
 	}
 }
 
-func setSourceForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-	names, err := allNodeNames(ctx, svc)
+func setSourceForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+	names, err := allNodeNames(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -91,13 +91,13 @@ func setSourceForm(ctx context.Context, svc *service, sender jid.JID) (*form.Dat
 	), nil
 }
 
-func runSetSource(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-	n, ans, err := ownedNode(ctx, svc, f.value(cmdFieldNode))
+func runSetSource(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+	n, ans, err := ownedNode(ctx, a, f.value(cmdFieldNode))
 	if n == nil {
 		return ans, err
 	}
 	src := f.value(cmdFieldSource)
-	updated, err := svc.hub.SetNodeSourceURL(ctx, n.Name, src)
+	updated, err := a.hub.SetNodeSourceURL(ctx, n.Name, src)
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
 		return errNote(fmt.Sprintf("The source was not changed: %s.", invalidText(err))), nil
@@ -110,16 +110,16 @@ func runSetSource(ctx context.Context, svc *service, sender jid.JID, f *submitte
 	return info(fmt.Sprintf("%q follows %s now.", n.Name, updated.SourceURL)), nil
 }
 
-func setAccessForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-	names, err := allNodeNames(ctx, svc)
+func setAccessForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+	names, err := allNodeNames(ctx, a)
 	if err != nil {
 		return nil, err
 	}
 	return form.New(form.Title("Set a node's access model"), nodeList("Node", names), accessField(string(hub.AccessOpen))), nil
 }
 
-func runSetAccess(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-	n, ans, err := ownedNode(ctx, svc, f.value(cmdFieldNode))
+func runSetAccess(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+	n, ans, err := ownedNode(ctx, a, f.value(cmdFieldNode))
 	if n == nil {
 		return ans, err
 	}
@@ -131,15 +131,15 @@ func runSetAccess(ctx context.Context, svc *service, sender jid.JID, f *submitte
 	cfg.AccessModel = model
 	// Subscribers not on the list go when the node becomes whitelist-only:
 	// the hub ends their subscriptions and tells them.
-	if err := svc.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
+	if err := a.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
 		return commandAnswer{}, err
 	}
 	return info(fmt.Sprintf("%q is %s now.", n.Name, model)), nil
 }
 
-func whitelistForm(title string) func(context.Context, *service, jid.JID) (*form.Data, error) {
-	return func(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-		names, err := allNodeNames(ctx, svc)
+func whitelistForm(title string) func(context.Context, *adhocService, jid.JID) (*form.Data, error) {
+	return func(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+		names, err := allNodeNames(ctx, a)
 		if err != nil {
 			return nil, err
 		}
@@ -148,9 +148,9 @@ func whitelistForm(title string) func(context.Context, *service, jid.JID) (*form
 	}
 }
 
-func runWhitelist(aff hub.Affiliation) func(context.Context, *service, jid.JID, *submittedForm) (commandAnswer, error) {
-	return func(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-		n, ans, err := ownedNode(ctx, svc, f.value(cmdFieldNode))
+func runWhitelist(aff hub.Affiliation) func(context.Context, *adhocService, jid.JID, *submittedForm) (commandAnswer, error) {
+	return func(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+		n, ans, err := ownedNode(ctx, a, f.value(cmdFieldNode))
 		if n == nil {
 			return ans, err
 		}
@@ -160,7 +160,7 @@ func runWhitelist(aff hub.Affiliation) func(context.Context, *service, jid.JID, 
 		}
 		bare := j.Bare().String()
 		if aff == hub.AffNone {
-			current, err := svc.hub.AffiliationOf(ctx, n, bare)
+			current, err := a.hub.AffiliationOf(ctx, n, bare)
 			if err != nil {
 				return commandAnswer{}, err
 			}
@@ -168,12 +168,12 @@ func runWhitelist(aff hub.Affiliation) func(context.Context, *service, jid.JID, 
 				return errNote(fmt.Sprintf("%s is not a member of %q.", bare, n.Name)), nil
 			}
 		}
-		if err := svc.hub.SetAffiliation(ctx, n, bare, aff); err != nil {
+		if err := a.hub.SetAffiliation(ctx, n, bare, aff); err != nil {
 			return commandAnswer{}, err
 		}
 		if aff == hub.AffNone {
 			if n.AccessModel == hub.AccessWhitelist {
-				if err := svc.hub.RevokeSubscriptions(ctx, n, bare); err != nil {
+				if err := a.hub.RevokeSubscriptions(ctx, n, bare); err != nil {
 					return commandAnswer{}, err
 				}
 			}
@@ -183,15 +183,15 @@ func runWhitelist(aff hub.Affiliation) func(context.Context, *service, jid.JID, 
 	}
 }
 
-func runSourceStatus(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-	n, ans, err := ownedNode(ctx, svc, f.value(cmdFieldNode))
+func runSourceStatus(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+	n, ans, err := ownedNode(ctx, a, f.value(cmdFieldNode))
 	if n == nil {
 		return ans, err
 	}
 	if n.SourceID == 0 {
 		return info(fmt.Sprintf("%q follows no source: items come from its publishers.", n.Name)), nil
 	}
-	src, err := svc.hub.Source(ctx, n.SourceID)
+	src, err := a.hub.Source(ctx, n.SourceID)
 	if err != nil {
 		return commandAnswer{}, err
 	}

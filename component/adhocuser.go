@@ -13,7 +13,7 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-func subscribeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
+func subscribeForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
 	return form.New(
 		form.Title("Subscribe"),
 		form.Instructions("Name a node, a feed's URL or a web page's URL. New entries come to you as messages."),
@@ -28,7 +28,7 @@ func subscribeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Dat
 // runSubscribe subscribes with the options of the form: by default plain
 // messages of type chat, like a subscription by chat. An existing
 // subscription takes the fields the form carries and keeps the others.
-func runSubscribe(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+func runSubscribe(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
 	var problem string
 	apply := func(opts hub.Options) hub.Options {
 		if v := f.value(fieldFormat); v != "" {
@@ -63,12 +63,12 @@ func runSubscribe(ctx context.Context, svc *service, sender jid.JID, f *submitte
 	if problem != "" {
 		return errNote(problem), nil
 	}
-	ans, err := svc.subscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldTarget), opts, apply, "ad-hoc command")
+	ans, err := a.subscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldTarget), opts, apply, "ad-hoc command")
 	return infoOrError(ans), err
 }
 
-func unsubscribeForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: sender.Bare().String()})
+func unsubscribeForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+	subs, err := a.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: sender.Bare().String()})
 	if err != nil {
 		return nil, err
 	}
@@ -85,23 +85,23 @@ func unsubscribeForm(ctx context.Context, svc *service, sender jid.JID) (*form.D
 	), nil
 }
 
-func runUnsubscribe(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
-	ans, err := svc.unsubscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldNode), "ad-hoc command")
+func runUnsubscribe(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+	ans, err := a.unsubscribeTarget(ctx, sender.Bare().String(), f.value(cmdFieldNode), "ad-hoc command")
 	return infoOrError(ans), err
 }
 
-func runList(ctx context.Context, svc *service, sender jid.JID, _ *submittedForm) (commandAnswer, error) {
-	ans, err := svc.chatList(ctx, sender.Bare().String())
+func runList(ctx context.Context, a *adhocService, sender jid.JID, _ *submittedForm) (commandAnswer, error) {
+	ans, err := a.chatList(ctx, sender.Bare().String())
 	return info(ans), err
 }
 
-func runNodes(ctx context.Context, svc *service, _ jid.JID, _ *submittedForm) (commandAnswer, error) {
-	ans, err := svc.chatNodes(ctx)
+func runNodes(ctx context.Context, a *adhocService, _ jid.JID, _ *submittedForm) (commandAnswer, error) {
+	ans, err := a.chatNodes(ctx)
 	return info(ans), err
 }
 
-func lastForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, error) {
-	names, err := allNodeNames(ctx, svc)
+func lastForm(ctx context.Context, a *adhocService, sender jid.JID) (*form.Data, error) {
+	names, err := allNodeNames(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func lastForm(ctx context.Context, svc *service, sender jid.JID) (*form.Data, er
 	), nil
 }
 
-func runLast(ctx context.Context, svc *service, sender jid.JID, f *submittedForm) (commandAnswer, error) {
+func runLast(ctx context.Context, a *adhocService, sender jid.JID, f *submittedForm) (commandAnswer, error) {
 	cmd := chatCommand{Name: "last", Arg: f.value(cmdFieldNode)}
 	if v := f.value(cmdFieldCount); v != "" {
 		n, err := strconv.Atoi(v)
@@ -122,7 +122,7 @@ func runLast(ctx context.Context, svc *service, sender jid.JID, f *submittedForm
 		cmd.Count, cmd.HasCount = n, true
 		cmd.Arg += " " + v
 	}
-	ans, err := svc.chatLast(ctx, sender.Bare().String(), cmd)
+	ans, err := a.chatLast(ctx, sender.Bare().String(), cmd)
 	if err == nil && (strings.HasPrefix(ans, "The newest") || strings.Contains(ans, "has no items yet")) {
 		return info(ans), nil
 	}

@@ -51,6 +51,10 @@ const (
 // once the server refused larger stanzas (limitLearned).
 type stanzaLimit struct {
 	learned atomic.Int64 // 0: nothing learned
+	// shrunk counts the notifications and answers sent smaller than they
+	// are to fit the budget, and the stanzas left out because a server
+	// refused them (connection.go).
+	shrunk atomic.Int64
 }
 
 // bytes is the budget for one stanza.
@@ -82,7 +86,7 @@ func (l *stanzaLimit) lower(refused int) (int, bool) {
 }
 
 // suffixBudget is the budget for what follows a message's "to" value.
-func (d *dispatcher) suffixBudget() int { return d.limit.bytes() - envelopeBytes }
+func (rd *renderer) suffixBudget() int { return rd.limit.bytes() - envelopeBytes }
 
 // escapedLen is the length of s once escaped as XML text or an attribute
 // value.
@@ -134,14 +138,14 @@ func cutChatAnswer(answer string, max int) string {
 // payload; a plain message its link, then a burst its links. The events
 // stay what they are (their item ids, their count): a subscriber reads a
 // payload left out by items retrieval.
-func (d *dispatcher) fitRendered(n *hub.Node, ev hub.Event, id string, role burstRole, r *rendered) {
-	limit := d.suffixBudget()
+func (rd *renderer) fitRendered(n *hub.Node, ev hub.Event, id string, role burstRole, r *rendered) {
+	limit := rd.suffixBudget()
 	var bare []byte
 	smallest := func() []byte {
 		if bare == nil {
-			bare = d.renderEventWithoutPayload(n, ev, id)
-			d.shrunk.Add(1)
-			d.log.Warn("a notification goes without its item's payload: it would be over the stanza budget",
+			bare = rd.renderEventWithoutPayload(n, ev, id)
+			rd.limit.shrunk.Add(1)
+			rd.log.Warn("a notification goes without its item's payload: it would be over the stanza budget",
 				"node", n.Name, "item", ev.ItemID, "bytes", len(r.suffix), "budget_bytes", limit)
 		}
 		return bare
@@ -165,8 +169,8 @@ func (d *dispatcher) fitRendered(n *hub.Node, ev hub.Event, id string, role burs
 	if r.plain != nil && len(r.plain) > limit {
 		// Titles are cut and bursts split by size (burstRoles): only a
 		// link of an item stored before the entry limits gets here.
-		d.shrunk.Add(1)
-		d.log.Warn("a plain notification goes without its links: it would be over the stanza budget",
+		rd.limit.shrunk.Add(1)
+		rd.log.Warn("a plain notification goes without its links: it would be over the stanza budget",
 			"node", n.Name, "item", ev.ItemID, "bytes", len(r.plain), "budget_bytes", limit)
 		if role.entries != nil {
 			short := role
@@ -174,18 +178,18 @@ func (d *dispatcher) fitRendered(n *hub.Node, ev hub.Event, id string, role burs
 			for i, e := range role.entries {
 				short.entries[i] = withoutLink(e)
 			}
-			r.plain = d.renderBurst(n, short, id)
+			r.plain = rd.renderBurst(n, short, id)
 		} else {
-			r.plain = d.renderPlain(n, withoutLink(ev), id, time.Time{})
+			r.plain = rd.renderPlain(n, withoutLink(ev), id, time.Time{})
 		}
 	}
 }
 
 // renderEventWithoutPayload is an event's notification with the item's
 // id only (XEP-0060 §7.1.2.1 allows notifications without payloads).
-func (d *dispatcher) renderEventWithoutPayload(n *hub.Node, ev hub.Event, id string) []byte {
+func (rd *renderer) renderEventWithoutPayload(n *hub.Node, ev hub.Event, id string) []byte {
 	ev.Payload = nil
-	return d.renderEvent(n, ev, id, "", nil)
+	return rd.renderEvent(n, ev, id, "", nil)
 }
 
 // withoutLink is an event without its link, for a plain message that
@@ -213,5 +217,5 @@ func addressesThatFit(batch [][]byte, k, room int) int {
 // notifications and answers were sent smaller than they are, or left
 // out, to keep within it.
 func (c *Component) StanzaBudget() (budgetBytes int, shrunk int64) {
-	return c.limit.bytes(), c.shrunk.Load()
+	return c.limit.bytes(), c.limit.shrunk.Load()
 }

@@ -71,7 +71,7 @@ func TestBurstRolesSplitBySize(t *testing.T) {
 	roles := burstRoles(events, budget)
 	listed := 0
 	chunks := 0
-	d := &dispatcher{domainStr: "pubsub.example.org"}
+	d := &dispatcher{render: &renderer{domainStr: "pubsub.example.org", limit: &stanzaLimit{}}}
 	n := &hub.Node{Name: "n", NodeConfig: hub.NodeConfig{Title: "N"}}
 	for _, r := range roles {
 		if r.entries == nil {
@@ -79,7 +79,7 @@ func TestBurstRolesSplitBySize(t *testing.T) {
 		}
 		chunks++
 		listed += len(r.entries)
-		if size := len(d.renderBurst(n, r, "id")); size > budget {
+		if size := len(d.render.renderBurst(n, r, "id")); size > budget {
 			t.Errorf("a burst message of %d entries is %d bytes, over %d", len(r.entries), size, budget)
 		}
 	}
@@ -149,7 +149,7 @@ func TestRefusedStanza(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Component{log: slog.New(slog.DiscardHandler)}
+			c := &Component{sharedState: &sharedState{log: slog.New(slog.DiscardHandler), limit: &stanzaLimit{}}}
 			c.refusedStanza(tt.cn, tt.err)
 			if got := c.limit.bytes(); got != tt.want {
 				t.Errorf("budget %d, want %d", got, tt.want)

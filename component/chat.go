@@ -13,6 +13,15 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
+// chatCommands runs the chat commands (help, nodes, list, subscribe,
+// unsubscribe, last) and writes their answers for people; the service
+// takes the messages off the stream and sends the answers.
+type chatCommands struct {
+	*subscriptionTargets
+	domainStr string
+	publicURL string // pingd's HTTP base URL, without a trailing slash
+}
+
 // Chat commands: a message of type chat (or normal) with a body, sent to
 // the component, is a command answered by chat in plain text.
 
@@ -138,7 +147,7 @@ func (svc *service) handleMessage(ctx context.Context, cn *connection, msg *elem
 	cmd := parseChatCommand(body.text())
 	ctx, after := withFollowUps(ctx)
 	defer after.run(ctx)
-	answer := cutChatAnswer(svc.runChatCommand(ctx, from, cmd), svc.dispatcher.suffixBudget()-2048)
+	answer := cutChatAnswer(svc.chat.runChatCommand(ctx, from, cmd), svc.dispatcher.render.suffixBudget()-2048)
 	var b xmlBuf
 	b.open("message", "type", "chat", "id", svc.stanzaIDs.next(), "from", svc.replyFrom(msg), "to", from.String())
 	b.element("body", answer)
@@ -150,40 +159,40 @@ func (svc *service) handleMessage(ctx context.Context, cn *connection, msg *elem
 }
 
 // runChatCommand executes a command for sender and returns the answer.
-func (svc *service) runChatCommand(ctx context.Context, sender jid.JID, cmd chatCommand) string {
+func (ch *chatCommands) runChatCommand(ctx context.Context, sender jid.JID, cmd chatCommand) string {
 	bare := sender.Bare().String()
 	// Whoever sends a command is there: its notifications' bounces are
 	// forgotten (bounces.go).
-	if err := svc.hub.SubscriberIsThere(ctx, bare); err != nil {
-		svc.log.WarnContext(ctx, "clear the bounces of a subscriber", "jid", bare, "err", err)
+	if err := ch.hub.SubscriberIsThere(ctx, bare); err != nil {
+		ch.log.WarnContext(ctx, "clear the bounces of a subscriber", "jid", bare, "err", err)
 	}
 	var answer string
 	var err error
 	switch cmd.Name {
 	case "nodes":
-		answer, err = svc.chatNodes(ctx)
+		answer, err = ch.chatNodes(ctx)
 	case "list":
-		answer, err = svc.chatList(ctx, bare)
+		answer, err = ch.chatList(ctx, bare)
 	case "subscribe":
-		answer, err = svc.chatSubscribe(ctx, bare, cmd.Arg)
+		answer, err = ch.chatSubscribe(ctx, bare, cmd.Arg)
 	case "unsubscribe":
-		answer, err = svc.chatUnsubscribe(ctx, bare, cmd.Arg)
+		answer, err = ch.chatUnsubscribe(ctx, bare, cmd.Arg)
 	case "last":
-		answer, err = svc.chatLast(ctx, bare, cmd)
+		answer, err = ch.chatLast(ctx, bare, cmd)
 	case "unknown":
 		answer = chatUnknown(cmd.Word)
 	default:
-		answer = svc.chatHelp()
+		answer = ch.chatHelp()
 	}
 	if err != nil {
-		svc.log.ErrorContext(ctx, "chat command failed", "command", cmd.Name, "from", sender.String(), "err", err)
+		ch.log.ErrorContext(ctx, "chat command failed", "command", cmd.Name, "from", sender.String(), "err", err)
 		return "Sorry, that did not work (an internal error). Please try again later."
 	}
 	return answer
 }
 
-func (svc *service) chatHelp() string {
-	return "This is pingd, a publish-subscribe service for web feeds at " + svc.domainStr + ". Commands:\n" +
+func (ch *chatCommands) chatHelp() string {
+	return "This is pingd, a publish-subscribe service for web feeds at " + ch.domainStr + ". Commands:\n" +
 		"nodes — list the nodes\n" +
 		"list — list your subscriptions\n" +
 		"subscribe NODE — get the new items of NODE here (NODE may also be a feed's or a web page's URL)\n" +
@@ -206,16 +215,16 @@ func chatUnknown(word string) string {
 }
 
 // nodeLink is the node's page on pingd's HTTP side.
-func (svc *service) nodeLink(name string) string {
-	if svc.publicURL == "" {
+func (ch *chatCommands) nodeLink(name string) string {
+	if ch.publicURL == "" {
 		return ""
 	}
-	return svc.publicURL + "/feeds/" + url.PathEscape(name)
+	return ch.publicURL + "/feeds/" + url.PathEscape(name)
 }
 
-func (svc *service) chatNodes(ctx context.Context) (string, error) {
+func (ch *chatCommands) chatNodes(ctx context.Context) (string, error) {
 	// One page of the list, read as one; the total is NodeCount's.
-	nodes, err := svc.hub.NodesPage(ctx, hub.NodePage{Limit: maxNodesInListing + 1})
+	nodes, err := ch.hub.NodesPage(ctx, hub.NodePage{Limit: maxNodesInListing + 1})
 	if err != nil {
 		return "", err
 	}
@@ -224,7 +233,7 @@ func (svc *service) chatNodes(ctx context.Context) (string, error) {
 	}
 	total := len(nodes)
 	if total > maxNodesInListing {
-		if total, err = svc.hub.NodeCount(ctx); err != nil {
+		if total, err = ch.hub.NodeCount(ctx); err != nil {
 			return "", err
 		}
 		total = max(total, maxNodesInListing+1)
@@ -243,15 +252,15 @@ func (svc *service) chatNodes(ctx context.Context) (string, error) {
 		if n.AccessModel == hub.AccessWhitelist {
 			b.WriteString(" (whitelist)")
 		}
-		if l := svc.nodeLink(n.Name); l != "" {
+		if l := ch.nodeLink(n.Name); l != "" {
 			b.WriteString(" " + l)
 		}
 	}
 	return b.String(), nil
 }
 
-func (svc *service) chatList(ctx context.Context, bare string) (string, error) {
-	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: bare})
+func (ch *chatCommands) chatList(ctx context.Context, bare string) (string, error) {
+	subs, err := ch.hub.Subscriptions(ctx, hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: bare})
 	if err != nil {
 		return "", err
 	}
@@ -272,11 +281,11 @@ func (svc *service) chatList(ctx context.Context, bare string) (string, error) {
 }
 
 // chatNode finds a node named in a command, or says plainly why not.
-func (svc *service) chatNode(ctx context.Context, name string) (*hub.Node, string, error) {
+func (t *subscriptionTargets) chatNode(ctx context.Context, name string) (*hub.Node, string, error) {
 	if name == "" {
 		return nil, `Which node? Send "nodes" to see them.`, nil
 	}
-	n, err := svc.node(ctx, name)
+	n, err := t.node(ctx, name)
 	var se *stanzaError
 	if errors.As(err, &se) {
 		return nil, fmt.Sprintf("There is no node called %q. Send \"nodes\" to see them.", name), nil
@@ -292,22 +301,22 @@ var chatSubscriptionOptions = hub.Options{Format: hub.FormatMessage}
 
 // chatSubscribe subscribes by chat. Subscribing again keeps the options
 // the subscription has, whoever chose them.
-func (svc *service) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
-	return svc.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, nil, "chat")
+func (ch *chatCommands) chatSubscribe(ctx context.Context, bare, target string) (string, error) {
+	return ch.subscribeTarget(ctx, bare, target, chatSubscriptionOptions, nil, "chat")
 }
 
-func (svc *service) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {
-	return svc.unsubscribeTarget(ctx, bare, target, "chat")
+func (ch *chatCommands) chatUnsubscribe(ctx context.Context, bare, target string) (string, error) {
+	return ch.unsubscribeTarget(ctx, bare, target, "chat")
 }
 
-func (svc *service) chatLast(ctx context.Context, bare string, cmd chatCommand) (string, error) {
+func (ch *chatCommands) chatLast(ctx context.Context, bare string, cmd chatCommand) (string, error) {
 	name, count := cmd.Arg, defaultLastItems
-	n, msg, err := svc.chatNode(ctx, name)
+	n, msg, err := ch.chatNode(ctx, name)
 	if n == nil && err == nil && cmd.HasCount {
 		// "last NODE n": the number was not part of the name.
 		i := strings.LastIndexAny(cmd.Arg, " \t")
 		name, count = strings.TrimSpace(cmd.Arg[:i]), cmd.Count
-		n, msg, err = svc.chatNode(ctx, name)
+		n, msg, err = ch.chatNode(ctx, name)
 	}
 	if n == nil {
 		return msg, err
@@ -315,14 +324,14 @@ func (svc *service) chatLast(ctx context.Context, bare string, cmd chatCommand) 
 	if count < 1 || count > maxLastItems {
 		return fmt.Sprintf("Ask for 1 to %d items.", maxLastItems), nil
 	}
-	aff, err := svc.hub.AffiliationOf(ctx, n, bare)
+	aff, err := ch.hub.AffiliationOf(ctx, n, bare)
 	if err != nil {
 		return "", err
 	}
 	if !aff.MayRead(n.AccessModel) {
 		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may read it.", n.Name), nil
 	}
-	items, err := svc.hub.Items(ctx, n, nil, count)
+	items, err := ch.hub.Items(ctx, n, nil, count)
 	if err != nil {
 		return "", err
 	}

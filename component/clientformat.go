@@ -66,7 +66,7 @@ func wantsProbe(sender jid.JID, r *request) bool {
 // the newest item, sent right after the answer, goes out in the chosen
 // format and in order.
 func (svc *service) optionsForClient(ctx context.Context, client jid.JID, node string, opts hub.Options) hub.Options {
-	cn := svc.dispatcher.connection()
+	cn := svc.connection()
 	if cn == nil {
 		return opts
 	}

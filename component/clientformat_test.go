@@ -86,7 +86,9 @@ func TestSilentClientsDelayNoOneElse(t *testing.T) {
 			e.request(silent, "set", subscribePayload(fmt.Sprintf("n%d", i), silent.JID.String()))
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // the subscribes are waiting for their probes
+	testenv.WaitFor(t, 10*time.Second, "every subscribe to wait for its probe", func() bool {
+		return e.pendingQueries() == subscribes
+	})
 	start := time.Now()
 	result(t, e.request(bob, "get", `<query xmlns="http://jabber.org/protocol/disco#info"/>`))
 	if took := time.Since(start); took > time.Second {

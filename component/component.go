@@ -165,15 +165,10 @@ const (
 // Component is pingd's XEP-0114 external component. It is safe for
 // concurrent use; Run drives it.
 type Component struct {
-	hub       *hub.Hub
-	store     Store
-	log       *slog.Logger
-	domain    jid.JID
-	domainStr string
-	addr      string
-	secret    []byte
-	minDelay  time.Duration
-	maxDelay  time.Duration
+	*sharedState
+	addr     string
+	minDelay time.Duration
+	maxDelay time.Duration
 
 	connected atomic.Bool
 	// connections counts the successful connections to the XMPP server
@@ -181,12 +176,8 @@ type Component struct {
 	connections atomic.Int64
 
 	leader      func(ctx context.Context) (Lease, error)
-	shared      bool
 	leaderRetry time.Duration
 	sweepEvery  time.Duration
-	ackTimeout  time.Duration
-	// leading is set while this process may send notifications.
-	leading atomic.Bool
 	// standbyAt is when the lease was last found held by another process
 	// (Unix nanoseconds; 0 while leading or unable to ask).
 	standbyAt atomic.Int64
@@ -196,21 +187,45 @@ type Component struct {
 	leadingSince  atomic.Int64
 	takeoverGrace time.Duration
 
-	mu   sync.Mutex
-	conn *connection // the live connection, nil while disconnected
-
 	// dispatcher sends the notifications (dispatcher.go); service carries
 	// out and answers the requests (service.go).
 	dispatcher *dispatcher
 	service    *service
+}
 
+// sharedState is what the Component (the connection, the leadership and
+// the stanza router), its dispatcher and its service each hold: the one
+// value of each thing more than one of them reads or changes. Each is
+// given the same *sharedState by New; nothing else is copied between them.
+type sharedState struct {
+	hub       *hub.Hub
+	log       *slog.Logger
+	domain    jid.JID
+	domainStr string
+	// secret is the component secret: the handshake's, and the key of a
+	// shared connection's cursor markers (acks.go).
+	secret []byte
+	// shared says the XMPP server spreads the component's stanzas over
+	// several processes' connections (Config.Shared).
+	shared bool
+
+	// leading is set while this process may send notifications.
+	leading atomic.Bool
 	// stanzaIDs numbers the messages the component sends on its own.
 	stanzaIDs *stanzaIDs
-	// limit is the stanza budget (budget.go); shrunk counts the
-	// notifications sent smaller than they are to fit it, and the stanzas
-	// left out because a server refused them (connection.go).
-	limit  stanzaLimit
-	shrunk atomic.Int64
+	// limit is the stanza budget and what was shrunk to fit it
+	// (budget.go).
+	limit *stanzaLimit
+
+	mu   sync.Mutex
+	conn *connection // the live connection, nil while disconnected
+}
+
+// connection is the live connection; nil while disconnected.
+func (s *sharedState) connection() *connection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
 }
 
 // Timeouts of the connection.
@@ -289,61 +304,55 @@ func New(cfg Config) (*Component, error) {
 		cfg.Logger.Warn("no local domain: the component's domain has no parent domain, so no user may have nodes created for new feeds; list the XMPP server's domains in PINGD_LOCAL_DOMAINS",
 			"component", d.String())
 	}
-	c := &Component{
+	st := &sharedState{
 		hub:       cfg.Hub,
-		store:     cfg.Store,
 		log:       cfg.Logger.With("component", d.String()),
 		domain:    d,
 		domainStr: d.String(),
-		addr:      cfg.Addr,
 		secret:    []byte(cfg.Secret),
-		minDelay:  cfg.MinBackoff,
-		maxDelay:  cfg.MaxBackoff,
+		shared:    cfg.Shared,
 		stanzaIDs: newStanzaIDs(),
+		limit:     &stanzaLimit{},
+	}
+	c := &Component{
+		sharedState: st,
+		addr:        cfg.Addr,
+		minDelay:    cfg.MinBackoff,
+		maxDelay:    cfg.MaxBackoff,
 
 		leader:        cfg.Leader,
-		shared:        cfg.Shared,
 		leaderRetry:   cfg.LeaderRetry,
 		takeoverGrace: takeoverGrace,
 		sweepEvery:    cfg.SweepEvery,
-		ackTimeout:    cfg.AckTimeout,
 	}
 	c.dispatcher = &dispatcher{
-		hub:        c.hub,
-		store:      c.store,
-		log:        c.log,
-		domain:     c.domain,
-		domainStr:  c.domainStr,
-		secret:     c.secret,
-		shared:     c.shared,
-		ackTimeout: c.ackTimeout,
-		patch:      cfg.Patch,
-		connection: c.connection,
-		leading:    &c.leading,
-		work:       newWorkQueue(),
+		sharedState: st,
+		store:       cfg.Store,
+		ackTimeout:  cfg.AckTimeout,
+		render: &renderer{
+			log:       st.log,
+			domainStr: st.domainStr,
+			stanzaIDs: st.stanzaIDs,
+			limit:     st.limit,
+			patch:     cfg.Patch,
+		},
+		work: newWorkQueue(),
 
 		multicastMode:    mcMode,
 		multicastService: mcService,
 		multicastDomain:  mcDomain,
 		multicastMax:     cfg.MulticastMaxAddresses,
 		multicastShare:   cmp.Or(cfg.MulticastShare, DefaultMulticastShare),
-
-		stanzaIDs: c.stanzaIDs,
-		limit:     &c.limit,
-		shrunk:    &c.shrunk,
 	}
-	c.service = &service{
-		hub:           c.hub,
-		log:           c.log,
-		domain:        c.domain,
-		domainStr:     c.domainStr,
-		publicURL:     strings.TrimRight(cfg.PublicURL, "/"),
-		resolver:      cfg.Resolver,
-		completeEntry: cfg.CompleteEntry,
-		limits:        limits,
+	access := nodeAccess{hub: cfg.Hub}
+	targets := &subscriptionTargets{
+		nodeAccess: access,
+		log:        st.log,
+		resolver:   cfg.Resolver,
+		lookups:    limits.lookups,
 		creation: &nodeCreation{
-			hub:          c.hub,
-			log:          c.log,
+			hub:          cfg.Hub,
+			log:          st.log,
 			openSources:  cfg.OpenSources,
 			localSources: cfg.LocalSources,
 			checkHost:    cfg.CheckHost,
@@ -351,11 +360,18 @@ func New(cfg Config) (*Component, error) {
 			creations:    ratelimit.New(float64(nodesPerHour)/3600, nodesPerHour),
 			nodesPerHour: nodesPerHour,
 		},
-
-		dispatcher: c.dispatcher,
-		stanzaIDs:  c.stanzaIDs,
-		limit:      &c.limit,
-		shrunk:     &c.shrunk,
+	}
+	chat := &chatCommands{subscriptionTargets: targets, domainStr: st.domainStr, publicURL: strings.TrimRight(cfg.PublicURL, "/")}
+	c.service = &service{
+		sharedState:   st,
+		access:        access,
+		owner:         &ownerRequests{nodeAccess: access, log: st.log},
+		chat:          chat,
+		commands:      &adhocService{chatCommands: chat},
+		targets:       targets,
+		completeEntry: cfg.CompleteEntry,
+		limits:        limits,
+		dispatcher:    c.dispatcher,
 	}
 	return c, nil
 }
@@ -458,10 +474,4 @@ func (c *Component) setConnection(conn *connection) {
 	c.conn = conn
 	c.mu.Unlock()
 	c.connected.Store(conn != nil)
-}
-
-func (c *Component) connection() *connection {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.conn
 }

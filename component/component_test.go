@@ -87,10 +87,10 @@ func TestNotificationRendering(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var b bytes.Buffer
-		b.Write(c.dispatcher.messagePrefix(n))
+		b.Write(c.dispatcher.render.messagePrefix(n))
 		b.Write(escTo.Bytes())
 		id := c.stanzaIDs.next()
-		b.Write(c.dispatcher.renderEvent(n, tc.ev, id, "", nil))
+		b.Write(c.dispatcher.render.renderEvent(n, tc.ev, id, "", nil))
 		msg, err := parseDocument(b.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.ev.Kind, err, b.String())
@@ -115,12 +115,12 @@ func TestNotificationRendering(t *testing.T) {
 			}
 		}
 	}
-	if got := c.dispatcher.renderEvent(n, hub.Event{Kind: hub.EventChange}, "x", "", nil); got != nil {
+	if got := c.dispatcher.render.renderEvent(n, hub.Event{Kind: hub.EventChange}, "x", "", nil); got != nil {
 		t.Errorf("change events are not for XMPP, rendered %s", got)
 	}
-	del, err := parseDocument(c.dispatcher.renderDelete(*n, to, "d1"))
+	del, err := parseDocument(c.dispatcher.render.renderDelete(*n, to, "d1"))
 	if err != nil || find(del, "event", "delete") == nil || del.attr("to") != to || del.attr("id") != "d1" {
-		t.Fatalf("delete notification %s: %v", c.dispatcher.renderDelete(*n, to, "d1"), err)
+		t.Fatalf("delete notification %s: %v", c.dispatcher.render.renderDelete(*n, to, "d1"), err)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestStanzaIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	d := &dispatcher{domainStr: "pubsub.localhost"}
+	d := &dispatcher{sharedState: &sharedState{domainStr: "pubsub.localhost"}}
 	if d.isAckMarker(mustParse(t, `<iq type="get" id="`+a.next()+`" from="pubsub.localhost" to="pubsub.localhost"/>`)) {
 		t.Error("an IQ with a notification's id was taken for an acknowledgement marker")
 	}

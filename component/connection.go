@@ -225,7 +225,7 @@ func (c *Component) connectAndServe(ctx context.Context) (stage, error) {
 	_ = raw.SetDeadline(time.Time{})
 	served, endServed := context.WithCancel(ctx)
 	defer endServed()
-	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow(c.ackTimeout), served: served}
+	cn := &connection{sess: sess, raw: raw, bw: bufio.NewWriterSize(tc, 64<<10), queries: newPendingQueries(), acks: newAckWindow(c.dispatcher.ackTimeout), served: served}
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)

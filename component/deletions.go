@@ -39,7 +39,7 @@ func (d *dispatcher) deliverDeletions(ctx context.Context, conn *connection) err
 		if err := d.readyToWrite(ctx, conn); err != nil {
 			return err
 		}
-		msgs := d.renderDeletion(del)
+		msgs := d.render.renderDeletion(del)
 		largest := 0
 		for _, m := range msgs {
 			largest = max(largest, len(m))
@@ -72,15 +72,15 @@ func (d *dispatcher) deliverDeletions(ctx context.Context, conn *connection) err
 
 // renderDeletion renders a deletion's notification to each subscriber:
 // the XEP-0060 <delete/>, or words to a reader of plain messages.
-func (d *dispatcher) renderDeletion(del hub.NodeDeletion) [][]byte {
-	id := d.stanzaIDs.forNode(del.Node.ID) // one for every copy
+func (rd *renderer) renderDeletion(del hub.NodeDeletion) [][]byte {
+	id := rd.stanzaIDs.forNode(del.Node.ID) // one for every copy
 	msgs := make([][]byte, 0, len(del.Subscribers))
 	for _, s := range del.Subscribers {
 		if s.Options.Format == hub.FormatMessage {
-			msgs = append(msgs, d.renderDeletePlain(del.Node, s, id))
+			msgs = append(msgs, rd.renderDeletePlain(del.Node, s, id))
 			continue
 		}
-		msgs = append(msgs, d.renderDelete(del.Node, s.Address, id))
+		msgs = append(msgs, rd.renderDelete(del.Node, s.Address, id))
 	}
 	return msgs
 }

@@ -78,23 +78,23 @@ func TestAckWindowDeletions(t *testing.T) {
 	if !w.deletionWritten(7) || w.deletionWritten(8) {
 		t.Fatal("written deletions not remembered")
 	}
-	if ids := w.takeDeletions(); ids != nil {
-		t.Fatalf("deletions %v acknowledged before their marker", ids)
+	if got, _ := w.take(); got.deletions != nil {
+		t.Fatalf("deletions %v acknowledged before their marker", got.deletions)
 	}
 	id := w.nextMarker(false)
 	if id == "" {
 		t.Fatal("no marker for the written deletion")
 	}
 	w.ack(id)
-	cursors, _, _ := w.take()
-	if len(cursors) != 1 || cursors[1] != 5 {
-		t.Fatalf("cursors %v", cursors)
+	got, _ := w.take()
+	if len(got.cursors) != 1 || got.cursors[1] != 5 {
+		t.Fatalf("cursors %v", got.cursors)
 	}
-	if ids := w.takeDeletions(); len(ids) != 1 || ids[0] != 7 {
+	if ids := got.deletions; len(ids) != 1 || ids[0] != 7 {
 		t.Fatalf("acknowledged deletions %v, want [7]", ids)
 	}
-	if ids := w.takeDeletions(); ids != nil {
-		t.Fatalf("deletions %v handed over twice", ids)
+	if again, _ := w.take(); again.deletions != nil {
+		t.Fatalf("deletions %v handed over twice", again.deletions)
 	}
 	w.deletionsNotForgotten([]int64{7})
 	if w.deletionWritten(7) {
@@ -103,8 +103,8 @@ func TestAckWindowDeletions(t *testing.T) {
 	// Unacknowledged when the connection ends: the next one writes it.
 	w.writtenDeletion(9)
 	w.close()
-	if ids := w.takeDeletions(); ids != nil {
-		t.Fatalf("deletions %v acknowledged by a closed connection", ids)
+	if got, _ := w.take(); got.deletions != nil {
+		t.Fatalf("deletions %v acknowledged by a closed connection", got.deletions)
 	}
 }
 

@@ -74,20 +74,20 @@ func diffField(diff string) form.Field {
 // notification then goes without it rather than not at all, and its
 // subscriber, missing the patch it asked for, reads the node's document
 // again.
-func (d *dispatcher) renderDiff(n *hub.Node, events []hub.Event, size int) []byte {
-	if d.patch == nil {
+func (rd *renderer) renderDiff(n *hub.Node, events []hub.Event, size int) []byte {
+	if rd.patch == nil {
 		return nil
 	}
-	patch, err := d.patch(n, events)
+	patch, err := rd.patch(n, events)
 	if err != nil || len(patch) == 0 {
-		d.log.Error("render a notification's patch; sending it without one", "node", n.Name, "err", err)
+		rd.log.Error("render a notification's patch; sending it without one", "node", n.Name, "err", err)
 		return nil
 	}
 	var b xmlBuf
 	b.element("Diff", string(patch), "xmlns", nsGetPingdXMPP, "type", hub.DiffPatchOps)
-	if limit := d.suffixBudget(); size+b.Len() > limit {
+	if limit := rd.suffixBudget(); size+b.Len() > limit {
 		// The patch repeats the entries the event carries.
-		d.log.Warn("a notification's patch is left out: the notification would be too large with it",
+		rd.log.Warn("a notification's patch is left out: the notification would be too large with it",
 			"node", n.Name, "events", len(events), "bytes", size+b.Len(), "max_bytes", limit)
 		return nil
 	}

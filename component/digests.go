@@ -98,9 +98,9 @@ func (d *dispatcher) sendDigest(ctx context.Context, conn *connection, s hub.Sub
 		_, err := d.hub.DigestSent(ctx, s, done.due, done.cursor, done.sent, done.more)
 		return err
 	}
-	msg := d.renderDigest(n, &s, items, retracted, purged, events)
+	msg := d.render.renderDigest(n, &s, items, retracted, purged, events)
 	if len(msg) > d.limit.bytes() {
-		msg, done = d.fitDigest(n, s, events, done)
+		msg, done = d.render.fitDigest(n, s, events, done)
 	}
 	err = conn.writeThen(func(w *bufio.Writer) error {
 		_, err := w.Write(msg)
@@ -128,8 +128,8 @@ func (d *dispatcher) sendDigest(ctx context.Context, conn *connection, s hub.Sub
 // them; the rest is owed, so the next digest follows at once. A single
 // event still too large (an item stored before the entry limit) goes
 // without its payload.
-func (d *dispatcher) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Event, done digestDone) ([]byte, digestDone) {
-	limit := d.limit.bytes()
+func (rd *renderer) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Event, done digestDone) ([]byte, digestDone) {
+	limit := rd.limit.bytes()
 	total := len(events)
 	var msg []byte
 	for k := len(events) / 2; ; k /= 2 {
@@ -142,20 +142,20 @@ func (d *dispatcher) fitDigest(n *hub.Node, s hub.Subscription, events []hub.Eve
 			retracted, purged = digestRemovals(events)
 		}
 		if k == 1 && len(items) == 1 {
-			if msg = d.renderDigest(n, &s, items, retracted, purged, events); len(msg) > limit {
+			if msg = rd.renderDigest(n, &s, items, retracted, purged, events); len(msg) > limit {
 				items[0].Payload = nil
-				msg = d.renderDigest(n, &s, items, retracted, purged, events)
-				d.shrunk.Add(1)
+				msg = rd.renderDigest(n, &s, items, retracted, purged, events)
+				rd.limit.shrunk.Add(1)
 			}
 		} else {
-			msg = d.renderDigest(n, &s, items, retracted, purged, events)
+			msg = rd.renderDigest(n, &s, items, retracted, purged, events)
 		}
 		if len(msg) <= limit || k == 1 {
 			break
 		}
 	}
 	done.cursor, done.more = events[len(events)-1].Seq, true
-	d.log.Info("a digest is sent in parts: all of it would be over the stanza budget",
+	rd.log.Info("a digest is sent in parts: all of it would be over the stanza budget",
 		"node", n.Name, "jid", s.Address, "events", len(events), "of", total, "budget_bytes", limit)
 	return msg, done
 }
@@ -242,15 +242,15 @@ func digestRemovals(events []hub.Event) (retracted []string, purged bool) {
 // digest of events. A subscription asking for diffs gets the patch of all
 // of events beside the pubsub event; when nothing is new the event tells
 // the purge, else the retractions (retracted).
-func (d *dispatcher) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event, retracted []string, purged bool, events []hub.Event) []byte {
+func (rd *renderer) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.Event, retracted []string, purged bool, events []hub.Event) []byte {
 	v := variantOf(n, s)
-	id := d.stanzaIDs.forNode(n.ID)
+	id := rd.stanzaIDs.forNode(n.ID)
 	var b xmlBuf
-	b.Write(d.messagePrefixOfType(v.typ))
+	b.Write(rd.messagePrefixOfType(v.typ))
 	escapeAttr(&b.Buffer, s.Address)
 	role := burstRole{entries: items, total: len(items)}
 	if v.format == hub.FormatMessage {
-		b.Write(d.renderBurst(n, role, id))
+		b.Write(rd.renderBurst(n, role, id))
 		return b.Bytes()
 	}
 	b.WriteString(`" id="`)
@@ -264,7 +264,7 @@ func (d *dispatcher) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.
 	case len(items) > 0:
 		b.open("items", "node", n.Name)
 		for _, ev := range items {
-			writeItem(&b, ev.ItemID, d.payload(ev), n.DeliverPayloads)
+			writeItem(&b, ev.ItemID, rd.payload(ev), n.DeliverPayloads)
 		}
 		b.close("items")
 	case purged:
@@ -278,7 +278,7 @@ func (d *dispatcher) renderDigest(n *hub.Node, s *hub.Subscription, items []hub.
 	}
 	b.close("event")
 	if v.diff {
-		b.Write(d.renderDiff(n, events, b.Len()+len("</message>")))
+		b.Write(rd.renderDiff(n, events, b.Len()+len("</message>")))
 	}
 	b.close("message")
 	return b.Bytes()

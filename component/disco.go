@@ -57,7 +57,7 @@ func (svc *service) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 			// XEP-0050 §2.3: a command the requester may not run is not shown.
 			return forbidden("only pingd's administrators may run " + cmd.name)
 		}
-		svc.commandInfo(b, cmd)
+		svc.commands.commandInfo(b, cmd)
 		return nil
 	}
 	if !r.HasNode || r.Node == "" {
@@ -76,7 +76,7 @@ func (svc *service) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 		b.close("query")
 		return nil
 	}
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (svc *service) discoInfo(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 
 func (svc *service) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	if r.Node == nsCommands {
-		svc.commandItems(b, sender)
+		svc.commands.commandItems(b, sender)
 		return nil
 	}
 	if !r.HasNode || r.Node == "" {
@@ -119,12 +119,12 @@ func (svc *service) discoItems(ctx context.Context, b *xmlBuf, sender jid.JID, r
 	}
 	// A leaf node's items are listed by id (XEP-0060 §5.5), to those who
 	// may read them.
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
 	b.open("query", "xmlns", nsDiscoItems, "node", n.Name)
-	if svc.requireReader(ctx, n, sender) == nil {
+	if svc.access.requireReader(ctx, n, sender) == nil {
 		items, err := svc.hub.Items(ctx, n, nil, n.MaxItems)
 		if err != nil {
 			return err

@@ -1,13 +1,8 @@
 package component
 
 import (
-	"log/slog"
 	"sync/atomic"
 	"time"
-
-	"mellium.im/xmpp/jid"
-
-	"github.com/pingd/pingd/hub"
 )
 
 // dispatcher is the notification side of the component: the per-node
@@ -20,22 +15,11 @@ import (
 // loop, a new connection has it probe, record acknowledgements and look
 // for a multicast service.
 type dispatcher struct {
-	hub       *hub.Hub
-	store     Store
-	log       *slog.Logger
-	domain    jid.JID
-	domainStr string
-	// secret signs a shared connection's cursor markers (acks.go).
-	secret     []byte
-	shared     bool
+	*sharedState
+	store      Store
 	ackTimeout time.Duration
-	// patch: see Config.Patch.
-	patch func(*hub.Node, []hub.Event) ([]byte, error)
-
-	// connection is the Component's live connection (nil while
-	// disconnected), leading whether this process may send notifications.
-	connection func() *connection
-	leading    *atomic.Bool
+	// render renders the notifications (render.go).
+	render *renderer
 
 	work *workQueue
 
@@ -52,15 +36,4 @@ type dispatcher struct {
 	// sentUnicast and sentMulticast count the notification stanzas written
 	// one per subscriber and through the multicast service.
 	sentUnicast, sentMulticast atomic.Int64
-	// published remembers payloads this process wrote with standalone, so
-	// the dispatcher need not parse them again to know they are sound.
-	published payloadSet
-
-	// Shared with the Component, whose answers and chat messages take ids
-	// and fit the budget too: stanzaIDs numbers the messages the component
-	// sends on its own; limit is the stanza budget (budget.go); shrunk
-	// counts what was sent smaller, or left out, to fit it.
-	stanzaIDs *stanzaIDs
-	limit     *stanzaLimit
-	shrunk    *atomic.Int64
 }

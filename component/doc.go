@@ -10,33 +10,57 @@
 // Config.Store), and
 // it never imports httpapi.
 //
-// Three types share the work. The Component (component.go)
-// keeps the connection, the leadership and the stanza router: it reads
-// each stanza off the stream and hands it to the service, runs the
-// request pool whose jobs the service carries out, and calls the
-// dispatcher (Wake; on a new connection, the probe, the acknowledgements'
-// recorder and the multicast look-up; the multicast bounces its pool
-// hands back). The dispatcher (dispatcher.go) sends the
-// notifications: its work queue and loop, the rendering and fan-out,
-// digests, acknowledgement markers and multicast, in notify.go,
-// fanout.go, render.go, readable.go, diff.go, budget.go, digests.go,
-// acks.go, multicast.go and queries.go; deleted nodes' notifications in
-// deletions.go. The service (service.go)
-// carries out and answers every request served over the stream:
-// IQ plumbing, disco, the XEP-0060 subscriber, publisher and owner use
-// cases, subscription options, chat and ad-hoc commands, presence and
-// errors answering notifications; it hands the dispatcher the markers
-// that come back and tells multicast bounces apart, and asks it for an
-// item's checked payload (items retrieval) and the room left in the
-// budget (chat answers). The service stays one large type
-// because its three doors, XEP-0060 IQs, chat commands and XEP-0050
-// ad-hoc commands (themselves IQs, listed by disco), are the same use
-// cases: they share the node look-up, the access checks, the answering
-// and the subscription path (targets.go), and the IQ side lists and runs
-// the commands. Its methods are grouped by file, one role or use case a
-// file; the types with a state of their own (ackWindow, pendingQueries,
-// stanzaIDs, the request pool, nodeCreation with its per-JID buckets)
-// have files of their own.
+// Three types share the work, and hold one sharedState (component.go)
+// for what more than one of them reads or changes: the hub, the log, the
+// domain and secret, whether this process leads, the live connection,
+// the stanza ids and the stanza budget. None holds a copy of another's
+// fields. The Component (component.go) keeps the connection, the
+// leadership and the stanza router: it reads each stanza off the stream
+// and hands it to the service, runs the request pool whose jobs the
+// service carries out, and calls the dispatcher (Wake; on a new
+// connection, the probe, the acknowledgements' recorder and the
+// multicast look-up; the multicast bounces its pool hands back). The
+// dispatcher (dispatcher.go) sends the notifications: its work queue and
+// loop, the fan-out, digests, acknowledgement markers and multicast, in
+// notify.go, fanout.go, digests.go, acks.go, multicast.go and queries.go;
+// deleted nodes' notifications in deletions.go. Its renderer (render.go,
+// readable.go, diff.go, budget.go) makes the notification stanzas and
+// fits them to the budget; it holds no connection and reads no store.
+// The service (service.go) takes every request served over the stream
+// off it and answers it: IQ plumbing, disco, the XEP-0060 subscriber and
+// publisher use cases, subscription options, presence and errors
+// answering notifications; it hands the dispatcher the markers that come
+// back and tells multicast bounces apart. The service's areas are types
+// of their own, each given only what it uses: nodeAccess (service.go:
+// the node look-up and the access checks every area shares),
+// ownerRequests (owner.go), subscriptionTargets (targets.go: what a
+// chat or ad-hoc subscription names, and the subscription path),
+// chatCommands (chat.go) and adhocService (adhoc*.go), which runs the
+// chat commands' use cases behind forms. The types with a state of their
+// own (ackWindow, pendingQueries, stanzaIDs, the request pool,
+// nodeCreation with its per-JID buckets) have files of their own.
+//
+// What mellium.im/xmpp does and does not do here. The stream, the
+// handshake, JIDs, stanza types, the namespaces, data forms (form) and
+// the <set/> of a paged answer (paging.Set) are mellium's. The rest is
+// pingd's own, for these reasons, measured with BenchmarkRequests and
+// BenchmarkFanout (docs/benchmarks.md):
+//   - Reading: a stanza is read once into the element tree, which bounds
+//     its size and depth, and handed to the request pool. mux would run
+//     handlers on the stream's reader, whom no request may hold (pool.go),
+//     and each handler would decode its payload again from tokens.
+//   - Paging requests: paging's request types cannot say an empty
+//     <before/> (the last page) or tell an absent <max/> from <max>0</max>,
+//     and paging.Set cannot write an empty page (<count/> alone): those
+//     are rsm.go's. paging.Set costs a few microseconds and allocations
+//     more per paged answer than writing it by hand, small beside the
+//     store reads of the request; it is on no notification.
+//   - disco: disco.Info writes features before identities and every child
+//     with its own xmlns and end tag: other bytes on the wire for the same
+//     answer, so disco.go writes its own.
+//   - Notifications (the fan-out) are written as raw bytes: each event is
+//     rendered once and copied to every subscriber with only the "to"
+//     changed, where an encoder would render it again for each.
 //
 // Its parts:
 //   - component.go, connection.go: the Component, its Run loop (dial,
@@ -52,7 +76,8 @@
 //     pubsubparse.go: the pubsub and pubsub#owner payloads); every IQ get
 //     or set gets exactly one answer, and nothing a client sends can end
 //     the stream (the parsers are fuzzed). errors.go: the namespaces and
-//     the stanza errors answers carry.
+//     the stanza errors answers carry. forms.go: XEP-0004 data forms are
+//     mellium's form package, both ways.
 //   - pool.go: requests are carried out by a pool of eight workers, not
 //     by the stream's reader (one more in place of each that waits for a
 //     slow fetch, up to 64); the reader never waits for it: each bare JID
@@ -85,25 +110,26 @@
 //   - rsm.go: XEP-0059 result set management on items retrieval, and on
 //     the service's disco#items, which reads one page of the nodes from
 //     the store (hub.NodePage), never the whole list. Children of
-//     <pubsub/> in namespaces pingd does not handle are ignored.
+//     <pubsub/> in namespaces pingd does not handle are ignored. The
+//     <set/> of an answer with items is mellium's paging.Set.
 //   - atom.go: what an owner publishes is an Atom entry, completed to the
 //     entry the node's feeds show through Config.CompleteEntry (the feed
 //     package's, given by cmd/pingd).
-//   - dispatcher.go: the dispatcher type and what it shares with the
-//     Component (the live connection, the lease, stanza ids, the budget).
-//     notify.go: the dispatch loop. One cursor per node (Node.XMPPSeq): after
-//     each Wake and each (re)connection it reads the node's log after the
-//     cursor; fanout.go (writeEvents) renders each event once per variant
-//     (format, body, diff), writes it to every subscriber with only the
-//     "to" changed and flushes; render.go holds the notification stanzas
-//     (event, delete, an item's checked payload, and the plain messages that tell a reader of plain
-//     messages its node was deleted or its subscription ended: a revoke
-//     event carries the subscription's message type for that,
-//     hub.Event.PlainType). deletions.go: a deleted node's delete
-//     notifications, from the hub.NodeDeletion the store records with
-//     the deletion, sent like a batch of the log and forgotten once
-//     acknowledged. stanzaids.go: a notification's id names its node,
-//     so an error that answers it can be traced back.
+//   - dispatcher.go: the dispatcher type. notify.go: the dispatch loop.
+//     One cursor per node (Node.XMPPSeq): after each Wake and each
+//     (re)connection it reads the node's log after the cursor; fanout.go
+//     (writeEvents) has each event rendered once per variant (format,
+//     body, diff), writes it to every subscriber with only the "to"
+//     changed and flushes; render.go holds the renderer and the
+//     notification stanzas (event, delete, an item's checked payload, and
+//     the plain messages that tell a reader of plain messages its node was
+//     deleted or its subscription ended: a revoke event carries the
+//     subscription's message type for that, hub.Event.PlainType).
+//     deletions.go: a deleted node's delete notifications, from the
+//     hub.NodeDeletion the store records with the deletion, sent like a
+//     batch of the log and forgotten once acknowledged. stanzaids.go: a
+//     notification's id names its node, so an error that answers it can
+//     be traced back.
 //   - acks.go, ackwindow.go: the cursor advances when the server has
 //     processed the write: an IQ the component sends itself (a marker)
 //     comes back through the server after everything written before it;

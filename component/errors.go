@@ -4,20 +4,23 @@ import (
 	"errors"
 	"fmt"
 
+	"mellium.im/xmpp/disco"
+	"mellium.im/xmpp/form"
+	"mellium.im/xmpp/pubsub"
 	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
 )
 
-// Namespaces pingd speaks on the component's JID.
+// Namespaces pingd speaks on the component's JID, as mellium names them.
 const (
-	nsPubsub       = "http://jabber.org/protocol/pubsub"
-	nsPubsubOwner  = nsPubsub + "#owner"
-	nsPubsubEvent  = nsPubsub + "#event"
-	nsPubsubErrors = nsPubsub + "#errors"
-	nsDiscoInfo    = "http://jabber.org/protocol/disco#info"
-	nsDiscoItems   = "http://jabber.org/protocol/disco#items"
-	nsDataForms    = "jabber:x:data"
+	nsPubsub       = pubsub.NS
+	nsPubsubOwner  = pubsub.NSOwner
+	nsPubsubEvent  = pubsub.NSEvent
+	nsPubsubErrors = pubsub.NSErrors
+	nsDiscoInfo    = disco.NSInfo
+	nsDiscoItems   = disco.NSItems
+	nsDataForms    = form.NS
 	nsAtom         = "http://www.w3.org/2005/Atom"
 	nsStanzaErrors = stanza.NSError
 

@@ -87,7 +87,7 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 		v := variantOf(n, s)
 		a := byVariant[v]
 		if a == nil {
-			a = &audience{variant: v, prefix: d.messagePrefixOfType(v.typ)}
+			a = &audience{variant: v, prefix: d.render.messagePrefixOfType(v.typ)}
 			byVariant[v] = a
 			auds = append(auds, a)
 		}
@@ -122,20 +122,20 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 	}
 	var roles []burstRole
 	if needPlain {
-		roles = burstRoles(events, d.suffixBudget())
+		roles = burstRoles(events, d.render.suffixBudget())
 	}
-	prefix := d.messagePrefix(n)
+	prefix := d.render.messagePrefix(n)
 	var out []rendered
 	for i, ev := range events {
 		// One id per event, shared by all its copies: only "to" varies.
 		id := d.stanzaIDs.forNode(n.ID)
 		if ev.Kind == hub.EventLast {
-			if r, ok := d.renderLast(n, ev, id, subs); ok {
+			if r, ok := d.render.renderLast(n, ev, id, subs); ok {
 				out = append(out, r)
 			}
 			continue
 		}
-		suffix := d.renderEvent(n, ev, id, "", nil)
+		suffix := d.render.renderEvent(n, ev, id, "", nil)
 		if suffix == nil {
 			continue
 		}
@@ -149,8 +149,8 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 		if (needDiff || needBodyDiff) && ev.Kind != hub.EventRevoke && ev.Kind != hub.EventSubscribed {
 			// One patch per event, rendered once for every subscriber
 			// that asks for it, and fit for the larger notification.
-			if diff = d.renderDiff(n, events[i:i+1], len(suffix)+len(body)+len("<body></body>")); diff != nil {
-				r.withDiff = d.renderEvent(n, ev, id, "", diff)
+			if diff = d.render.renderDiff(n, events[i:i+1], len(suffix)+len(body)+len("<body></body>")); diff != nil {
+				r.withDiff = d.render.renderEvent(n, ev, id, "", diff)
 				r.withBodyDiff = r.withDiff
 			}
 		}
@@ -163,28 +163,28 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 				if !hub.ValidMessageType(typ) {
 					typ = hub.NotifyChat // the type is written unescaped: only one of the known ones
 				}
-				r.note, r.notePrefix = d.renderRevokePlain(n, id), d.messagePrefixOfType(typ)
+				r.note, r.notePrefix = d.render.renderRevokePlain(n, id), d.render.messagePrefixOfType(typ)
 			}
 		} else if ev.Kind == hub.EventItem {
 			if needBody {
-				r.withBody = d.renderEvent(n, ev, id, body, nil)
+				r.withBody = d.render.renderEvent(n, ev, id, body, nil)
 			}
 			if needBodyDiff {
-				r.withBodyDiff = d.renderEvent(n, ev, id, body, diff)
+				r.withBodyDiff = d.render.renderEvent(n, ev, id, body, diff)
 			}
 			switch {
 			case !needPlain:
 			case roles[i].entries != nil:
-				r.plain = d.renderBurst(n, roles[i], id)
+				r.plain = d.render.renderBurst(n, roles[i], id)
 			case !roles[i].in:
-				r.plain = d.renderPlain(n, ev, id, time.Time{})
+				r.plain = d.render.renderPlain(n, ev, id, time.Time{})
 			}
 		}
 		var role burstRole
 		if needPlain {
 			role = roles[i]
 		}
-		d.fitRendered(n, ev, id, role, &r)
+		d.render.fitRendered(n, ev, id, role, &r)
 		out = append(out, r)
 	}
 	if len(out) == 0 {
@@ -285,7 +285,7 @@ func (d *dispatcher) writeEvents(conn *connection, n *hub.Node, events []hub.Eve
 // renderLast renders the newest item sent to a new subscription
 // (hub.EventLast) as that subscription's options ask, with a delay that
 // says it is not new; false when the subscription is gone meanwhile.
-func (d *dispatcher) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.Subscription) (rendered, bool) {
+func (rd *renderer) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub.Subscription) (rendered, bool) {
 	i := slices.IndexFunc(subs, func(s hub.Subscription) bool { return s.Address == ev.Address })
 	if i < 0 {
 		return rendered{}, false
@@ -293,20 +293,20 @@ func (d *dispatcher) renderLast(n *hub.Node, ev hub.Event, id string, subs []hub
 	v := variantOf(n, &subs[i])
 	var to bytes.Buffer
 	escapeAttr(&to, ev.Address)
-	r := rendered{seq: ev.Seq, only: to.Bytes(), onlyPrefix: d.messagePrefixOfType(v.typ)}
+	r := rendered{seq: ev.Seq, only: to.Bytes(), onlyPrefix: rd.messagePrefixOfType(v.typ)}
 	switch {
 	case v.format == hub.FormatMessage:
-		r.suffix = d.renderPlain(n, ev, id, lastStamp(ev))
-		if len(r.suffix) > d.suffixBudget() {
-			r.suffix = d.renderPlain(n, withoutLink(ev), id, lastStamp(ev))
+		r.suffix = rd.renderPlain(n, ev, id, lastStamp(ev))
+		if len(r.suffix) > rd.suffixBudget() {
+			r.suffix = rd.renderPlain(n, withoutLink(ev), id, lastStamp(ev))
 		}
 	case v.body:
-		r.suffix = d.renderEvent(n, ev, id, readableBody(n, ev), nil)
+		r.suffix = rd.renderEvent(n, ev, id, readableBody(n, ev), nil)
 	default:
-		r.suffix = d.renderEvent(n, ev, id, "", nil)
+		r.suffix = rd.renderEvent(n, ev, id, "", nil)
 	}
-	if v.format != hub.FormatMessage && len(r.suffix) > d.suffixBudget() {
-		r.suffix = d.renderEventWithoutPayload(n, ev, id)
+	if v.format != hub.FormatMessage && len(r.suffix) > rd.suffixBudget() {
+		r.suffix = rd.renderEventWithoutPayload(n, ev, id)
 	}
 	return r, true
 }

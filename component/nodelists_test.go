@@ -76,7 +76,9 @@ func newListService(t *testing.T, count int) (*service, *scanWatch, store.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &service{hub: h, domainStr: "pubsub.example.org", limit: &stanzaLimit{}}
+	access := nodeAccess{hub: h}
+	svc := &service{sharedState: &sharedState{hub: h, domainStr: "pubsub.example.org", limit: &stanzaLimit{}}, access: access,
+		chat: &chatCommands{subscriptionTargets: &subscriptionTargets{nodeAccess: access}, domainStr: "pubsub.example.org"}}
 	svc.limit.learned.Store(minStanzaBudget)
 	return svc, w, st
 }
@@ -173,7 +175,7 @@ func TestNodeItemsArePaged(t *testing.T) {
 // one, with the number of nodes.
 func TestChatNodesReadsOnePage(t *testing.T) {
 	svc, w, _ := newListService(t, maxNodesInListing+50)
-	answer, err := svc.chatNodes(t.Context())
+	answer, err := svc.chat.chatNodes(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"mellium.im/xmpp/jid"
@@ -11,9 +12,17 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-func (svc *service) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+// ownerRequests carries out the XEP-0060 owner use cases (create,
+// configure, delete, purge, and the management of a node's
+// subscriptions and affiliations), for the pubsub#owner IQs.
+type ownerRequests struct {
+	nodeAccess
+	log *slog.Logger
+}
+
+func (o *ownerRequests) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	bare := sender.Bare().String()
-	if !svc.hub.IsAdmin(bare) {
+	if !o.hub.IsAdmin(bare) {
 		return forbidden("only pingd's administrators may create nodes")
 	}
 	cfg, serr := configFromRequest(r.Configure)
@@ -27,25 +36,25 @@ func (svc *service) create(ctx context.Context, b *xmlBuf, sender jid.JID, r *re
 	if err := hub.ValidNodeName(name); err != nil {
 		return badRequest("", "%v", err)
 	}
-	n, _, err := svc.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Config: cfg})
+	n, _, err := o.hub.CreateNode(ctx, hub.NodeSpec{Name: name, Config: cfg})
 	if err != nil {
 		return err
 	}
 	// The creator is the node's owner on record, whatever the admin list
 	// says later.
-	if err := svc.hub.SetAffiliation(ctx, n, bare, hub.AffOwner); err != nil {
+	if err := o.hub.SetAffiliation(ctx, n, bare, hub.AffOwner); err != nil {
 		return err
 	}
 	b.open("pubsub", "xmlns", nsPubsub).empty("create", "node", n.Name).close("pubsub")
 	return nil
 }
 
-func (svc *service) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	b.open("pubsub", "xmlns", nsPubsubOwner).open("configure", "node", n.Name)
@@ -54,12 +63,12 @@ func (svc *service) configureGet(ctx context.Context, b *xmlBuf, sender jid.JID,
 	return nil
 }
 
-func (svc *service) configureSet(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) configureSet(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	f, serr := parseForm(r.Form)
@@ -79,49 +88,49 @@ func (svc *service) configureSet(ctx context.Context, sender jid.JID, r *request
 	}
 	// A node made whitelist-only loses its non-members' subscriptions in
 	// the hub, which tells them.
-	if err := svc.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
+	if err := o.hub.ConfigureNode(ctx, n.Name, cfg); err != nil {
 		return err
 	}
-	svc.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
+	o.log.InfoContext(ctx, "node configured over XMPP", "node", n.Name, "by", sender.Bare().String(),
 		"access_model", cfg.AccessModel, "max_items", cfg.MaxItems)
 	return nil
 }
 
-func (svc *service) deleteNode(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) deleteNode(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	return svc.hub.DeleteNode(ctx, n.Name)
+	return o.hub.DeleteNode(ctx, n.Name)
 }
 
-func (svc *service) purge(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) purge(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	if err := svc.hub.Purge(ctx, n.Name, sender.Bare().String()); err != nil {
+	if err := o.hub.Purge(ctx, n.Name, sender.Bare().String()); err != nil {
 		return err
 	}
-	svc.log.InfoContext(ctx, "node purged over XMPP", "node", n.Name, "by", sender.Bare().String())
+	o.log.InfoContext(ctx, "node purged over XMPP", "node", n.Name, "by", sender.Bare().String())
 	return nil
 }
 
-func (svc *service) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
+	subs, err := o.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP})
 	if err != nil {
 		return err
 	}
@@ -133,15 +142,15 @@ func (svc *service) ownerSubscriptions(ctx context.Context, b *xmlBuf, sender ji
 	return nil
 }
 
-func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
-	refused, err := svc.refuseSubscriptionChanges(ctx, n, r.Subscriptions)
+	refused, err := o.refuseSubscriptionChanges(ctx, n, r.Subscriptions)
 	if err != nil {
 		return err
 	}
@@ -153,11 +162,11 @@ func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 	for _, ch := range r.Subscriptions {
 		switch ch.Subscription {
 		case "none":
-			if err := svc.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
+			if err := o.hub.RevokeSubscription(ctx, n, ch.JID.String()); err != nil {
 				return err
 			}
 		case "subscribed":
-			if _, _, err := svc.hub.GrantSubscription(ctx, hub.Subscription{
+			if _, _, err := o.hub.GrantSubscription(ctx, hub.Subscription{
 				NodeName: n.Name, Kind: hub.KindXMPP, Address: ch.JID.String(), BareJID: ch.JID.Bare().String(),
 				Options: xep60SubscriptionOptions,
 			}); err != nil {
@@ -165,7 +174,7 @@ func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 			}
 		}
 	}
-	svc.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
+	o.log.InfoContext(ctx, "subscriptions changed over XMPP", "node", n.Name, "by", sender.Bare().String(), "changes", len(r.Subscriptions))
 	return nil
 }
 
@@ -178,11 +187,11 @@ func (svc *service) ownerSetSubscriptions(ctx context.Context, sender jid.JID, r
 // entry with not-acceptable and returns the entries that were not changed,
 // each with its current state; pingd then changes none of them, so every
 // entry is returned. nil when every change can be made.
-func (svc *service) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
+func (o *ownerRequests) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, changes []subscriptionChange) (*stanzaError, error) {
 	why := ""
 	for _, ch := range changes {
 		var err error
-		if why, err = svc.subscriptionRefusal(ctx, n, ch); err != nil {
+		if why, err = o.subscriptionRefusal(ctx, n, ch); err != nil {
 			return nil, err
 		}
 		if why != "" {
@@ -195,7 +204,7 @@ func (svc *service) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, 
 	var b xmlBuf
 	b.open("pubsub", "xmlns", nsPubsubOwner).open("subscriptions", "node", n.Name)
 	for _, ch := range changes {
-		subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
+		subs, err := o.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, Address: ch.JID.String()})
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +222,7 @@ func (svc *service) refuseSubscriptionChanges(ctx context.Context, n *hub.Node, 
 
 // subscriptionRefusal says why pingd cannot make one owner's change of a
 // subscription, or "" when it can.
-func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch subscriptionChange) (string, error) {
+func (o *ownerRequests) subscriptionRefusal(ctx context.Context, n *hub.Node, ch subscriptionChange) (string, error) {
 	switch ch.Subscription {
 	case "none":
 		return "", nil
@@ -222,7 +231,7 @@ func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 		return "pingd has no pending or unconfigured subscriptions: a subscription is subscribed or none", nil
 	}
 	bare := ch.JID.Bare()
-	switch err := svc.hub.MaySubscribe(ctx, n, bare.String()); {
+	switch err := o.hub.MaySubscribe(ctx, n, bare.String()); {
 	case errors.Is(err, hub.ErrNotMember): // before ErrForbidden, which it wraps
 		return fmt.Sprintf("%q is a whitelist node and %s is not on its whitelist: make it a member before subscribing it", n.Name, bare), nil
 	case errors.Is(err, hub.ErrForbidden):
@@ -230,7 +239,7 @@ func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 	case err != nil:
 		return "", err
 	}
-	switch err := svc.hub.MayAddXMPPSubscription(ctx, n, ch.JID.String(), bare.String()); {
+	switch err := o.hub.MayAddXMPPSubscription(ctx, n, ch.JID.String(), bare.String()); {
 	case errors.Is(err, hub.ErrLimit):
 		return fmt.Sprintf("%s cannot have one more subscription: %v", ch.JID, err), nil
 	default:
@@ -238,16 +247,16 @@ func (svc *service) subscriptionRefusal(ctx context.Context, n *hub.Node, ch sub
 	}
 }
 
-func (svc *service) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	// The admins own every node (XEP-0060 §8.9.1.2 lists every owner).
-	affs, err := svc.hub.OwnerAffiliations(ctx, n)
+	affs, err := o.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -264,28 +273,28 @@ func (svc *service) ownerAffiliations(ctx context.Context, b *xmlBuf, sender jid
 	return nil
 }
 
-func (svc *service) ownerSetAffiliations(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+func (o *ownerRequests) ownerSetAffiliations(ctx context.Context, sender jid.JID, r *request) error {
+	n, err := o.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireOwner(ctx, n, sender); err != nil {
+	if err := o.requireOwner(ctx, n, sender); err != nil {
 		return err
 	}
 	bare := sender.Bare().String()
-	affs, err := svc.hub.OwnerAffiliations(ctx, n)
+	affs, err := o.hub.OwnerAffiliations(ctx, n)
 	if err != nil {
 		return err
 	}
 	// XEP-0060 §8.9.2.4: a change that cannot be made is refused with the
 	// entries as they stand, and pingd then makes none of them.
 	for _, ch := range r.Affiliations {
-		if svc.hub.IsAdmin(ch.JID) && ch.Affiliation != hub.AffOwner {
+		if o.hub.IsAdmin(ch.JID) && ch.Affiliation != hub.AffOwner {
 			return refusedAffiliations(n, r.Affiliations, affs,
 				ch.JID+" owns every node by the operator's configuration (PINGD_ADMINS); nothing was changed")
 		}
 	}
-	if !svc.hub.IsAdmin(bare) {
+	if !o.hub.IsAdmin(bare) {
 		// The last owner may not give up ownership.
 		owners := 0
 		for _, a := range affs {
@@ -305,10 +314,10 @@ func (svc *service) ownerSetAffiliations(ctx context.Context, sender jid.JID, r 
 		}
 	}
 	for _, ch := range r.Affiliations {
-		if err := svc.hub.SetAffiliation(ctx, n, ch.JID, ch.Affiliation); err != nil {
+		if err := o.hub.SetAffiliation(ctx, n, ch.JID, ch.Affiliation); err != nil {
 			return err
 		}
-		svc.log.InfoContext(ctx, "affiliation set over XMPP", "node", n.Name, "jid", ch.JID,
+		o.log.InfoContext(ctx, "affiliation set over XMPP", "node", n.Name, "jid", ch.JID,
 			"affiliation", string(ch.Affiliation), "by", bare)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"mellium.im/xmpp/jid"
@@ -243,6 +244,10 @@ func TestRequestPoolTakesSendersInTurn(t *testing.T) {
 // a waiting job's node still wait for it; once they are done, no more than
 // requestWorkers jobs run at once again.
 func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
+	synctest.Test(t, testRequestPoolRunsOthersWhileJobsWaitSlowly)
+}
+
+func testRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 	release := make(chan struct{})
 	var waiting atomic.Int32
 	var mu sync.Mutex
@@ -301,7 +306,7 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 		p.submit(testJob(200+i, "", opRetract, "n", "u@localhost/a"))
 	}
 	testenv.WaitFor(t, 10*time.Second, "a burst to fill the workers", func() bool { return burst.running.Load() >= requestWorkers })
-	time.Sleep(50 * time.Millisecond) // room for an extra worker to show up
+	synctest.Wait() // an extra worker, were one started, would be running now
 	if got := burst.running.Load(); got != requestWorkers {
 		t.Errorf("%d jobs run at once after the slow waits ended; want %d", got, requestWorkers)
 	}
@@ -313,6 +318,10 @@ func TestRequestPoolRunsOthersWhileJobsWaitSlowly(t *testing.T) {
 // started in place of waiting ones; beyond that a waiting job keeps its
 // worker. close waits for the waits to end.
 func TestRequestPoolBoundsExtraWorkers(t *testing.T) {
+	synctest.Test(t, testRequestPoolBoundsExtraWorkers)
+}
+
+func testRequestPoolBoundsExtraWorkers(t *testing.T) {
 	release := make(chan struct{})
 	var waiting atomic.Int32
 	run := func(ctx context.Context, j *job) {
@@ -326,17 +335,18 @@ func TestRequestPoolBoundsExtraWorkers(t *testing.T) {
 	for i := range most + 5 {
 		p.submit(testJob(i, fmt.Sprintf("node\x00n%d", i), opSubscribe, "n", "u@localhost/a"))
 	}
-	testenv.WaitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() == int32(most) })
-	time.Sleep(50 * time.Millisecond) // room for a worker beyond the bound to show up
+	testenv.WaitFor(t, 10*time.Second, "the workers to fill", func() bool { return waiting.Load() >= int32(most) })
+	synctest.Wait() // a worker beyond the bound, were one started, would be waiting now
 	if got := waiting.Load(); got != int32(most) {
 		t.Errorf("%d jobs wait at once; want at most %d", got, most)
 	}
 	closed := make(chan struct{})
 	go func() { p.close(); close(closed) }()
+	synctest.Wait()
 	select {
 	case <-closed:
 		t.Fatal("close returned while jobs wait")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	close(release)
 	select {

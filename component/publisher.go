@@ -31,11 +31,11 @@ func (svc *service) publish(ctx context.Context, sender jid.JID, node string, re
 		}
 		return payloads, errs
 	}
-	n, err := svc.node(ctx, node)
+	n, err := svc.access.node(ctx, node)
 	if err != nil {
 		return failAll(err)
 	}
-	if err := svc.requirePublisher(ctx, n, sender); err != nil {
+	if err := svc.access.requirePublisher(ctx, n, sender); err != nil {
 		return failAll(err)
 	}
 	entries := make([]hub.Entry, 0, len(reqs))
@@ -56,7 +56,7 @@ func (svc *service) publish(ctx context.Context, sender jid.JID, node string, re
 		}
 		entries = append(entries, entry)
 		index = append(index, i)
-		svc.dispatcher.published.add(entry.Payload)
+		svc.dispatcher.render.published.add(entry.Payload)
 	}
 	if len(entries) == 0 {
 		return payloads, errs
@@ -105,7 +105,7 @@ func (svc *service) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, e
 		return entry, nil
 	}
 	if entry.Link == "" {
-		entry.Link = cmp.Or(n.SourceURL, svc.nodeLink(n.Name))
+		entry.Link = cmp.Or(n.SourceURL, svc.chat.nodeLink(n.Name))
 	}
 	if entry.Updated.IsZero() {
 		entry.Updated = svc.hub.Now()
@@ -121,11 +121,11 @@ func (svc *service) publishedEntry(n *hub.Node, item *publishItem) (hub.Entry, e
 }
 
 func (svc *service) retract(ctx context.Context, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requirePublisher(ctx, n, sender); err != nil {
+	if err := svc.access.requirePublisher(ctx, n, sender); err != nil {
 		return err
 	}
 	if _, err := svc.hub.RetractFrom(ctx, n, sender.Bare().String(), r.ItemIDs); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"mellium.im/xmpp/oob"
+
 	"github.com/pingd/pingd/hub"
 )
 
@@ -34,7 +36,7 @@ const (
 	// maxBurstEntries caps the entries one burst message lists (titles
 	// and links, about 200 bytes each); a larger burst is several.
 	maxBurstEntries = 50
-	nsOOB           = "jabber:x:oob"
+	nsOOB           = oob.NS
 	nsDelay         = "urn:xmpp:delay"
 )
 
@@ -55,7 +57,7 @@ func nodeName(n *hub.Node) string {
 // stamp (Dino) would put the entry above the command, where the reader
 // never looks; XEP-0060 §6.1.7's delay is for the pubsub event, which
 // keeps it (renderEvent).
-func (d *dispatcher) renderPlain(n *hub.Node, ev hub.Event, id string, published time.Time) []byte {
+func (rd *renderer) renderPlain(n *hub.Node, ev hub.Event, id string, published time.Time) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -147,7 +149,7 @@ func burstLineBytes(ev hub.Event) int {
 
 // renderBurst renders the plain message of one chunk of a burst, after
 // the "to" value.
-func (d *dispatcher) renderBurst(n *hub.Node, role burstRole, id string) []byte {
+func (rd *renderer) renderBurst(n *hub.Node, role burstRole, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)

@@ -2,10 +2,27 @@ package component
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/pingd/pingd/hub"
 )
+
+// renderer renders the notification stanzas: events, digests, deletions,
+// plain messages and bursts, each fitted to the stanza budget
+// (budget.go). It holds no connection and reads no store: the dispatcher
+// hands it what to render and writes what it returns.
+type renderer struct {
+	log       *slog.Logger
+	domainStr string
+	stanzaIDs *stanzaIDs
+	limit     *stanzaLimit
+	// patch: see Config.Patch.
+	patch func(*hub.Node, []hub.Event) ([]byte, error)
+	// published remembers payloads this process wrote with standalone, so
+	// they need not be parsed again to know they are sound.
+	published payloadSet
+}
 
 // nodeMessageType is the node's notification message type.
 func nodeMessageType(n *hub.Node) string {
@@ -21,15 +38,15 @@ func lastStamp(ev hub.Event) time.Time { return ev.Updated }
 
 // messagePrefix is the start of every notification of the node, up to the
 // value of the "to" attribute.
-func (d *dispatcher) messagePrefix(n *hub.Node) []byte {
-	return d.messagePrefixOfType(nodeMessageType(n))
+func (rd *renderer) messagePrefix(n *hub.Node) []byte {
+	return rd.messagePrefixOfType(nodeMessageType(n))
 }
 
 // messagePrefixOfType is the start of a notification of message type typ.
-func (d *dispatcher) messagePrefixOfType(typ string) []byte {
+func (rd *renderer) messagePrefixOfType(typ string) []byte {
 	var b xmlBuf
 	b.WriteString(`<message type="` + typ + `" from="`)
-	escapeAttr(&b.Buffer, d.domainStr)
+	escapeAttr(&b.Buffer, rd.domainStr)
 	b.WriteString(`" to="`)
 	return b.Bytes()
 }
@@ -39,7 +56,7 @@ func (d *dispatcher) messagePrefixOfType(typ string) []byte {
 // events XMPP subscribers are not told. body, when not empty, is a
 // readable text for clients that show no pubsub events; diff, when not
 // nil, the change's <Diff/> element (diff.go), written after the event.
-func (d *dispatcher) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff []byte) []byte {
+func (rd *renderer) renderEvent(n *hub.Node, ev hub.Event, id, body string, diff []byte) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -51,7 +68,7 @@ func (d *dispatcher) renderEvent(n *hub.Node, ev hub.Event, id, body string, dif
 	switch ev.Kind {
 	case hub.EventItem, hub.EventLast:
 		b.open("items", "node", n.Name)
-		writeItem(&b, ev.ItemID, d.payload(ev), n.DeliverPayloads)
+		writeItem(&b, ev.ItemID, rd.payload(ev), n.DeliverPayloads)
 		b.close("items")
 	case hub.EventRetract:
 		b.open("items", "node", n.Name).empty("retract", "id", ev.ItemID).close("items")
@@ -67,7 +84,7 @@ func (d *dispatcher) renderEvent(n *hub.Node, ev hub.Event, id, body string, dif
 	b.close("event")
 	b.Write(diff)
 	if ev.Kind == hub.EventLast {
-		writeDelay(&b, lastStamp(ev), d.domainStr)
+		writeDelay(&b, lastStamp(ev), rd.domainStr)
 	}
 	b.close("message")
 	return b.Bytes()
@@ -75,9 +92,9 @@ func (d *dispatcher) renderEvent(n *hub.Node, ev hub.Event, id, body string, dif
 
 // renderDelete is the delete notification (XEP-0060 §8.4) for one
 // subscriber; the copies of one deletion share their id.
-func (d *dispatcher) renderDelete(n hub.Node, to, id string) []byte {
+func (rd *renderer) renderDelete(n hub.Node, to, id string) []byte {
 	var b xmlBuf
-	b.Write(d.messagePrefix(&n))
+	b.Write(rd.messagePrefix(&n))
 	escapeAttr(&b.Buffer, to)
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -89,9 +106,9 @@ func (d *dispatcher) renderDelete(n hub.Node, to, id string) []byte {
 
 // renderDeletePlain tells a reader of plain messages that the node is
 // gone, in words.
-func (d *dispatcher) renderDeletePlain(n hub.Node, s hub.Subscription, id string) []byte {
+func (rd *renderer) renderDeletePlain(n hub.Node, s hub.Subscription, id string) []byte {
 	var b xmlBuf
-	b.Write(d.messagePrefixOfType(hub.MessageTypeOf(&n, s.Options)))
+	b.Write(rd.messagePrefixOfType(hub.MessageTypeOf(&n, s.Options)))
 	escapeAttr(&b.Buffer, s.Address)
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -107,7 +124,7 @@ func (d *dispatcher) renderDeletePlain(n hub.Node, s hub.Subscription, id string
 // the XEP-0060 one alone would leave it waiting for entries that never
 // come. The words name no one: an owner, the node's access model or the
 // subscriber's own GetPingd unsubscribe request may have ended it.
-func (d *dispatcher) renderRevokePlain(n *hub.Node, id string) []byte {
+func (rd *renderer) renderRevokePlain(n *hub.Node, id string) []byte {
 	var b xmlBuf
 	b.WriteString(`" id="`)
 	escapeAttr(&b.Buffer, id)
@@ -120,16 +137,16 @@ func (d *dispatcher) renderRevokePlain(n *hub.Node, id string) []byte {
 // payload returns an event's payload as a self-contained element, or nil
 // when the stored bytes are not one well-formed element (it is then left
 // out rather than allowed to break the stream).
-func (d *dispatcher) payload(ev hub.Event) []byte {
+func (rd *renderer) payload(ev hub.Event) []byte {
 	if len(ev.Payload) == 0 {
 		return nil
 	}
-	if d.published.has(ev.Payload) {
+	if rd.published.has(ev.Payload) {
 		return ev.Payload // written by standalone when it was published here
 	}
 	el, err := parseDocument(ev.Payload)
 	if err != nil {
-		d.log.Warn("stored payload is not well-formed XML; sending the item without it",
+		rd.log.Warn("stored payload is not well-formed XML; sending the item without it",
 			"node_id", ev.NodeID, "item", ev.ItemID, "err", err)
 		return nil
 	}

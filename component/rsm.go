@@ -2,11 +2,13 @@ package component
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"mellium.im/xmpp/paging"
 	"mellium.im/xmpp/stanza"
 
 	"github.com/pingd/pingd/hub"
@@ -20,7 +22,7 @@ import (
 // pages: an <after/> or <before/> naming an item that is no longer current
 // is item-not-found (XEP-0059 §2.4), an <index/> past the end an empty page.
 
-const nsRSM = "http://jabber.org/protocol/rsm"
+const nsRSM = paging.NS
 
 // Limits of a page request: UIDs are item ids, numbers are small.
 const (
@@ -132,19 +134,27 @@ func pageOf(all []hub.Event, pr *pageRequest) (page []hub.Event, first int, serr
 
 // writePageResult writes the <set/> of an answer: the page's first item
 // (with its index, when known: first >= 0) and last item, when it has any,
-// and the size of the whole result set.
+// and the size of the whole result set. A page with items is mellium's
+// paging.Set; an empty one carries only <count/> (XEP-0059 §2.6), which
+// paging.Set cannot say: it always writes <first/> and <last/>.
 func writePageResult(b *xmlBuf, page []hub.Event, first, count int) {
-	b.open("set", "xmlns", nsRSM)
-	if len(page) > 0 {
-		if first >= 0 {
-			b.element("first", page[0].ItemID, "index", strconv.Itoa(first))
-		} else {
-			b.element("first", page[0].ItemID)
-		}
-		b.element("last", page[len(page)-1].ItemID)
+	if len(page) == 0 {
+		b.open("set", "xmlns", nsRSM)
+		b.element("count", strconv.Itoa(count))
+		b.close("set")
+		return
 	}
-	b.element("count", strconv.Itoa(count))
-	b.close("set")
+	n := uint64(count)
+	set := paging.Set{Last: page[len(page)-1].ItemID, Count: &n}
+	set.First.ID = page[0].ItemID
+	if first >= 0 {
+		index := uint64(first)
+		set.First.Index = &index
+	}
+	e := xml.NewEncoder(b)
+	// Encoding to a buffer cannot fail.
+	_, _ = set.WriteXML(e)
+	_ = e.Flush()
 }
 
 // Paging through the service's disco#items reads one page of the nodes

@@ -155,3 +155,32 @@ func TestItemsResultSet(t *testing.T) {
 		}
 	}
 }
+
+// The <set/> of an answer keeps its bytes: first (with its index when
+// known), last and count for a page with items, only count for an empty
+// one; ids escaped as in every other element pingd writes.
+func TestPageResultBytes(t *testing.T) {
+	page := func(ids ...string) []hub.Event {
+		evs := make([]hub.Event, len(ids))
+		for i, id := range ids {
+			evs[i] = hub.Event{ItemID: id}
+		}
+		return evs
+	}
+	for _, tc := range []struct {
+		page         []hub.Event
+		first, count int
+		want         string
+	}{
+		{page("a", "b"), 0, 5, `<set xmlns="http://jabber.org/protocol/rsm"><first index="0">a</first><last>b</last><count>5</count></set>`},
+		{page("c"), -1, 3, `<set xmlns="http://jabber.org/protocol/rsm"><first>c</first><last>c</last><count>3</count></set>`},
+		{nil, 2, 7, `<set xmlns="http://jabber.org/protocol/rsm"><count>7</count></set>`},
+		{page(`x&<y>"'`, "z\tw"), 4, 9, `<set xmlns="http://jabber.org/protocol/rsm"><first index="4">x&amp;&lt;y&gt;&#34;&#39;</first><last>z&#x9;w</last><count>9</count></set>`},
+	} {
+		var b xmlBuf
+		writePageResult(&b, tc.page, tc.first, tc.count)
+		if got := b.String(); got != tc.want {
+			t.Errorf("page %v: got  %s\nwant %s", tc.page, got, tc.want)
+		}
+	}
+}

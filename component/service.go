@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 
 	"mellium.im/xmpp/jid"
@@ -15,31 +14,32 @@ import (
 )
 
 // service is the request side of the component: every stanza a client
-// sends to the component's JID is carried out and answered here. The IQ
-// plumbing of the XEP-0030 and XEP-0060 service (receiving, dispatching,
-// answering and the access checks every role shares) is in this file; the
-// roles are in disco.go, subscriber.go, publisher.go and owner.go, with
-// subopts.go and rsm.go; chat commands in chat.go and targets.go (asking
-// nodeCreation, opensources.go, who may have nodes made), ad-hoc commands in adhoc*.go,
-// presence in presence.go and errors answering notifications in
-// bounces.go. The Component keeps the connection, the leadership and the
-// stanza router, and hands the service each stanza (on the reader) and
-// each job of its request pool (on a worker); the service writes its
-// answers on the connection it is given, and tells the dispatcher what a
-// request sets off (a wake, the newest item for a new subscription).
+// sends to the component's JID is taken off the stream, carried out and
+// answered here. The IQ plumbing of the XEP-0030 and XEP-0060 service
+// (receiving, dispatching, answering) is in this file; disco.go,
+// subscriber.go, publisher.go, subopts.go and rsm.go are its own use
+// cases; the owner's requests (ownerRequests, owner.go), the chat
+// commands (chatCommands, chat.go), the ad-hoc commands (adhocService,
+// adhoc*.go) and what both subscribe to (subscriptionTargets, targets.go)
+// are types of their own it hands requests to. Presence is in
+// presence.go and errors answering notifications in bounces.go. The
+// Component hands the service each stanza (on the reader) and each job of
+// its request pool (on a worker); the service writes its answers on the
+// connection it is given, and tells the dispatcher what a request sets
+// off (a wake, the newest item for a new subscription).
 type service struct {
-	hub       *hub.Hub
-	log       *slog.Logger
-	domain    jid.JID
-	domainStr string
-	publicURL string // pingd's HTTP base URL, without a trailing slash
-	// resolver: see Config.
-	resolver hub.SourceResolver
+	*sharedState
+	// access finds nodes and checks who may do what with them.
+	access nodeAccess
+	// owner carries out the owner use cases (owner.go), chat the chat
+	// commands (chat.go), commands the ad-hoc commands (adhoc*.go),
+	// targets the subscriptions both make (targets.go).
+	owner    *ownerRequests
+	chat     *chatCommands
+	commands *adhocService
+	targets  *subscriptionTargets
 	// completeEntry: see Config.CompleteEntry.
 	completeEntry func(hub.Entry) hub.Entry
-	// creation says who may have nodes created for new feeds
-	// (opensources.go).
-	creation *nodeCreation
 	// limits are each JID's share of the requests and look-ups
 	// (limits.go).
 	limits sharedLimits
@@ -48,12 +48,6 @@ type service struct {
 	// what goes to one subscriber.
 	dispatcher *dispatcher
 
-	// Shared with the Component and the dispatcher: stanzaIDs numbers the
-	// messages the component sends on its own; limit is the stanza budget
-	// (budget.go); shrunk counts what was sent smaller to fit it.
-	stanzaIDs *stanzaIDs
-	limit     *stanzaLimit
-	shrunk    *atomic.Int64
 	// bounced counts the notifications answered with an error (for
 	// /metrics; Component.NotificationCounts).
 	bounced atomic.Int64
@@ -235,27 +229,27 @@ func (svc *service) execute(ctx context.Context, sender jid.JID, r *request) ([]
 	case opRetract:
 		err = svc.retract(ctx, sender, r)
 	case opCreate:
-		err = svc.create(ctx, &b, sender, r)
+		err = svc.owner.create(ctx, &b, sender, r)
 	case opConfigureGet:
-		err = svc.configureGet(ctx, &b, sender, r)
+		err = svc.owner.configureGet(ctx, &b, sender, r)
 	case opConfigureSet:
-		err = svc.configureSet(ctx, sender, r)
+		err = svc.owner.configureSet(ctx, sender, r)
 	case opDefault:
 		b.open("pubsub", "xmlns", nsPubsubOwner).open("default")
 		renderForm(&b, configForm(hub.DefaultNodeConfig()))
 		b.close("default").close("pubsub")
 	case opDelete:
-		err = svc.deleteNode(ctx, sender, r)
+		err = svc.owner.deleteNode(ctx, sender, r)
 	case opPurge:
-		err = svc.purge(ctx, sender, r)
+		err = svc.owner.purge(ctx, sender, r)
 	case opOwnerSubscriptionsGet:
-		err = svc.ownerSubscriptions(ctx, &b, sender, r)
+		err = svc.owner.ownerSubscriptions(ctx, &b, sender, r)
 	case opOwnerSubscriptionsSet:
-		err = svc.ownerSetSubscriptions(ctx, sender, r)
+		err = svc.owner.ownerSetSubscriptions(ctx, sender, r)
 	case opOwnerAffiliationsGet:
-		err = svc.ownerAffiliations(ctx, &b, sender, r)
+		err = svc.owner.ownerAffiliations(ctx, &b, sender, r)
 	case opOwnerAffiliationsSet:
-		err = svc.ownerSetAffiliations(ctx, sender, r)
+		err = svc.owner.ownerSetAffiliations(ctx, sender, r)
 	case opOptionsGet:
 		err = svc.optionsGet(ctx, &b, sender, r)
 	case opOptionsSet:
@@ -263,7 +257,7 @@ func (svc *service) execute(ctx context.Context, sender jid.JID, r *request) ([]
 	case opSubscriptionDefault:
 		err = svc.subscriptionDefaults(ctx, &b, r)
 	case opCommand:
-		err = svc.runCommand(ctx, &b, sender, r)
+		err = svc.commands.runCommand(ctx, &b, sender, r)
 	default:
 		return nil, serviceUnavailable()
 	}
@@ -283,12 +277,18 @@ func (svc *service) stanzaErrorOf(ctx context.Context, err error, r *request, se
 	return se
 }
 
+// nodeAccess finds nodes and checks who may do what with them: what every
+// request area shares.
+type nodeAccess struct {
+	hub *hub.Hub
+}
+
 // node looks a node up; a name that cannot exist is simply not found.
-func (svc *service) node(ctx context.Context, name string) (*hub.Node, error) {
+func (na nodeAccess) node(ctx context.Context, name string) (*hub.Node, error) {
 	if hub.ValidNodeName(name) != nil {
 		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
 	}
-	n, err := svc.hub.Node(ctx, name)
+	n, err := na.hub.Node(ctx, name)
 	if errors.Is(err, hub.ErrNotFound) {
 		return nil, itemNotFound(fmt.Sprintf("no node %q", name))
 	}
@@ -296,8 +296,8 @@ func (svc *service) node(ctx context.Context, name string) (*hub.Node, error) {
 }
 
 // requireOwner returns forbidden unless sender owns the node.
-func (svc *service) requireOwner(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	ok, err := svc.hub.IsOwner(ctx, n, sender.Bare().String())
+func (na nodeAccess) requireOwner(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	ok, err := na.hub.IsOwner(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}
@@ -308,8 +308,8 @@ func (svc *service) requireOwner(ctx context.Context, n *hub.Node, sender jid.JI
 }
 
 // requirePublisher returns forbidden unless sender may publish to the node.
-func (svc *service) requirePublisher(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	aff, err := svc.hub.AffiliationOf(ctx, n, sender.Bare().String())
+func (na nodeAccess) requirePublisher(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := na.hub.AffiliationOf(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}
@@ -320,8 +320,8 @@ func (svc *service) requirePublisher(ctx context.Context, n *hub.Node, sender ji
 }
 
 // requireReader checks that sender may read the node (XEP-0060 §6.5.9).
-func (svc *service) requireReader(ctx context.Context, n *hub.Node, sender jid.JID) error {
-	aff, err := svc.hub.AffiliationOf(ctx, n, sender.Bare().String())
+func (na nodeAccess) requireReader(ctx context.Context, n *hub.Node, sender jid.JID) error {
+	aff, err := na.hub.AffiliationOf(ctx, n, sender.Bare().String())
 	if err != nil {
 		return err
 	}

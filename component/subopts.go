@@ -230,7 +230,7 @@ func checkUnofferedSubOptions(f *submittedForm) *stanzaError {
 
 // subscriptionFor finds the subscription an options request is about.
 func (svc *service) subscriptionFor(ctx context.Context, sender jid.JID, r *request) (*hub.Node, *hub.Subscription, error) {
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -292,7 +292,7 @@ func (svc *service) subscriptionDefaults(ctx context.Context, b *xmlBuf, r *requ
 	var n *hub.Node
 	if r.HasNode && r.Node != "" {
 		var err error
-		if n, err = svc.node(ctx, r.Node); err != nil {
+		if n, err = svc.access.node(ctx, r.Node); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,7 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return badRequest("invalid-jid", "you may subscribe %s only, not %s", sender.Bare(), r.JID)
 	}
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (svc *service) subscribe(ctx context.Context, b *xmlBuf, sender jid.JID, r 
 	}
 	if !existed {
 		svc.log.InfoContext(ctx, "XMPP subscription", "node", r.Node, "jid", sub.Address, "subid", sub.SubID)
-		if _, err := svc.sendLastAfterAnswer(ctx, n, sub); err != nil {
+		if _, err := svc.targets.sendLastAfterAnswer(ctx, n, sub); err != nil {
 			return err
 		}
 	}
@@ -65,7 +65,7 @@ func (svc *service) unsubscribe(ctx context.Context, sender jid.JID, r *request)
 	if !r.JID.Bare().Equal(sender.Bare()) {
 		return forbidden(fmt.Sprintf("you may unsubscribe %s only, not %s", sender.Bare(), r.JID))
 	}
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (svc *service) unsubscribe(ctx context.Context, sender jid.JID, r *request)
 func (svc *service) ownSubscriptions(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
 	f := hub.SubscriptionFilter{Kind: hub.KindXMPP, BareJID: sender.Bare().String()}
 	if r.HasNode && r.Node != "" {
-		n, err := svc.node(ctx, r.Node)
+		n, err := svc.access.node(ctx, r.Node)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (svc *service) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.J
 	var affs []hub.NodeAffiliation
 	switch {
 	case r.HasNode && r.Node != "":
-		n, err := svc.node(ctx, r.Node)
+		n, err := svc.access.node(ctx, r.Node)
 		if err != nil {
 			return err
 		}
@@ -150,11 +150,11 @@ func (svc *service) ownAffiliations(ctx context.Context, b *xmlBuf, sender jid.J
 }
 
 func (svc *service) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *request) error {
-	n, err := svc.node(ctx, r.Node)
+	n, err := svc.access.node(ctx, r.Node)
 	if err != nil {
 		return err
 	}
-	if err := svc.requireReader(ctx, n, sender); err != nil {
+	if err := svc.access.requireReader(ctx, n, sender); err != nil {
 		return err
 	}
 	limit := n.MaxItems
@@ -182,12 +182,12 @@ func (svc *service) items(ctx context.Context, b *xmlBuf, sender jid.JID, r *req
 	cut := len(page)
 	payloads := make([][]byte, 0, len(page))
 	for i, it := range page {
-		p := svc.dispatcher.payload(it)
+		p := svc.dispatcher.render.payload(it)
 		size := len(p) + escapedLen(it.ItemID) + 32
 		if size > whole {
 			// One item stored before the entry limit: its id alone.
 			p, size = nil, escapedLen(it.ItemID)+32
-			svc.shrunk.Add(1)
+			svc.limit.shrunk.Add(1)
 		}
 		if size > room {
 			cut = i

@@ -4,12 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
 	"github.com/pingd/pingd/hub"
 	"github.com/pingd/pingd/internal/ratelimit"
 )
+
+// subscriptionTargets finds what a user names when subscribing by chat
+// or ad-hoc command, and subscribes and unsubscribes them; it creates a
+// node for a new feed when nodeCreation allows it.
+type subscriptionTargets struct {
+	nodeAccess
+	log *slog.Logger
+	// resolver: see Config.
+	resolver hub.SourceResolver
+	// creation says who may have nodes created for new feeds
+	// (opensources.go).
+	creation *nodeCreation
+	// lookups bound each JID's page look-ups (limits.go).
+	lookups *ratelimit.Lookups
+}
 
 // What a user names when subscribing by chat or ad-hoc command: a node,
 // or the URL of a feed or of a page that links to one. Both interfaces
@@ -25,13 +41,13 @@ func isWebURL(s string) bool {
 // node follows gets one when the operator allows it for that user
 // (opensources.go). It returns the node, or nil and a plain answer saying
 // why not.
-func (svc *service) findTarget(ctx context.Context, bare, target string, create bool) (*hub.Node, string, error) {
+func (t *subscriptionTargets) findTarget(ctx context.Context, bare, target string, create bool) (*hub.Node, string, error) {
 	target = strings.TrimSpace(target)
 	if target == "" {
 		return nil, `Which node or feed? Send "nodes" to see the nodes.`, nil
 	}
 	if !isWebURL(target) {
-		n, msg, err := svc.chatNode(ctx, target)
+		n, msg, err := t.chatNode(ctx, target)
 		if n == nil && err == nil && create && target != "" {
 			// Subscribing takes a URL too: say so to whoever
 			// mistyped a node or did not know.
@@ -40,10 +56,10 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 		return n, msg, err
 	}
 	// A node named by the URL, or one following it: no fetch needed.
-	if n, err := svc.hub.Node(ctx, target); err == nil {
+	if n, err := t.hub.Node(ctx, target); err == nil {
 		return n, "", nil
 	}
-	n, err := svc.hub.NodeForURL(ctx, target, false)
+	n, err := t.hub.NodeForURL(ctx, target, false)
 	if err == nil {
 		return n, "", nil
 	}
@@ -52,15 +68,15 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	}
 	// Finding a page's feed fetches it: only for those who may add feeds,
 	// so a stranger cannot have pingd fetch pages of its choosing.
-	if msg := svc.creation.creationRefused(bare, target); msg != "" {
+	if msg := t.creation.creationRefused(bare, target); msg != "" {
 		if !create {
 			msg = fmt.Sprintf("No node follows %s.", target)
 		}
 		return nil, msg, nil
 	}
 	feedURL := target
-	if svc.resolver != nil {
-		res, msg := svc.lookUp(ctx, bare, target, create)
+	if t.resolver != nil {
+		res, msg := t.lookUp(ctx, bare, target, create)
 		if msg != "" {
 			return nil, msg, nil
 		}
@@ -68,7 +84,7 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 			feedURL = res.FeedURL
 		}
 		if feedURL != target {
-			if n, err := svc.hub.NodeForURL(ctx, feedURL, false); err == nil {
+			if n, err := t.hub.NodeForURL(ctx, feedURL, false); err == nil {
 				return n, "", nil
 			}
 		}
@@ -76,14 +92,14 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 	if !create {
 		return nil, fmt.Sprintf("No node follows %s.", target), nil
 	}
-	if msg, err := svc.creation.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
+	if msg, err := t.creation.mayCreateNode(ctx, bare, feedURL); msg != "" || err != nil {
 		return nil, msg, err
 	}
-	n, err = svc.hub.NodeForURL(ctx, feedURL, true)
+	n, err = t.hub.NodeForURL(ctx, feedURL, true)
 	if err != nil {
 		return nil, invalidURLAnswer(feedURL, err), nilUnlessInternal(err)
 	}
-	svc.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
+	t.log.InfoContext(ctx, "node created for a feed a user named", "node", n.Name, "source", feedURL, "named", target, "jid", bare)
 	return n, "", nil
 }
 
@@ -92,10 +108,10 @@ func (svc *service) findTarget(ctx context.Context, bare, target string, create 
 // spent its budget or too many run at once, and abandoned when the
 // stream the answer would go to ends. It returns the source, or a plain
 // answer saying why there is none.
-func (svc *service) lookUp(ctx context.Context, bare, target string, create bool) (*hub.ResolvedSource, string) {
-	lk, err := svc.limits.lookups.Begin(ctx, bare, !svc.hub.IsAdmin(bare))
+func (t *subscriptionTargets) lookUp(ctx context.Context, bare, target string, create bool) (*hub.ResolvedSource, string) {
+	lk, err := t.lookups.Begin(ctx, bare, !t.hub.IsAdmin(bare))
 	if err != nil {
-		svc.log.InfoContext(ctx, "page look-up refused", "jid", bare, "url", target, "reason", err.Error())
+		t.log.InfoContext(ctx, "page look-up refused", "jid", bare, "url", target, "reason", err.Error())
 		if refused := (*ratelimit.LookupRefused)(nil); errors.As(err, &refused) {
 			return nil, lookupRefusedAnswer(target, refused)
 		}
@@ -108,20 +124,20 @@ func (svc *service) lookUp(ctx context.Context, bare, target string, create bool
 	// server does, up to the look-up's deadline: the pool lets another
 	// worker run meanwhile.
 	ended := hub.StartSlowWait(lctx)
-	res, rerr := svc.resolver.ResolveSource(lctx, target)
+	res, rerr := t.resolver.ResolveSource(lctx, target)
 	ended()
 	var refused *ratelimit.LookupRefused
 	switch {
 	case rerr != nil && errors.As(rerr, &refused):
-		svc.log.InfoContext(ctx, "page look-up cut: per-JID budget", "jid", bare, "url", target, "requests", lk.Requests())
+		t.log.InfoContext(ctx, "page look-up cut: per-JID budget", "jid", bare, "url", target, "requests", lk.Requests())
 		return nil, lookupRefusedAnswer(target, refused)
 	case rerr != nil && !create:
 		return nil, fmt.Sprintf("No node follows %s.", target)
 	case rerr != nil && lk.Context().Err() != nil && ctx.Err() == nil:
-		svc.log.InfoContext(ctx, "page look-up timed out", "jid", bare, "url", target, "requests", lk.Requests())
+		t.log.InfoContext(ctx, "page look-up timed out", "jid", bare, "url", target, "requests", lk.Requests())
 		return nil, fmt.Sprintf("pingd could not reach %s: it did not answer in time.", hostOf(target))
 	case rerr != nil:
-		svc.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
+		t.log.InfoContext(ctx, "no feed found for a URL a user named", "url", target, "err", rerr)
 		return nil, readErrorAnswer(target, rerr)
 	}
 	return res, ""
@@ -139,12 +155,12 @@ func nilUnlessInternal(err error) error {
 // subscribeTarget subscribes bare to the node target names, with opts.
 // An existing subscription keeps its options unless change (nil: keep)
 // gives other ones.
-func (svc *service) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
-	n, msg, err := svc.findTarget(ctx, bare, target, true)
+func (t *subscriptionTargets) subscribeTarget(ctx context.Context, bare, target string, opts hub.Options, change func(hub.Options) hub.Options, via string) (string, error) {
+	n, msg, err := t.findTarget(ctx, bare, target, true)
 	if n == nil {
 		return msg, err
 	}
-	sub, existed, err := svc.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare, Options: opts})
+	sub, existed, err := t.hub.Subscribe(ctx, hub.Subscription{NodeName: n.Name, Kind: hub.KindXMPP, Address: bare, BareJID: bare, Options: opts})
 	switch {
 	case errors.Is(err, hub.ErrNotMember):
 		return fmt.Sprintf("The node %q is closed: only JIDs on its whitelist may subscribe. Ask its owner to add you.", n.Name), nil
@@ -159,7 +175,7 @@ func (svc *service) subscribeTarget(ctx context.Context, bare, target string, op
 	case existed:
 		if change != nil {
 			if opts := change(sub.Options); !sameXMPPOptions(opts, sub.Options) {
-				if _, err := svc.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
+				if _, err := t.hub.SetSubscriptionOptions(ctx, *sub, opts); err != nil {
 					return "", err
 				}
 				return fmt.Sprintf("You are already subscribed to %q; your notification settings are updated.", n.Name), nil
@@ -167,12 +183,12 @@ func (svc *service) subscribeTarget(ctx context.Context, bare, target string, op
 		}
 		return fmt.Sprintf("You are already subscribed to %q.", n.Name), nil
 	}
-	svc.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
+	t.log.InfoContext(ctx, "XMPP subscription by "+via, "node", n.Name, "jid", bare)
 	answer := fmt.Sprintf("Subscribed to %q: its new entries will come to %s.", n.Name, bare)
 	if n.Title != "" {
 		answer = fmt.Sprintf("Subscribed to %q (%s): its new entries will come to %s.", n.Name, n.Title, bare)
 	}
-	switch sent, err := svc.sendLastAfterAnswer(ctx, n, sub); {
+	switch sent, err := t.sendLastAfterAnswer(ctx, n, sub); {
 	case err != nil:
 		return "", err
 	case sent:
@@ -187,30 +203,30 @@ func (svc *service) subscribeTarget(ctx context.Context, bare, target string, op
 // subscription once the answer is written (XEP-0060 §12.5, on_sub), so
 // the subscriber sees at once that the subscription works; it reports
 // whether there is one to send.
-func (svc *service) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *hub.Subscription) (bool, error) {
+func (t *subscriptionTargets) sendLastAfterAnswer(ctx context.Context, n *hub.Node, sub *hub.Subscription) (bool, error) {
 	if n.SendLastPublished == hub.SendLastNever {
 		return false, nil
 	}
-	items, err := svc.hub.Items(ctx, n, nil, 1)
+	items, err := t.hub.Items(ctx, n, nil, 1)
 	if err != nil || len(items) == 0 {
 		return false, err
 	}
 	s := *sub
 	afterAnswer(ctx, func(ctx context.Context) {
-		if _, err := svc.hub.SendLastPublished(ctx, &s); err != nil {
-			svc.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", s.Address, "err", err)
+		if _, err := t.hub.SendLastPublished(ctx, &s); err != nil {
+			t.log.ErrorContext(ctx, "send the newest item to a new subscriber", "node", n.Name, "jid", s.Address, "err", err)
 		}
 	})
 	return true, nil
 }
 
 // unsubscribeTarget removes bare's subscriptions to the node target names.
-func (svc *service) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
-	n, msg, err := svc.findTarget(ctx, bare, target, false)
+func (t *subscriptionTargets) unsubscribeTarget(ctx context.Context, bare, target, via string) (string, error) {
+	n, msg, err := t.findTarget(ctx, bare, target, false)
 	if n == nil {
 		return msg, err
 	}
-	subs, err := svc.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
+	subs, err := t.hub.Subscriptions(ctx, hub.SubscriptionFilter{NodeID: n.ID, Kind: hub.KindXMPP, BareJID: bare})
 	if err != nil {
 		return "", err
 	}
@@ -218,10 +234,10 @@ func (svc *service) unsubscribeTarget(ctx context.Context, bare, target, via str
 		return fmt.Sprintf("You are not subscribed to %q.", n.Name), nil
 	}
 	for _, s := range subs {
-		if _, err := svc.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
+		if _, err := t.hub.Unsubscribe(ctx, n.Name, hub.KindXMPP, s.Address); err != nil && !errors.Is(err, hub.ErrNotFound) {
 			return "", err
 		}
 	}
-	svc.log.InfoContext(ctx, "XMPP unsubscription by "+via, "node", n.Name, "jid", bare)
+	t.log.InfoContext(ctx, "XMPP unsubscription by "+via, "node", n.Name, "jid", bare)
 	return fmt.Sprintf("Unsubscribed from %q.", n.Name), nil
 }
