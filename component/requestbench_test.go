@@ -25,7 +25,7 @@ func BenchmarkRequests(b *testing.B) {
 	}
 	defer st.Close()
 	const owner = "owner@example.org"
-	h, err := hub.New(hub.Config{Store: st, Admins: []string{owner}})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Admins: []string{owner}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,17 +38,6 @@ var (
 	noStoreAssertions = []string{"httpapi"}
 )
 
-// exceptionsUntilMerged are the known breaks of these rules in packages
-// that are being reworked apart from the ports (the component's service
-// and dispatcher, the HTTP API's one handler type and its capability
-// assertions). Each entry is a finding as sizeFindings words it. Empty it
-// as they are fixed: an entry that no longer breaks its rule fails the
-// test too, so the list never outlives the breaks.
-var exceptionsUntilMerged = []string{
-	"component.dispatcher declares 47 methods",
-	"component.service declares 69 methods",
-}
-
 // parsedPackage is one package's production files.
 type parsedPackage struct {
 	fset  *token.FileSet
@@ -243,20 +232,11 @@ func exprText(fset *token.FileSet, e ast.Expr) string {
 }
 
 // TestSizeRules: no port over maxInterfaceMethods, no type over
-// maxTypeMethods, no store value asserted to a capability, but for
-// exceptionsUntilMerged, each of which must still be a break.
+// maxTypeMethods, no store value asserted to a capability.
 func TestSizeRules(t *testing.T) {
 	pkgs := parseProduction(t, "../..", append(slices.Clone(interfacePackages), "upstream"))
-	found := sizeFindings(pkgs)
-	for _, f := range found {
-		if !slices.Contains(exceptionsUntilMerged, f) {
-			t.Error(f)
-		}
-	}
-	for _, e := range exceptionsUntilMerged {
-		if !slices.Contains(found, e) {
-			t.Errorf("exceptionsUntilMerged lists %q, which no longer breaks its rule: remove it", e)
-		}
+	for _, f := range sizeFindings(pkgs) {
+		t.Error(f)
 	}
 }
 
