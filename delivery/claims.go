@@ -58,6 +58,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Lock()
 		nodes := e.woken
 		e.woken = map[int64]bool{}
+		pokes := e.pokes
 		e.mu.Unlock()
 		for nodeID := range nodes {
 			for ctx.Err() == nil {
@@ -127,6 +128,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
+		e.looked.Store(pokes)
 	}
 }
 

@@ -75,7 +75,7 @@ func TestCNWSNotification(t *testing.T) {
 	if ct, err := http.ParseTime(rc.Change.ChangeTime); err != nil || time.Since(ct) > time.Hour {
 		t.Fatalf("changeTime %q: %v", rc.Change.ChangeTime, err)
 	}
-	rec.quiet(t, 1)
+	e.quiet(rec, 1)
 
 	// A trusted change note (CNWS resourceChange from a publisher).
 	long := strings.Repeat("é", 300)
@@ -112,7 +112,7 @@ func TestCNWSRemoval(t *testing.T) {
 			e.waitSub(sub.ID, "removed", func(s *hub.Subscription) bool { return s == nil })
 			e.publish("n", "b", "B", "")
 			e.advance(time.Hour)
-			rec.quiet(t, 1)
+			e.quiet(rec, 1)
 		})
 	}
 }
@@ -148,7 +148,7 @@ func TestCNWSAgeing(t *testing.T) {
 	e.waitSub(sub.ID, "the last retry scheduled at the end of the 24 hours", func(s *hub.Subscription) bool {
 		return s != nil && s.NextAttemptAt.Equal(deadline)
 	})
-	time.Sleep(100 * time.Millisecond)
+	e.engine.Settle(t)
 	if e.sub(sub.ID) == nil {
 		t.Fatal("removed before 24 hours")
 	}
@@ -171,7 +171,7 @@ func TestCNWSAgeing(t *testing.T) {
 	if rc := decodeChange(t, hits[0]); rc.Change.Title != "C" {
 		t.Fatalf("catch-up notification about %q, want the newest change", rc.Change.Title)
 	}
-	back.quiet(t, 1)
+	e.quiet(back, 1)
 }
 
 // TestCNWSRetryLimit: the ageing lasts the configured limit, not 24

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -144,17 +145,12 @@ func (e *dialectEnv) sub(id int64) *hub.Subscription {
 // waitSub waits until ok holds for the subscription (nil: removed).
 func (e *dialectEnv) waitSub(id int64, what string, ok func(*hub.Subscription) bool) *hub.Subscription {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := e.sub(id)
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for subscription %d: %s (now %+v)", id, what, s)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s *hub.Subscription
+	testenv.WaitFor(e.t, 10*time.Second, fmt.Sprintf("subscription %d: %s", id, what), func() bool {
+		s = e.sub(id)
+		return ok(s)
+	})
+	return s
 }
 
 // advance moves the clock and wakes the engine so it looks for due work.
@@ -260,12 +256,13 @@ func (rc *receiver) waitHits(t *testing.T, n int) []hit {
 	}
 }
 
-// quiet checks that no more than n requests came within a short while.
-func (rc *receiver) quiet(t *testing.T, n int) {
-	t.Helper()
-	time.Sleep(150 * time.Millisecond)
+// quiet checks that rc got exactly n requests, and no more once the
+// engine has looked for work again and sent what it found.
+func (e *dialectEnv) quiet(rc *receiver, n int) {
+	e.t.Helper()
+	e.engine.Settle(e.t)
 	if hits := rc.Hits(); len(hits) != n {
-		t.Fatalf("want exactly %d requests, got %d: %+v", n, len(hits), hits)
+		e.t.Fatalf("want exactly %d requests, got %d: %+v", n, len(hits), hits)
 	}
 }
 

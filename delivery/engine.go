@@ -112,6 +112,12 @@ type Engine struct {
 	// published for a node since a subscription of it was claimed.
 	wakeSeq  uint64
 	lastWake map[int64]uint64
+	// pokes counts the calls of poke; looked is the count at the latest
+	// look for work that is over (everything poked until then looked at
+	// and what it found claimed), so that tests can tell that a look
+	// found nothing instead of sleeping.
+	pokes  uint64
+	looked atomic.Uint64
 	// leases counts, per subscription, the claimed entries of it not yet
 	// done with (a delivery and a change's verification may both be);
 	// Run renews their leases. renewed is when the last renewal of all
@@ -231,6 +237,7 @@ func (e *Engine) Wake(nodeID int64) {
 func (e *Engine) poke(nodeID int64) {
 	e.mu.Lock()
 	e.woken[nodeID] = true
+	e.pokes++
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:

@@ -226,17 +226,13 @@ func (r *receiver) Down() {
 
 // Up listens again on the same address.
 func (r *receiver) Up() {
+	r.t.Helper()
 	var ln net.Listener
-	var err error
-	for range 100 {
-		if ln, err = net.Listen("tcp", r.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		r.t.Fatalf("listen again on %s: %v", r.addr, err)
-	}
+	testenv.WaitFor(r.t, 2*time.Second, "the address "+r.addr+" free to listen on again", func() bool {
+		var err error
+		ln, err = net.Listen("tcp", r.addr)
+		return err == nil
+	})
 	r.serve(ln)
 }
 
@@ -430,8 +426,7 @@ func TestRetriesBackOffUntilTheEndOfTheWindow(t *testing.T) {
 		}
 		// Nothing happens before the next attempt is due.
 		h.clock.Set(s.NextAttemptAt.Add(-time.Millisecond))
-		h.engine.Wake(0)
-		time.Sleep(20 * time.Millisecond)
+		h.engine.settle(t)
 		if n := len(rcv.deliveries("")); n != attempt {
 			t.Fatalf("attempt %d came early", n)
 		}

@@ -136,7 +136,7 @@ func TestRSSCloudProtocols(t *testing.T) {
 			e.publishAll("n", testEntry("a", "A", ""), testEntry("b", "B", ""))
 			hits = rec.waitHits(t, 2)
 			c.check(t, hits[1])
-			rec.quiet(t, 2)
+			e.quiet(rec, 2)
 			e.waitSub(sub.ID, "cursor advanced", func(s *hub.Subscription) bool { return s != nil && s.Cursor == 2 })
 		})
 	}
@@ -196,7 +196,7 @@ func TestRSSCloudTestNotificationRefused(t *testing.T) {
 			rec := newReceiver(t, e.clock, c.answer)
 			sub := e.subscribe(cloudSub("n", rec.URL+"/", c.protocol, c.procedure, nil))
 			e.waitSub(sub.ID, "removed", func(s *hub.Subscription) bool { return s == nil })
-			rec.quiet(t, 1)
+			e.quiet(rec, 1)
 		})
 	}
 }
@@ -241,7 +241,7 @@ func TestRSSCloudSuspendAndRenew(t *testing.T) {
 	setFailing(false)
 	e.publish("n", "b", "B", "")
 	e.advance(time.Hour)
-	rec.quiet(t, 4)
+	e.quiet(rec, 4)
 
 	// Registering again: a test notification, then active and clean.
 	renewed := e.subscribe(cloudSub("n", rec.URL+"/", rsscloud.HTTPPost, "", nil))
@@ -260,7 +260,7 @@ func TestRSSCloudSuspendAndRenew(t *testing.T) {
 	e.waitSub(sub.ID, "caught up", func(s *hub.Subscription) bool { return s.Cursor == 2 })
 	e.publish("n", "c", "C", "")
 	rec.waitHits(t, 7)
-	rec.quiet(t, 7)
+	e.quiet(rec, 7)
 }
 
 // TestRSSCloudExpiry: a registration not renewed expires after 25 hours;
@@ -285,5 +285,5 @@ func TestRSSCloudExpiry(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	e.publish("n", "b", "B", "")
 	e.waitSub(sub.ID, "removed at expiry", func(s *hub.Subscription) bool { return s == nil })
-	rec.quiet(t, 2)
+	e.quiet(rec, 2)
 }

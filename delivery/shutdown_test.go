@@ -44,6 +44,13 @@ func newRig(t *testing.T) *rig {
 // stop is called; stop waits for Run to return.
 func (r *rig) start(instance string, exclusive bool) (stop func()) {
 	r.t.Helper()
+	_, stop = r.startEngine(instance, exclusive)
+	return stop
+}
+
+// startEngine is start, returning the engine too.
+func (r *rig) startEngine(instance string, exclusive bool) (e *Engine, stop func()) {
+	r.t.Helper()
 	e, err := New(Config{
 		Store: r.store,
 		Senders: map[hub.Kind]Sender{hub.KindWebhook: &Webhook{HTTPSender: HTTPSender{
@@ -73,7 +80,7 @@ func (r *rig) start(instance string, exclusive bool) (stop func()) {
 		}
 	}
 	r.t.Cleanup(stop)
-	return stop
+	return e, stop
 }
 
 func (r *rig) subscription(id int64) *hub.Subscription {
@@ -178,8 +185,8 @@ func TestExclusiveEngineTakesBackDeadLeases(t *testing.T) {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
 
-	stop := r.start("shared", false)
-	time.Sleep(300 * time.Millisecond) // thirty polls
+	shared, stop := r.startEngine("shared", false)
+	shared.settle(r.t) // it looked for work past its start, and left the lease
 	stop()
 	if s := r.subscription(id); s.LeaseOwner != "killed-process" || len(rcv.deliveries("")) != 0 {
 		t.Fatalf("an engine sharing the store took a live lease: owner %q, %d deliveries", s.LeaseOwner, len(rcv.deliveries("")))
@@ -268,8 +275,8 @@ func TestExclusiveEngineTakesBackDeadChangeLeases(t *testing.T) {
 		t.Fatalf("claim: %+v %v", claimed, err)
 	}
 
-	stop := r.start("shared", false)
-	time.Sleep(300 * time.Millisecond) // thirty polls
+	shared, stop := r.startEngine("shared", false)
+	shared.settle(r.t) // it looked for work past its start, and left the lease
 	stop()
 	if s := r.subscription(id); s.Change.LeaseOwner != "killed-process" || len(rcv.verifications()) != 0 {
 		t.Fatalf("an engine sharing the store took a live lease: owner %q, %d verifications", s.Change.LeaseOwner, len(rcv.verifications()))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -105,15 +106,21 @@ func (f *stateWriterFixture) cursor(t *testing.T, i int) int64 {
 }
 
 // While deliveries run, their states wait for each other and go into one
-// transaction when the last one is done, not one transaction each.
+// transaction when the last one is done, not one transaction each. The
+// writer runs in a synctest bubble: once every goroutine in it waits
+// (synctest.Wait), a writer that did not wait for the deliveries would
+// have written.
 func TestStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
+	synctest.Test(t, testStatesOfRunningDeliveriesAreWrittenTogether)
+}
+
+func testStatesOfRunningDeliveriesAreWrittenTogether(t *testing.T) {
 	f := newStateWriterFixture(t, 3, time.Hour, time.Hour)
 	f.busy.Store(true)
 	for i := range 3 {
 		f.save(i, 7)
 	}
-	// Long enough for a writer that did not wait to have written.
-	time.Sleep(100 * time.Millisecond)
+	synctest.Wait()
 	if got := f.rec.written(); len(got) != 0 {
 		t.Fatalf("states written while deliveries still run: writes %v", got)
 	}
@@ -199,13 +206,18 @@ func TestCloseWritesWhatWaits(t *testing.T) {
 }
 
 // States that keep coming, each within the gap of the one before, go
-// into one write.
+// into one write. On the fake time of a synctest bubble each comes 900 ms
+// after the one before: within the gap, however slow the machine.
 func TestStatesWithinTheGapAreWrittenTogether(t *testing.T) {
+	synctest.Test(t, testStatesWithinTheGapAreWrittenTogether)
+}
+
+func testStatesWithinTheGapAreWrittenTogether(t *testing.T) {
 	f := newStateWriterFixture(t, 3, time.Hour, time.Second)
 	f.busy.Store(true)
 	for i := range 3 {
 		f.save(i, 8)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(900 * time.Millisecond)
 	}
 	testenv.WaitFor(t, 15*time.Second, "the states written", func() bool { return len(f.rec.written()) > 0 })
 	if got := f.rec.written(); len(got) != 1 || got[0] != 3 {

@@ -54,7 +54,7 @@ func TestWebSubLeaseLifetime(t *testing.T) {
 	e.clock.Advance(time.Hour)
 	e.publish("n", "b", "B", "")
 	e.waitSub(sub.ID, "removed at the end of its lease", func(s *hub.Subscription) bool { return s == nil })
-	rec.quiet(t, 2)
+	e.quiet(rec, 2)
 }
 
 // TestWebSubDistributionFailures: 410 removes the subscriber; other
@@ -74,7 +74,7 @@ func TestWebSubDistributionFailures(t *testing.T) {
 	rec.setAnswer(answerStatus(410, ""))
 	e.advance(2 * time.Minute)
 	e.waitSub(sub.ID, "removed on 410", func(s *hub.Subscription) bool { return s == nil })
-	rec.quiet(t, 3)
+	e.quiet(rec, 3)
 }
 
 // TestWebSubDenialNotice: a request pingd refused, or whose topic could

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 	"github.com/pingd/pingd/internal/weblogs"
 	"github.com/pingd/pingd/store"
 )
@@ -66,12 +67,18 @@ func (s *pingSite) hitsOf(path string) int {
 // pingHub is a hub on a fresh SQLite store, with pp listening to its pings.
 func pingHub(t *testing.T) (*hub.Hub, *PagePings) {
 	t.Helper()
+	return pingHubAt(t, time.Now)
+}
+
+// pingHubAt is pingHub with the hub reading the time from now.
+func pingHubAt(t *testing.T, now func() time.Time) (*hub.Hub, *PagePings) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "pingd.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(hub.Config{Stores: store.HubStores(st)})
+	h, err := hub.New(hub.Config{Stores: store.HubStores(st), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,27 +105,21 @@ func weblogPing(t *testing.T, h *hub.Hub, pageURL, remote string) {
 func TestEveryPingOfAHomepageReachesItsFeed(t *testing.T) {
 	ctx := context.Background()
 	site := newPingSite(t)
-	h, _ := pingHub(t)
+	clock := testenv.NewClock(time.Now())
+	h, _ := pingHubAt(t, clock.Now)
 	n, _, err := h.CreateNode(ctx, hub.NodeSpec{Name: "blog", Source: site.URL + "/feed.xml", Config: hub.DefaultNodeConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pingedAfter := func(after time.Time) time.Time {
+	pingedAfter := func(after time.Time) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testenv.WaitFor(t, 10*time.Second, "the ping of the homepage to reach its feed", func() bool {
 			src, err := h.Source(ctx, n.SourceID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if src.LastPingAt.After(after) {
-				return src.LastPingAt
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the ping of the homepage did not reach its feed (last ping %v)", src.LastPingAt)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return src.LastPingAt.After(after)
+		})
 	}
 	for i := range 3 {
 		var last time.Time
@@ -128,7 +129,7 @@ func TestEveryPingOfAHomepageReachesItsFeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			last = src.LastPingAt
-			time.Sleep(5 * time.Millisecond) // a distinct ping time
+			clock.Advance(time.Second) // a distinct ping time
 		}
 		weblogPing(t, h, site.URL+"/", "127.0.0.1")
 		pingedAfter(last)
@@ -145,22 +146,15 @@ func TestPagePingsBoundPerAddress(t *testing.T) {
 	site := newPingSite(t)
 	h, _ := pingHub(t)
 	weblogPing(t, h, site.URL+"/slow/", "192.0.2.7")
-	deadline := time.Now().Add(10 * time.Second)
-	for site.hitsOf("/slow/") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first page was never read")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "the first page read", func() bool { return site.hitsOf("/slow/") > 0 })
+	// The second ping of the address decides before it returns: the
+	// address is busy, so no look-up starts. One that did would take the
+	// second of the two places in all, and the other address's below
+	// would never start.
 	weblogPing(t, h, site.URL+"/other/", "192.0.2.7")
 	// Another address is not held up by the first one's look-up.
 	weblogPing(t, h, site.URL+"/", "192.0.2.8")
-	for site.hitsOf("/") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("another address's page was never read")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "another address's page read", func() bool { return site.hitsOf("/") > 0 })
 	if got := site.hitsOf("/other/"); got != 0 {
 		t.Fatalf("one address had %d look-ups run beside its first", got)
 	}
@@ -168,11 +162,11 @@ func TestPagePingsBoundPerAddress(t *testing.T) {
 	// look-up is over, a ping of the page reads it (a reading remembered
 	// would hold it off for ten minutes).
 	close(site.release)
-	for site.hitsOf("/other/") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the page refused before was not read on a later ping")
+	testenv.WaitFor(t, 10*time.Second, "the page refused before read on a later ping", func() bool {
+		if site.hitsOf("/other/") > 0 {
+			return true
 		}
 		weblogPing(t, h, site.URL+"/other/", "192.0.2.7")
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }

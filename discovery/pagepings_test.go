@@ -89,7 +89,10 @@ func TestPagePingsCloseJoinsLookups(t *testing.T) {
 	ping(page.URL + "/other/")
 	close(release)
 	served.Wait()
-	time.Sleep(100 * time.Millisecond) // a look-up still running would act now
+	// running joins every look-up and what it sets off (Close waits on
+	// it): one still running, or one the late ping started, has acted
+	// once this returns.
+	pp.running.Wait()
 	requests.Lock()
 	defer requests.Unlock()
 	if hits != 1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pingd/pingd/hub"
+	"github.com/pingd/pingd/internal/testenv"
 )
 
 // holdWriter starts a transaction that keeps the SQLite committer busy
@@ -37,13 +38,9 @@ func holdWriter(t *testing.T, s *sqlStore) (release func()) {
 // waitQueued waits until n transactions wait for the committer.
 func waitQueued(t *testing.T, s *sqlStore, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.group.waiting.Load() < int64(n) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions queued, want %d", s.group.waiting.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%d transactions queued for the committer", n), func() bool {
+		return s.group.waiting.Load() >= int64(n)
+	})
 }
 
 // TestGroupCommitIsolatesFailures commits appends of several callers in
@@ -320,7 +317,14 @@ func TestGroupCommitShutdownKeepsDeliverySaves(t *testing.T) {
 	})
 	waitQueued(t, s, 2)
 	release()
-	time.Sleep(20 * time.Millisecond) // the fetch is under way: shutdown
+	// Shutdown once the committer has taken both into a group, and a
+	// moment later, so that it most often lands inside one of the fetch's
+	// statements (an interrupted statement is what loses a group's
+	// transaction). Wherever it lands, the save must commit.
+	testenv.WaitFor(t, 10*time.Second, "the committer to take the fetch and the save", func() bool {
+		return s.group.waiting.Load() == 0
+	})
+	time.Sleep(20 * time.Millisecond)
 	stop()
 	wg.Wait()
 	t.Logf("the fetch cut by shutdown: %v", fetchErr)

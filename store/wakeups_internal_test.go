@@ -76,12 +76,14 @@ func TestWakeupsPostgres(t *testing.T) {
 		return s
 	}
 	a, b := open(dsn), open(dsn)
-	other := open(testenv.PostgresURL(t))
+	otherDSN := testenv.PostgresURL(t)
+	other, otherPeer := open(otherDSN), open(otherDSN)
 	wa, ra := runWakeups(t, a)
 	wb, rb := runWakeups(t, b)
 	_, ro := runWakeups(t, other)
+	wp, rp := runWakeups(t, otherPeer)
 	// Each listens once it has said "look at everything".
-	for _, r := range []*received{ra, rb, ro} {
+	for _, r := range []*received{ra, rb, ro, rp} {
 		testenv.WaitFor(t, 10*time.Second, "the listening sessions", func() bool { return r.has(0) })
 	}
 
@@ -102,12 +104,19 @@ func TestWakeupsPostgres(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(200 * time.Millisecond)
-	if got := ra.snapshot(); !slices.Equal(got, []int64{0}) {
-		t.Fatalf("a heard %v, want only its own start (0): a process ignores its own announcements", got)
+	// What a and the other schema did not hear: PostgreSQL hands every
+	// listener the notifications in the order they were committed, so once
+	// each has heard one sent after all of a's (b heard those, so they
+	// were committed), it has been handed a's and ignored them.
+	wb.Wake(4000)
+	wp.Wake(4001)
+	testenv.WaitFor(t, 5*time.Second, "a to hear b's later announcement", func() bool { return ra.has(4000) })
+	testenv.WaitFor(t, 5*time.Second, "the other schema to hear its peer's later announcement", func() bool { return ro.has(4001) })
+	if got := ra.snapshot(); !slices.Equal(got, []int64{0, 4000}) {
+		t.Fatalf("a heard %d nodes, first %v, want only its own start (0) and b's 4000: a process ignores its own announcements", len(got), got[:min(len(got), 10)])
 	}
-	if got := ro.snapshot(); !slices.Equal(got, []int64{0}) {
-		t.Fatalf("another schema heard %v: installations must not wake each other", got)
+	if got := ro.snapshot(); !slices.Equal(got, []int64{0, 4001}) {
+		t.Fatalf("another schema heard %d nodes, first %v, want only its start (0) and its peer's 4001: installations must not wake each other", len(got), got[:min(len(got), 10)])
 	}
 
 	// b's listening session dies: b listens again, says "look at

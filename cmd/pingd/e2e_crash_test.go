@@ -188,7 +188,7 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 					notReady[i].Add(1)
 					firstBad[i].CompareAndSwap(nil, fmt.Sprintf("%d (%v)", code, err))
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // the probes' pace
 			}
 		})
 	}
@@ -226,8 +226,10 @@ func testKillMidFanOut(t *testing.T, killLeader bool) {
 			waiting++
 		}
 	}
+	// Down a few seconds, as under a supervisor, then restarted under the
+	// same name (host and HTTP address).
 	time.Sleep(4 * time.Second)
-	victim.Start(false) // restarted under the same name (host and HTTP address)
+	victim.Start(false)
 
 	testenv.WaitFor(t, 30*time.Second, "every entry at every subscriber", func() bool {
 		return xmppGot.complete(names, guids(burst)) && hookGot.complete(paths, guids(burst))

@@ -155,7 +155,7 @@ func (g *guiProcess) waitScreen(t *testing.T, limit time.Duration, texts ...stri
 		if all {
 			return screen
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // a screenshot and OCR each time: not polled faster
 	}
 	t.Fatalf("the screen does not show %q; it reads:\n%s", texts, screen)
 	return ""

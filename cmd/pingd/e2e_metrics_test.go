@@ -48,7 +48,14 @@ func TestMetricsAfterWork(t *testing.T) {
 		defer hook.mu.Unlock()
 		return len(hook.checks) > 0
 	})
-	time.Sleep(500 * time.Millisecond) // the verification's answer is stored
+	testenv.WaitFor(t, 15*time.Second, "the WebSub subscription active", func() bool {
+		for _, s := range d.nodeSubscribers("news") {
+			if s.Kind == "websub" && s.State == "active" {
+				return true
+			}
+		}
+		return false
+	})
 
 	feed.Add(feedItem{"new-1", "New one"})
 	codes := map[int]int{}

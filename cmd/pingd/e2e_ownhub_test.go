@@ -71,9 +71,13 @@ func TestPublisherUsingPingdAsItsHub(t *testing.T) {
 		}
 	}
 	// A fetch after the reader came (the upstream check looks at what
-	// fetches advertise), then several upstream checks (one a second).
+	// fetches advertise), then an upstream check (one a second), which
+	// logs its decision about the feed's hub.
 	publish()
-	time.Sleep(4 * time.Second)
+	testenv.WaitFor(t, 20*time.Second, "the upstream check's decision about the feed's hub", func() bool {
+		logs := d.logs.String()
+		return strings.Contains(logs, "names pingd itself as its hub") || strings.Contains(logs, "upstream subscription ")
+	})
 	var status struct {
 		Upstream []struct {
 			Kind     string `json:"kind"`

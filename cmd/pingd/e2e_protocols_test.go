@@ -156,6 +156,8 @@ func TestOneChangeEverySubscriber(t *testing.T) {
 		for name, rs := range map[string]*recordingServer{"webhook": hook, "WebSub": websub, "rssCloud": cloud, "CNWS": cnws} {
 			testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("%s: the %s subscriber's notification", r.dialect, name), func() bool { return len(rs.posts()) >= n })
 		}
+		// Room for a second notification to show: the daemon is a real
+		// process on real time, with no event that says it sent no more.
 		time.Sleep(500 * time.Millisecond)
 		for name, rs := range map[string]*recordingServer{"webhook": hook, "WebSub": websub, "rssCloud": cloud, "CNWS": cnws} {
 			if got := len(rs.posts()); got != n {

@@ -79,7 +79,26 @@ func TestPingRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	time.Sleep(2500 * time.Millisecond)
+	// Relays are queued while the ping is recorded, before its answer:
+	// once the two working targets have nothing pending, every relay the
+	// pings above queued has been sent.
+	testenv.WaitFor(t, 10*time.Second, "nothing pending at the working targets", func() bool {
+		var status struct {
+			Targets []struct {
+				Target  string `json:"target"`
+				Pending int    `json:"pending"`
+			} `json:"targets"`
+		}
+		if code := d.api("GET", "/api/relay", nil, &status); code != 200 {
+			t.Fatalf("GET /api/relay: HTTP %d", code)
+		}
+		for _, target := range status.Targets {
+			if !strings.Contains(target.Target, brokenSrv.URL) && target.Pending != 0 {
+				return false
+			}
+		}
+		return len(status.Targets) == 3
+	})
 	c = got()
 	if len(c) != 4 || !contains(c, "weblogUpdates.extendedPing:B blog,http://b.example/,http://b.example/,http://b.example/feed.xml,go|xmpp:1") {
 		t.Fatalf("relays after the repeat, the extended ping and a relayed ping: %q", c)

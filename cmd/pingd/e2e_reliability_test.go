@@ -276,12 +276,12 @@ func (d *daemon) relPing(u string) time.Time {
 				return sent
 			case resp.StatusCode == http.StatusTooManyRequests:
 				secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-				time.Sleep(time.Duration(max(secs, 1)) * time.Second)
+				time.Sleep(time.Duration(max(secs, 1)) * time.Second) // as told: the daemon's limit is on real time
 			default:
 				d.t.Fatalf("ping %s: HTTP %d %s", u, resp.StatusCode, body)
 			}
 		} else {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // not listening yet, or restarting: try again
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("ping %s: not taken within a minute: %v", u, err)
@@ -441,7 +441,7 @@ func runKillDuringFanOut(t *testing.T, items, batch, kills int) {
 		s.publish(next)
 		published = append(published, relIDs(next)...)
 		if !killAt[b] {
-			time.Sleep(time.Duration(200+rnd.IntN(400)) * time.Millisecond)
+			time.Sleep(time.Duration(200+rnd.IntN(400)) * time.Millisecond) // the publisher's pace
 			continue
 		}
 		// A third of the kills come as soon as the ping is taken (the fetch
@@ -452,6 +452,8 @@ func runKillDuringFanOut(t *testing.T, items, batch, kills int) {
 			share := 0.05 + 0.85*rnd.Float64()
 			want := int(share * float64(len(next)*len(s.subs)))
 			deadline := time.Now().Add(30 * time.Second)
+			// Not a wait to pass: the kill comes at this share of the
+			// fan-out, or after 30 s whatever has arrived.
 			for s.tally.has(s.subs, relIDs(next)) < want && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
 			}
@@ -610,7 +612,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		published = append(published, relIDs(backlog)...)
 		testenv.WaitFor(t, 20*time.Second, "the fetch while the server is down", func() bool { return s.feed.Hits() > hits })
 		s.waitSubs(t, hookSubs, published, 60*time.Second, "the webhooks while the XMPP server is down")
-		time.Sleep(time.Duration(500+rnd.IntN(2000)) * time.Millisecond)
+		time.Sleep(time.Duration(500+rnd.IntN(2000)) * time.Millisecond) // the XMPP server stays down a while
 		if code := s.d.ready(); code != http.StatusServiceUnavailable {
 			t.Errorf("/readyz answered %d while the XMPP server was down", code)
 		}
@@ -624,7 +626,9 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 			time.Since(back).Round(100*time.Millisecond), back.Sub(down).Round(100*time.Millisecond))
 		s.waitSubs(t, xmppSubs, relIDs(backlog), 60*time.Second, "the backlog after the server came back")
 
-		// What no notification brought must still be in the node.
+		// What no notification brought must still be in the node. Late
+		// notifications get room to arrive first (a real server on real
+		// time), so that only the items none brought are retrieved.
 		time.Sleep(500 * time.Millisecond)
 		for i, sub := range xmppSubs {
 			var absent []string
@@ -643,7 +647,7 @@ func runXMPPServerRestarts(t *testing.T, readers, batch, rounds int) {
 		}
 	}
 	s.waitSubs(t, hookSubs, published, 60*time.Second, "webhooks")
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // room for duplicates to show (a real process on real time)
 	missing, repeated, extra, _ := s.tally.summary(hookSubs, published)
 	if len(missing) > 0 {
 		t.Errorf("webhooks lost %d notifications: %v", len(missing), missing[:min(10, len(missing))])
@@ -785,7 +789,7 @@ func runSlowAndBrokenReceivers(t *testing.T, rounds int) {
 			for _, h := range healthy {
 				out = append(out, s.tally.arrived(h.name, items[1].GUID).Sub(sent))
 			}
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // the rounds' pace
 		}
 		return out
 	}
@@ -1337,6 +1341,8 @@ func TestGracefulShutdown(t *testing.T) {
 	defer c.Close()
 	fmt.Fprintf(c, "POST /ping HTTP/1.1\r\nHost: pingd\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s",
 		len(form), form[:len(form)/2])
+	// The daemon reads the headers and the first half before it is told
+	// to stop; nothing it exposes says it has, so it is given a moment.
 	time.Sleep(200 * time.Millisecond)
 
 	if err := s.d.cmd.Process.Signal(syscall.SIGTERM); err != nil {

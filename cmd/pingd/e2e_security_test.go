@@ -166,7 +166,16 @@ func TestPrivateAddressesRefused(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(2 * time.Second)
+	// Refused callbacks end their subscriptions, and CNWS records its
+	// refused delivery.
+	testenv.WaitFor(t, 30*time.Second, "no webhook or WebSub subscription left, and every CNWS delivery refused", func() bool {
+		for _, s := range d.nodeSubscribers("pub") {
+			if s.Kind == "webhook" || s.Kind == "websub" || (s.Kind == "cnws" && s.Delivery.ConsecutiveErrors == 0) {
+				return false
+			}
+		}
+		return true
+	})
 	for _, s := range d.nodeSubscribers("pub") {
 		if s.Kind == "webhook" || s.Kind == "websub" {
 			t.Errorf("a %s subscription to %s survived: %+v", s.Kind, s.Address, s)

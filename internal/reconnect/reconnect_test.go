@@ -3,14 +3,21 @@ package reconnect
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestLoopBacksOffAndResets: failures in a row wait longer and longer, up
 // to Max and never more; a session that stayed up StableAfter starts the
 // waits from Min again; each wait is Min's or the previous one's ±50%.
+// It runs on the fake time of a synctest bubble, so the waits and the
+// session that stays up take no real time and StableAfter is met exactly.
 func TestLoopBacksOffAndResets(t *testing.T) {
-	p := Policy{Min: time.Millisecond, Max: 16 * time.Millisecond, StableAfter: 5 * time.Millisecond}
+	synctest.Test(t, testLoopBacksOffAndResets)
+}
+
+func testLoopBacksOffAndResets(t *testing.T) {
+	p := Policy{Min: time.Second, Max: 16 * time.Second, StableAfter: 5 * time.Minute}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var waits []time.Duration
@@ -19,7 +26,7 @@ func TestLoopBacksOffAndResets(t *testing.T) {
 	Loop(ctx, p, func(context.Context) bool {
 		sessions++
 		if sessions == failures+1 {
-			time.Sleep(p.StableAfter) // up, and long enough
+			time.Sleep(p.StableAfter) // up, and just long enough (fake time)
 			return true
 		}
 		if sessions == failures+2 {
