@@ -155,8 +155,8 @@ type Store interface {
 	// Every new id is recorded as seen,
 	// published or not, and those left out are never announced. A source
 	// without nodes records its ids and publishes nothing. When new ids
-	// were recorded, the ids the fetch did not show beyond the newest
-	// MaxHiddenSeen are forgotten.
+	// were recorded, the ids the fetch did not show beyond the
+	// HiddenSeenKept shown last are forgotten.
 	//
 	// It is the lease holder's write: when the source's lease is no
 	// longer o.Owner's (it ran out and another process took it), nothing
