@@ -24,12 +24,15 @@ const (
 const maxStoredBodyBytes = 64 << 20
 
 // bodyCodec is made once, on the first body: EncodeAll and DecodeAll may
-// be called concurrently.
+// be called concurrently. One encoder at the default level: about 2 MiB
+// of tables, where SpeedBetterCompression took 20 MiB an encoder (one a
+// CPU by default) to make a 23 KB feed 1 % smaller; changed fetches
+// share it, at about 0.15 ms a feed.
 var bodyCodec = sync.OnceValues(func() (codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
 }, err error) {
-	codec.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
+	codec.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return codec, err
 	}
