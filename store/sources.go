@@ -170,7 +170,8 @@ func (s *sqlStore) SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Sou
 	return srcs, nil
 }
 
-// SourceBody reads the last body alone (a fetch merging a delta).
+// SourceBody reads the last body alone, decompressed (a fetch merging a
+// delta, a new node taking its source's current entries).
 func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
 	var stored []byte
 	var encoding string
