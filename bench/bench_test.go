@@ -514,6 +514,17 @@ func BenchmarkPolling(b *testing.B) {
 			}
 		}
 		b.ReportMetric(median(pr)/median(fr), fmt.Sprintf("pingd/plain-N%d", res.Size.N))
+		// The database per followed source: the whole file (its column in
+		// the table), and the source's own tables in it (fetch state, last
+		// body, seen ids; not the node's log).
+		suffix := ""
+		if len(results) > 1 {
+			suffix = fmt.Sprintf("-N%d", res.Size.N)
+		}
+		b.ReportMetric(float64(res.DBBytes+res.WALBytes)/float64(res.Size.N)/1024, "db-KiB-per-source"+suffix)
+		if len(res.DBObjects) > 0 {
+			b.ReportMetric(float64(sourceTableBytes(res.DBObjects))/float64(res.Size.N)/1024, "source-tables-KiB-per-source"+suffix)
+		}
 	}
 }
 
@@ -574,6 +585,10 @@ func TestPollingSmoke(t *testing.T) {
 	var sb strings.Builder
 	for _, tb := range pollTables(results) {
 		tb.write(&sb)
+	}
+	// The database by table: the sources' bodies are in it.
+	if sourceTableBytes(res.DBObjects) <= 0 || !strings.Contains(sb.String(), "source_bodies ") {
+		t.Errorf("database by table: %+v", res.DBObjects)
 	}
 	if !strings.Contains(sb.String(), "| 16 | 16 |") || !strings.Contains(sb.String(), "| plain fetcher |") {
 		t.Errorf("tables lack their rows:\n%s", sb.String())

@@ -105,10 +105,12 @@ type latenessRun struct {
 type pollResult struct {
 	Size pollSize
 	// Skipped says why the size was not measured ("" when it was).
-	Skipped              string
-	Populate, Baseline   time.Duration
-	Rounds               []pollRound
-	DBBytes, WALBytes    int64
+	Skipped            string
+	Populate, Baseline time.Duration
+	Rounds             []pollRound
+	DBBytes, WALBytes  int64
+	// DBObjects are the tables' and indexes' shares of DBBytes.
+	DBObjects            []dbObjectBytes
 	PeakRSS              [2]int64
 	FarmRSS              int64 // resident memory with the origin farm up, before pingd starts
 	PeakHWM              int64
@@ -270,6 +272,9 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 	drainDue(ctx, p, -1)
 	p.Stop()
 	res.DBBytes, res.WALBytes = fileSize(db), fileSize(db+"-wal")
+	if res.DBObjects, err = sqliteObjectBytes(ctx, db); err != nil {
+		t.Logf("database per table: %v", err)
+	}
 	if bin != "" {
 		res.Binary = measureBinaryPoll(ctx, t, bin, db, farm, sourceIDs, plan.RoundCap+time.Duration(size.N)*2*time.Millisecond)
 	}
@@ -842,10 +847,39 @@ func pollTables(results []pollResult) []*table {
 				ms(p50), ms(p99), fmt.Sprintf("%.4f", float64(p99)/float64(l.Interval)))
 		}
 	}
-	if len(bin.rows) == 0 {
-		return []*table{sat, late}
+	out := []*table{sat, late}
+	if len(bin.rows) > 0 {
+		out = append(out, bin)
 	}
-	return []*table{sat, late, bin}
+	return append(out, dbObjectsTable(results))
+}
+
+// dbObjectsTable is the database per source by table and index, the
+// largest first, the smallest together as "the rest".
+func dbObjectsTable(results []pollResult) *table {
+	const shown = 8
+	t := &table{header: []string{"N", "the source's own tables per source (sources, source_bodies, seen)",
+		"database per source, by table or index (SQLite dbstat)"}}
+	for _, res := range results {
+		if res.Skipped != "" || len(res.DBObjects) == 0 {
+			continue
+		}
+		var parts []string
+		var rest int64
+		for i, o := range res.DBObjects {
+			if i >= shown {
+				rest += o.Bytes
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %.2f KiB", o.Name, float64(o.Bytes)/float64(res.Size.N)/1024))
+		}
+		if rest > 0 {
+			parts = append(parts, fmt.Sprintf("the rest %.2f KiB", float64(rest)/float64(res.Size.N)/1024))
+		}
+		t.add(fmt.Sprint(res.Size.N), fmt.Sprintf("%.2f KiB", float64(sourceTableBytes(res.DBObjects))/float64(res.Size.N)/1024),
+			strings.Join(parts, ", "))
+	}
+	return t
 }
 
 // writesPerPoll lists the store writes of pingd's rounds per poll.

@@ -158,6 +158,20 @@ const LogWindow = MaxItemsLimit
 // again is new.
 const MaxHiddenSeen = 10_000
 
+// MinHiddenSeen is the least margin HiddenSeenKept gives a source, so
+// that a document that shows few entries for a while (a short or stale
+// copy) does not make the others new when they come back.
+const MinHiddenSeen = 100
+
+// HiddenSeenKept is how many of the ids a source's latest fetch did not
+// show are remembered, the most recently shown first: the feed's own
+// window (as many as that fetch showed), at least MinHiddenSeen and at
+// most MaxHiddenSeen. An entry that drops out of the document and comes
+// back before that many others have dropped out is not new again.
+func HiddenSeenKept(shown int) int {
+	return min(MaxHiddenSeen, max(shown, MinHiddenSeen))
+}
+
 // DefaultNodeConfig is the configuration of a node created without one.
 func DefaultNodeConfig() NodeConfig {
 	return NodeConfig{

@@ -37,8 +37,11 @@
 //     source so a source that moves keeps them, each with the time of the
 //     latest fetch that showed it; ids a source stopped showing long
 //     before its latest fetch are forgotten (ForgetSeenEntries), and so
-//     are, when a fetch adds ids, those it did not show beyond the newest
-//     hub.MaxHiddenSeen (ApplyFetch).
+//     are, when a fetch adds ids, those it did not show beyond the
+//     hub.HiddenSeenKept shown last: the feed's own window (ApplyFetch).
+//     Kept that few, a source's ids are read in order of time from the
+//     primary key's range, with no index of their own (SQLite keeps them
+//     WITHOUT ROWID: the key is the table).
 //   - A request about a verified HTTP subscription (changes.go) is kept in
 //     that subscription's change_* columns as its pending change, one at a
 //     time, and applied or refused by its change_id in one transaction, so
@@ -56,8 +59,11 @@
 //     whole record, overflow pages and all, on any UPDATE, and the row is
 //     updated by every claim, unchanged poll and release. Only ApplyFetch
 //     of a changed representation writes it; Source reads it (a LEFT
-//     JOIN) and SourceBody alone (a fetch merging an RFC 3229 delta); the
-//     claims, the lists of sources and the status never.
+//     JOIN) and SourceBody alone (a fetch merging an RFC 3229 delta, a
+//     node taking its source's current entries); the claims, the lists of
+//     sources and the status never. It is stored compressed with zstd
+//     (bodies.go), its encoding column saying so; rows from before
+//     (an empty encoding) read as they are until their source next changes.
 //   - Unchanged fetches (unchangedfetches.go): the outcomes of fetches
 //     that changed nothing are written many at once, one UPDATE … FROM
 //     (VALUES …) per 128 on PostgreSQL and a prepared statement per row

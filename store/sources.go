@@ -26,7 +26,7 @@ const sourceColumns = `s.id, s.original_url, s.url, s.etag, s.last_modified, s.b
 // sourceWithBodyColumns and sourceWithBodyFrom read a source with its
 // body (scanSourceWithBody); a source without one has no source_bodies row.
 const (
-	sourceWithBodyColumns = sourceColumns + `, b.body`
+	sourceWithBodyColumns = sourceColumns + `, b.body, b.encoding`
 	sourceWithBodyFrom    = `sources s LEFT JOIN source_bodies b ON b.source_id = s.id`
 )
 
@@ -37,7 +37,17 @@ func scanSource(r rowScanner) (hub.Source, error) {
 
 func scanSourceWithBody(r rowScanner) (hub.Source, error) {
 	var src hub.Source
-	return src, scanSourceInto(r, &src, &src.Body)
+	var stored []byte
+	var encoding sql.NullString // NULL: no source_bodies row
+	if err := scanSourceInto(r, &src, &stored, &encoding); err != nil {
+		return src, err
+	}
+	body, err := decodeBody(encoding.String, stored)
+	if err != nil {
+		return src, fmt.Errorf("body of source %d: %w", src.ID, err)
+	}
+	src.Body = body
+	return src, nil
 }
 
 // scanSourceInto scans sourceColumns, then extra.
@@ -160,17 +170,22 @@ func (s *sqlStore) SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Sou
 	return srcs, nil
 }
 
-// SourceBody reads the last body alone (a fetch merging a delta).
+// SourceBody reads the last body alone, decompressed (a fetch merging a
+// delta, a new node taking its source's current entries).
 func (s *sqlStore) SourceBody(ctx context.Context, id int64) ([]byte, error) {
-	var body []byte
-	err := rowOf(s, ctx, s.read, `SELECT body FROM source_bodies WHERE source_id = $1`, []any{id}).Scan(&body)
+	var stored []byte
+	var encoding string
+	err := rowOf(s, ctx, s.read, `SELECT body, encoding FROM source_bodies WHERE source_id = $1`, []any{id}).Scan(&stored, &encoding)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("body of source %d: %w", id, err)
+	if err == nil {
+		var body []byte
+		if body, err = decodeBody(encoding, stored); err == nil {
+			return body, nil
+		}
 	}
-	return body, nil
+	return nil, fmt.Errorf("body of source %d: %w", id, err)
 }
 
 // SourcesMatching returns the sources whose original, current or site URL
@@ -440,12 +455,13 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		}
 		if len(entries) > len(again) {
 			// The record grew: of the ids this fetch did not show, keep
-			// at most the MaxHiddenSeen shown last. Ids shown by one
-			// fetch share a time and go together: the first id beyond
-			// the bound takes those of its fetch with it.
+			// those shown last, as many as hub.HiddenSeenKept allows
+			// (the feed's own window). Ids shown by one fetch share a
+			// time and go together: the first id beyond the bound takes
+			// those of its fetch with it.
 			if _, err := s.exec(ctx, tx, `DELETE FROM seen WHERE source_id = $1 AND seen_at <= (
 				SELECT seen_at FROM seen WHERE source_id = $1 AND seen_at < $2 ORDER BY seen_at DESC LIMIT 1 OFFSET $3)`,
-				o.SourceID, s.timeArg(seenAt), hub.MaxHiddenSeen); err != nil {
+				o.SourceID, s.timeArg(seenAt), hub.HiddenSeenKept(len(entries))); err != nil {
 				return fmt.Errorf("forget entry ids of source %d: %w", o.SourceID, err)
 			}
 		}
@@ -540,15 +556,16 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 	return applied, nil
 }
 
-// replaceBody makes body the source's stored body; an empty one is
-// stored as none (no source_bodies row).
+// replaceBody makes body the source's stored body, compressed
+// (encodeBody); an empty one is stored as none (no source_bodies row).
 func (s *sqlStore) replaceBody(ctx context.Context, tx *txn, sourceID int64, body []byte) error {
 	if len(body) == 0 {
 		_, err := s.exec(ctx, tx, `DELETE FROM source_bodies WHERE source_id = $1`, sourceID)
 		return err
 	}
-	_, err := s.exec(ctx, tx, `INSERT INTO source_bodies (source_id, body) VALUES ($1, $2)
-		ON CONFLICT (source_id) DO UPDATE SET body = excluded.body`, sourceID, body)
+	encoding, stored := encodeBody(body)
+	_, err := s.exec(ctx, tx, `INSERT INTO source_bodies (source_id, body, encoding) VALUES ($1, $2, $3)
+		ON CONFLICT (source_id) DO UPDATE SET body = excluded.body, encoding = excluded.encoding`, sourceID, stored, encoding)
 	return err
 }
 

@@ -44,8 +44,8 @@ type Store interface {
 	// Every new id is recorded as seen,
 	// published or not, and those left out are never announced. A source
 	// without nodes records its ids and publishes nothing. When new ids
-	// were recorded, the ids the fetch did not show beyond the newest
-	// hub.MaxHiddenSeen are forgotten.
+	// were recorded, the ids the fetch did not show beyond the
+	// hub.HiddenSeenKept shown last are forgotten.
 	//
 	// It is the lease holder's write: when the source's lease is no
 	// longer o.Owner's (it ran out and another process took it), nothing
