@@ -45,7 +45,17 @@
 // change a verified subscription only through a verified request:
 // RequestSubscription and RequestUnsubscription store it as the
 // subscription's pending change (SubChange), and the delivery side applies
-// it once the callback confirms.
+// it once the callback confirms. What a request, a verification applied or
+// refused, or a verification's release does to the subscription is decided
+// here, by pure functions (changerules.go: DecideSubscribeRequest and the
+// other Decide functions, each giving a SubscriptionDecision); the store
+// reads the subscription under its transaction, asks the rule and writes
+// the row it decided. Which events a claim of one node reads for its
+// subscribers is UsualCursor (deliveryrules.go). A failed delivery's
+// retry, ageing and suspension are the delivery side's (package delivery);
+// what stays in SQL is what must be decided on the rows themselves: the
+// claims' conditions (what has work, read through indexes), the fencing of
+// leases and a saved cursor never moving back.
 //
 // What a fetch brings (fetchrules.go) is decided here, by pure functions:
 // the outcome of a fetch (OutcomeOf), which entries are new, the baseline,
@@ -108,7 +118,9 @@
 // subscriptiontypes.go (kinds, states, options, delivery state, pending
 // changes) and sourcetypes.go (sources, their fetch state and a fetch's
 // outcome); kinds.go (the subscription kinds' registry: item-level,
-// verified, HTTP); statusreport.go (the status report's types, which the
+// verified, HTTP); changerules.go (verified requests and their
+// verifications) and deliveryrules.go (a node claim's events), the rules
+// the store runs in its transactions; statusreport.go (the status report's types, which the
 // store fills); fetchrules.go (a fetch's outcome and what it brings);
 // fetcher.go (Fetcher, Scheduler and a fetch's request and result),
 // transport.go (Transport, Observer), resolve.go (SourceResolver),
