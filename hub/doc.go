@@ -99,9 +99,14 @@
 // nodelog.go, nodesource.go, and the node side of bounds.go) and
 // SubscriptionUseCases (subscriptions.go, requests.go, subopts.go,
 // subscriptionstate.go, bounces.go, digests.go, and the subscription side
-// of bounds.go). Each reaches the shared state (the ports, the clock, the
-// admins, the transports, the caches) through its hub field; the Hub's own
-// methods are what every area shares or no area owns: hub.go (Config,
+// of bounds.go). None holds the Hub: each has what every area shares (the
+// store ports, the log, the clock, waking a node's transports) and, as
+// fields of its own, its state and limits (the admins; the node caches;
+// the account locks and bounds) and the few ways into the Hub or another
+// area it uses (the node area a source's baseline and the fetch engine's
+// wake-up; the subscription area the access area, the baseline and
+// whether a kind is served), so an area's dependencies are read off its
+// type in hub.go. The Hub's own methods are what every area shares or no area owns: hub.go (Config,
 // New, registering transports, waking them), pinglisteners.go, pings.go
 // (pings and changes naming URLs), baseline.go (a new source's first
 // fetch and waiting for it), readresource.go (ReadResource: whether a URL
