@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pingd/pingd/hub"
 )
@@ -34,6 +35,59 @@ func TestUsualCursor(t *testing.T) {
 			got, ok := hub.UsualCursor(tc.claimed)
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("got %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestDeliveryWork(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const lastSeq = 5
+	sub := func(kind hub.Kind, state hub.SubState, cursor int64, edit ...func(*hub.Subscription)) hub.Subscription {
+		s := hub.Subscription{Kind: kind, State: state}
+		s.Cursor = cursor
+		for _, e := range edit {
+			e(&s)
+		}
+		return s
+	}
+	retryAt := func(at time.Time) func(*hub.Subscription) {
+		return func(s *hub.Subscription) { s.NextAttemptAt = at }
+	}
+	leasedUntil := func(at time.Time) func(*hub.Subscription) {
+		return func(s *hub.Subscription) { s.LeaseOwner, s.LeaseUntil = "other", at }
+	}
+	change := func(leaseUntil time.Time) func(*hub.Subscription) {
+		return func(s *hub.Subscription) {
+			s.Change = hub.SubChange{ID: "c", Mode: hub.ChangeSubscribe, LeaseUntil: leaseUntil}
+		}
+	}
+	for _, tc := range []struct {
+		name            string
+		sub             hub.Subscription
+		verify, deliver bool
+	}{
+		{"active, behind", sub(hub.KindWebhook, hub.SubActive, 4), false, true},
+		{"active, caught up", sub(hub.KindWebSub, hub.SubActive, 5), false, false},
+		{"pending: its verification of intent", sub(hub.KindWebSub, hub.SubPending, 5), false, true},
+		{"unsubscribing", sub(hub.KindWebhook, hub.SubUnsubscribing, 5), false, true},
+		{"suspended gets nothing", sub(hub.KindRSSCloud, hub.SubSuspended, 0), false, false},
+		{"XMPP is not delivered so", sub(hub.KindXMPP, hub.SubActive, 0), false, false},
+		{"XMPP with a change", sub(hub.KindXMPP, hub.SubActive, 0, change(time.Time{})), false, false},
+		{"before its retry time", sub(hub.KindWebhook, hub.SubActive, 0, retryAt(now.Add(time.Second))), false, false},
+		{"at its retry time", sub(hub.KindWebhook, hub.SubPending, 0, retryAt(now)), false, true},
+		{"a live delivery lease", sub(hub.KindCNWS, hub.SubActive, 0, leasedUntil(now.Add(time.Second))), false, false},
+		{"a lease that ran out", sub(hub.KindCNWS, hub.SubActive, 0, leasedUntil(now)), false, true},
+		{"a change, caught up", sub(hub.KindWebhook, hub.SubActive, 5, change(time.Time{})), true, false},
+		{"a change whatever the retry time and lease", sub(hub.KindWebhook, hub.SubSuspended, 0, change(time.Time{}),
+			retryAt(now.Add(time.Hour)), leasedUntil(now.Add(time.Hour))), true, false},
+		{"a change and deliveries", sub(hub.KindWebhook, hub.SubActive, 0, change(now)), true, true},
+		{"a change under a live lease", sub(hub.KindWebhook, hub.SubActive, 0, change(now.Add(time.Second))), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			verify, deliver := hub.DeliveryWork(tc.sub, lastSeq, now)
+			if verify != tc.verify || deliver != tc.deliver {
+				t.Fatalf("verify %v, deliver %v; want %v, %v", verify, deliver, tc.verify, tc.deliver)
 			}
 		})
 	}

@@ -54,7 +54,8 @@
 // subscribers is UsualCursor (deliveryrules.go). A failed delivery's
 // retry, ageing and suspension are the delivery side's (package delivery);
 // what stays in SQL is what must be decided on the rows themselves: the
-// claims' conditions (what has work, read through indexes), the fencing of
+// claims' conditions, read through indexes (their rule is DeliveryWork,
+// which the store's conformance suite holds the claims to), the fencing of
 // leases and a saved cursor never moving back.
 //
 // What a fetch brings (fetchrules.go) is decided here, by pure functions:
@@ -124,8 +125,8 @@
 // changes) and sourcetypes.go (sources, their fetch state and a fetch's
 // outcome); kinds.go (the subscription kinds' registry: item-level,
 // verified, HTTP); changerules.go (verified requests and their
-// verifications) and deliveryrules.go (a node claim's events), the rules
-// the store runs in its transactions; statusreport.go (the status report's types, which the
+// verifications) and deliveryrules.go (what a delivery claim takes, a node
+// claim's events), the rules the store runs in its transactions; statusreport.go (the status report's types, which the
 // store fills); fetchrules.go (a fetch's outcome and what it brings);
 // fetcher.go (Fetcher, Scheduler and a fetch's request and result),
 // transport.go (Transport, Observer), resolve.go (SourceResolver),

@@ -13,7 +13,8 @@
 // hub/fetchrules.go, ClaimNodeDeliveries with hub.UsualCursor), so
 // atomicity is the store's and the rule the hub's. What is left in SQL is
 // what must be decided on the rows themselves, in one statement: what has
-// work for a claim (through the indexes), the fencing of leases, a saved
+// work for a claim (through the indexes; a delivery claim's rule is
+// hub.DeliveryWork, and storetest holds the claim to it), the fencing of leases, a saved
 // delivery cursor never moving back (GREATEST), an item replacing another,
 // and, in ApplyFetch and the unchanged fetches, which entry ids are seen
 // and a ping that came during a fetch. It never talks to the network.

@@ -293,7 +293,8 @@ func (s *sqlStore) SetSubscriptionState(ctx context.Context, id int64, state hub
 }
 
 // ClaimDeliveries leases up to limit HTTP subscriptions that have work at
-// now. Three indexed queries find them, so the claim never reads every
+// now, as hub.DeliveryWork decides (storetest holds the queries to that
+// rule). Three indexed queries find them, so the claim never reads every
 // subscription: the ones with a pending change to verify
 // (subscriptions_changing; whatever their retry time and delivery lease,
 // as the change has a lease of its own), the ones waiting for verification
