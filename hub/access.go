@@ -12,22 +12,20 @@ import (
 
 // IsAdmin reports whether the bare JID is one of the configured admins.
 func (u *AccessUseCases) IsAdmin(bareJID string) bool {
-	h := u.hub
-	return h.admins[bareJID]
+	return u.admins[bareJID]
 }
 
 // OwnerAffiliations is Affiliations with the admins, who own every node,
 // listed as owners: the affiliations as XMPP owners see them.
 func (u *AccessUseCases) OwnerAffiliations(ctx context.Context, n *Node) (map[string]Affiliation, error) {
-	h := u.hub
-	affs, err := h.Affiliations(ctx, n)
+	affs, err := u.Affiliations(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	if affs == nil {
 		affs = map[string]Affiliation{}
 	}
-	for j := range h.admins {
+	for j := range u.admins {
 		affs[j] = AffOwner
 	}
 	return affs, nil
@@ -37,8 +35,7 @@ func (u *AccessUseCases) OwnerAffiliations(ctx context.Context, n *Node) (map[st
 // to the node: ErrForbidden for an outcast, ErrNotMember when the node is
 // closed to it.
 func (u *AccessUseCases) MaySubscribe(ctx context.Context, n *Node, bareJID string) error {
-	h := u.hub
-	aff, err := h.AffiliationOf(ctx, n, bareJID)
+	aff, err := u.AffiliationOf(ctx, n, bareJID)
 	if err != nil {
 		return err
 	}
@@ -54,11 +51,10 @@ func (u *AccessUseCases) MaySubscribe(ctx context.Context, n *Node, bareJID stri
 // IsOwner reports whether the bare JID owns the node: an admin, or a JID
 // with the owner affiliation.
 func (u *AccessUseCases) IsOwner(ctx context.Context, node *Node, bareJID string) (bool, error) {
-	h := u.hub
-	if h.IsAdmin(bareJID) {
+	if u.IsAdmin(bareJID) {
 		return true, nil
 	}
-	a, err := h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
+	a, err := u.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 	if err != nil {
 		return false, err
 	}
@@ -67,18 +63,16 @@ func (u *AccessUseCases) IsOwner(ctx context.Context, node *Node, bareJID string
 
 // AffiliationOf returns the bare JID's affiliation, admins being owners.
 func (u *AccessUseCases) AffiliationOf(ctx context.Context, node *Node, bareJID string) (Affiliation, error) {
-	h := u.hub
-	if h.IsAdmin(bareJID) {
+	if u.IsAdmin(bareJID) {
 		return AffOwner, nil
 	}
-	return h.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
+	return u.stores.Affiliations.Affiliation(ctx, node.ID, bareJID)
 }
 
 // RotateToken issues a new bearer token for the node.
 func (u *AccessUseCases) RotateToken(ctx context.Context, name string) (string, error) {
-	h := u.hub
 	token := randomToken(24)
-	if err := h.stores.Nodes.SetNodeToken(ctx, name, HashToken(token)); err != nil {
+	if err := u.stores.Nodes.SetNodeToken(ctx, name, HashToken(token)); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -86,21 +80,19 @@ func (u *AccessUseCases) RotateToken(ctx context.Context, name string) (string, 
 
 // IsAdminToken reports, in constant time, whether token is the admin token.
 func (u *AccessUseCases) IsAdminToken(token string) bool {
-	h := u.hub
-	if !h.hasAdmin || token == "" {
+	if !u.hasAdmin || token == "" {
 		return false
 	}
 	sum := sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(sum[:], h.adminHash[:]) == 1
+	return subtle.ConstantTimeCompare(sum[:], u.adminHash[:]) == 1
 }
 
 // Authorize reports whether token is the node's token or the admin token.
 func (u *AccessUseCases) Authorize(node *Node, token string) bool {
-	h := u.hub
 	if token == "" {
 		return false
 	}
-	if h.IsAdminToken(token) {
+	if u.IsAdminToken(token) {
 		return true
 	}
 	if len(node.TokenHash) == 0 {
@@ -130,34 +122,31 @@ func RandomID() string { return randomToken(16) }
 // node name, in one query; admins, who own every node, are not listed as
 // owners of each (AffiliationOf tells).
 func (u *AccessUseCases) JIDAffiliations(ctx context.Context, bareJID string) ([]NodeAffiliation, error) {
-	h := u.hub
-	return h.stores.Affiliations.JIDAffiliations(ctx, bareJID)
+	return u.stores.Affiliations.JIDAffiliations(ctx, bareJID)
 }
 
 // Affiliations lists a node's affiliations.
 func (u *AccessUseCases) Affiliations(ctx context.Context, node *Node) (map[string]Affiliation, error) {
-	h := u.hub
-	return h.stores.Affiliations.Affiliations(ctx, node.ID)
+	return u.stores.Affiliations.Affiliations(ctx, node.ID)
 }
 
 // SetAffiliation sets a bare JID's affiliation on a node. When the new
 // affiliation no longer lets the JID read the node, its XMPP subscriptions
 // are removed and a revoke event tells it so.
 func (u *AccessUseCases) SetAffiliation(ctx context.Context, node *Node, bareJID string, a Affiliation) error {
-	h := u.hub
 	if !a.Valid() {
 		return fmt.Errorf("%w: affiliation %q", ErrInvalid, a)
 	}
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: affiliations are set on bare JIDs, not %q", ErrInvalid, bareJID)
 	}
-	if err := h.stores.Affiliations.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
+	if err := u.stores.Affiliations.SetAffiliation(ctx, node.ID, bareJID, a); err != nil {
 		return err
 	}
-	if a.MayRead(node.AccessModel) || h.IsAdmin(bareJID) {
+	if a.MayRead(node.AccessModel) || u.IsAdmin(bareJID) {
 		return nil
 	}
-	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
+	return u.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
 }
 
 // RevokeSubscriptions removes the bare JID's XMPP subscriptions to the node
@@ -165,11 +154,10 @@ func (u *AccessUseCases) SetAffiliation(ctx context.Context, node *Node, bareJID
 // the node's access model: a GetPingd unsubscribe request removes them on an
 // open node too.
 func (u *AccessUseCases) RevokeSubscriptions(ctx context.Context, node *Node, bareJID string) error {
-	h := u.hub
 	if bareJID == "" || strings.Contains(bareJID, "/") {
 		return fmt.Errorf("%w: subscriptions are revoked for bare JIDs, not %q", ErrInvalid, bareJID)
 	}
-	return h.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
+	return u.revoke(ctx, node, SubscriptionFilter{BareJID: bareJID})
 }
 
 // RevokeSubscription removes the XMPP subscription of the JID address (as
@@ -177,20 +165,18 @@ func (u *AccessUseCases) RevokeSubscriptions(ctx context.Context, node *Node, ba
 // appends a revoke event that tells it so (§8.8.4). Without such a
 // subscription nothing changes and nobody is told.
 func (u *AccessUseCases) RevokeSubscription(ctx context.Context, node *Node, address string) error {
-	h := u.hub
 	if address == "" {
 		return fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	return h.revoke(ctx, node, SubscriptionFilter{Address: address})
+	return u.revoke(ctx, node, SubscriptionFilter{Address: address})
 }
 
 // revoke removes the node's XMPP subscriptions matching f (its address or
 // bare JID) and appends one revoke event per subscription removed, with
 // the message type of a reader of plain messages (Event.PlainType).
 func (u *AccessUseCases) revoke(ctx context.Context, node *Node, f SubscriptionFilter) error {
-	h := u.hub
 	f.NodeID, f.Kind = node.ID, KindXMPP
-	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, f)
+	removed, err := u.stores.Subscriptions.DeleteSubscriptions(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -205,9 +191,9 @@ func (u *AccessUseCases) revoke(ctx context.Context, node *Node, f SubscriptionF
 		}
 		events = append(events, ev)
 	}
-	if _, err := h.stores.Log.Append(ctx, node.ID, events); err != nil {
+	if _, err := u.stores.Log.Append(ctx, node.ID, events); err != nil {
 		return err
 	}
-	h.wake(node.ID, KindXMPP)
+	u.wake(node.ID, KindXMPP)
 	return nil
 }

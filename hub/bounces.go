@@ -43,8 +43,7 @@ type BounceOutcome struct {
 // node exists (an error to something else, or a subscription ended
 // already).
 func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID int64, address string, permanent bool, reason string) (*BounceOutcome, error) {
-	h := u.hub
-	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
+	subs, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: nodeID, Kind: KindXMPP, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +52,8 @@ func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID i
 	}
 	out := &BounceOutcome{Sub: subs[0]}
 	if !permanent {
-		now := h.now()
-		count, first, err := h.stores.Readers.RecordBounce(ctx, out.Sub.ID, reason, now)
+		now := u.now()
+		count, first, err := u.stores.Readers.RecordBounce(ctx, out.Sub.ID, reason, now)
 		if err != nil {
 			return nil, err
 		}
@@ -63,11 +62,11 @@ func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID i
 			return out, nil
 		}
 	}
-	if err := h.stores.Subscriptions.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := u.stores.Subscriptions.DeleteSubscription(ctx, out.Sub.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("end the bouncing subscription of %s to %q: %w", address, out.Sub.NodeName, err)
 	}
 	out.Ended = true
-	h.log.InfoContext(ctx, "XMPP subscription ended: its notifications bounce", "node", out.Sub.NodeName,
+	u.log.InfoContext(ctx, "XMPP subscription ended: its notifications bounce", "node", out.Sub.NodeName,
 		"jid", address, "reason", reason, "permanent", permanent, "bounces", max(out.Count, 1))
 	return out, nil
 }
@@ -75,17 +74,15 @@ func (u *SubscriptionUseCases) NotificationBounced(ctx context.Context, nodeID i
 // SubscriberIsThere clears the bounce counts of a bare JID's XMPP
 // subscriptions: it just showed it can be reached (a chat command).
 func (u *SubscriptionUseCases) SubscriberIsThere(ctx context.Context, bareJID string) error {
-	h := u.hub
-	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
+	subs, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{Kind: KindXMPP, BareJID: bareJID})
 	if err != nil {
 		return err
 	}
-	return h.clearBounces(ctx, subs)
+	return u.clearBounces(ctx, subs)
 }
 
 // clearBounces forgets the bounces of the subscriptions that have some.
 func (u *SubscriptionUseCases) clearBounces(ctx context.Context, subs []Subscription) error {
-	h := u.hub
 	var ids []int64
 	for _, s := range subs {
 		if s.Kind == KindXMPP && s.ConsecutiveErrors > 0 {
@@ -95,5 +92,5 @@ func (u *SubscriptionUseCases) clearBounces(ctx context.Context, subs []Subscrip
 	if len(ids) == 0 {
 		return nil
 	}
-	return h.stores.Readers.ClearBounces(ctx, ids)
+	return u.stores.Readers.ClearBounces(ctx, ids)
 }

@@ -55,24 +55,22 @@ func (c *implicitNodeCount) forget() {
 // adapter can charge the creation to the client; its error is returned
 // as it is.
 func (u *NodeUseCases) NodeForURLCreating(ctx context.Context, rawURL string, mayCreate func(context.Context) error) (*Node, error) {
-	h := u.hub
-	return h.nodeForURL(ctx, rawURL, true, mayCreate)
+	return u.nodeForURL(ctx, rawURL, true, mayCreate)
 }
 
 // mayCreateImplicitNode answers ErrImplicitNodesFull when the implicit
 // nodes have reached Config.MaxImplicitNodes.
 func (u *NodeUseCases) mayCreateImplicitNode(ctx context.Context) error {
-	h := u.hub
-	limit := h.cfg.MaxImplicitNodes
+	limit := u.maxImplicitNodes
 	if limit < 0 {
 		return fmt.Errorf("%w (this server follows only the URLs of its owners' nodes)", ErrImplicitNodesFull)
 	}
-	c := &h.implicitNodes
+	c := &u.implicitNodes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := h.now()
+	now := u.now()
 	if !c.valid || now.Before(c.at) || now.Sub(c.at) >= implicitCountFor {
-		n, err := h.stores.Nodes.CountImplicitNodes(ctx)
+		n, err := u.stores.Nodes.CountImplicitNodes(ctx)
 		if err != nil {
 			return fmt.Errorf("count implicit nodes: %w", err)
 		}
@@ -103,14 +101,13 @@ const UnfollowedSourceGrace = time.Hour
 // maintenance loop runs it with each prune; it is safe to run in several
 // processes at once.
 func (u *NodeUseCases) DeleteUnused(ctx context.Context) (nodes, sources int64, err error) {
-	h := u.hub
-	now := h.now()
-	nodes, sources, err = h.stores.Maintenance.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
+	now := u.now()
+	nodes, sources, err = u.stores.Maintenance.DeleteUnused(ctx, now, now.Add(-UnusedNodeGrace), now.Add(-UnfollowedSourceGrace))
 	if nodes > 0 {
-		h.implicitNodes.forget()
+		u.implicitNodes.forget()
 	}
 	if nodes > 0 || sources > 0 {
-		h.log.InfoContext(ctx, "removed unused implicit nodes and unfollowed sources", "nodes", nodes, "sources", sources,
+		u.log.InfoContext(ctx, "removed unused implicit nodes and unfollowed sources", "nodes", nodes, "sources", sources,
 			"nodes_unused_for", UnusedNodeGrace, "sources_unfollowed_for", UnfollowedSourceGrace)
 	}
 	if err != nil {
@@ -143,20 +140,19 @@ func CallbackHost(kind Kind, address string) string {
 // already (a renewal, a new request about it) always passes. Concurrent
 // requests can take a host a little past the bound, never far.
 func (u *SubscriptionUseCases) mayAddCallback(ctx context.Context, n *Node, kind Kind, address string) error {
-	h := u.hub
-	limit := h.cfg.MaxCallbackHostSubscriptions
+	limit := u.maxCallbackHostSubscriptions
 	host := CallbackHost(kind, address)
 	if limit < 0 || host == "" {
 		return nil
 	}
-	count, err := h.stores.Subscriptions.CountCallbackHostSubscriptions(ctx, host)
+	count, err := u.stores.Subscriptions.CountCallbackHostSubscriptions(ctx, host)
 	if err != nil {
 		return err
 	}
 	if count < limit {
 		return nil
 	}
-	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	existing, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return err
 	}
@@ -179,10 +175,9 @@ const DefaultMaxNodeResources = 10
 // hash: accounts that share a lock only wait for each other briefly) and
 // returns the unlock.
 func (u *SubscriptionUseCases) lockAccount(bareJID string) func() {
-	h := u.hub
 	f := fnv.New32a()
 	f.Write([]byte(bareJID))
-	mu := &h.accountLocks[f.Sum32()%uint32(len(h.accountLocks))]
+	mu := &u.accountLocks[f.Sum32()%uint32(len(u.accountLocks))]
 	mu.Lock()
 	return mu.Unlock
 }
@@ -194,12 +189,11 @@ func (u *SubscriptionUseCases) lockAccount(bareJID string) func() {
 // request that makes several changes at once (an owner's, XEP-0060
 // §8.8.2.4), which Subscribe checks again as each is made.
 func (u *SubscriptionUseCases) MayAddXMPPSubscription(ctx context.Context, n *Node, address, bareJID string) error {
-	h := u.hub
-	existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
+	existing, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: address})
 	if err != nil || len(existing) > 0 {
 		return err
 	}
-	return h.mayAddXMPPSubscription(ctx, n, bareJID)
+	return u.mayAddXMPPSubscription(ctx, n, bareJID)
 }
 
 // mayAddXMPPSubscription answers ErrNodeResourcesFull or
@@ -210,12 +204,11 @@ func (u *SubscriptionUseCases) MayAddXMPPSubscription(ctx context.Context, n *No
 // processes sharing a store (ejabberd, every process answering) can take
 // an account a few past it, never far.
 func (u *SubscriptionUseCases) mayAddXMPPSubscription(ctx context.Context, n *Node, bareJID string) error {
-	h := u.hub
-	if h.IsAdmin(bareJID) {
+	if u.access.IsAdmin(bareJID) {
 		return nil
 	}
-	if limit := h.cfg.MaxNodeResources; limit >= 0 {
-		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, n.ID)
+	if limit := u.maxNodeResources; limit >= 0 {
+		count, err := u.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, n.ID)
 		if err != nil {
 			return err
 		}
@@ -223,8 +216,8 @@ func (u *SubscriptionUseCases) mayAddXMPPSubscription(ctx context.Context, n *No
 			return fmt.Errorf("%w (%s has %d subscriptions to %q, the most allowed)", ErrNodeResourcesFull, bareJID, count, n.Name)
 		}
 	}
-	if limit := h.cfg.MaxAccountSubscriptions; limit >= 0 {
-		count, err := h.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, 0)
+	if limit := u.maxAccountSubscriptions; limit >= 0 {
+		count, err := u.stores.Subscriptions.CountXMPPSubscriptions(ctx, bareJID, 0)
 		if err != nil {
 			return err
 		}

@@ -12,27 +12,26 @@ import (
 // no longer read the node end here too, each with a revoke event that
 // tells the subscriber (XEP-0060 §8.8.4), so no entry point can forget it.
 func (u *AccessUseCases) ConfigureNode(ctx context.Context, name string, cfg NodeConfig) error {
-	h := u.hub
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	before, err := h.stores.Nodes.Node(ctx, name)
+	before, err := u.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.stores.Nodes.UpdateNodeConfig(ctx, name, cfg); err != nil {
+	if err := u.stores.Nodes.UpdateNodeConfig(ctx, name, cfg); err != nil {
 		return err
 	}
 	if before.AccessModel == cfg.AccessModel {
 		return nil
 	}
-	h.log.InfoContext(ctx, "access model changed", "node", name, "from", before.AccessModel, "to", cfg.AccessModel)
+	u.log.InfoContext(ctx, "access model changed", "node", name, "from", before.AccessModel, "to", cfg.AccessModel)
 	if cfg.AccessModel != AccessWhitelist {
 		return nil
 	}
 	after := *before
 	after.NodeConfig = cfg
-	if err := h.revokeNonMembers(ctx, &after); err != nil {
+	if err := u.revokeNonMembers(ctx, &after); err != nil {
 		return fmt.Errorf("node %q became whitelist-only: end non-members' subscriptions: %w", name, err)
 	}
 	return nil
@@ -42,8 +41,7 @@ func (u *AccessUseCases) ConfigureNode(ctx context.Context, name string, cfg Nod
 // not read node under its access model (admins and those affiliated as
 // member, publisher or owner may).
 func (u *AccessUseCases) revokeNonMembers(ctx context.Context, node *Node) error {
-	h := u.hub
-	subs, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
+	subs, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: node.ID, Kind: KindXMPP})
 	if err != nil {
 		return err
 	}
@@ -52,7 +50,7 @@ func (u *AccessUseCases) revokeNonMembers(ctx context.Context, node *Node) error
 	}
 	// One read of the node's affiliations serves every subscriber; a JID
 	// without one is "none", and admins may read whatever is stored.
-	affs, err := h.stores.Affiliations.Affiliations(ctx, node.ID)
+	affs, err := u.stores.Affiliations.Affiliations(ctx, node.ID)
 	if err != nil {
 		return err
 	}
@@ -62,10 +60,10 @@ func (u *AccessUseCases) revokeNonMembers(ctx context.Context, node *Node) error
 			continue
 		}
 		done[s.BareJID] = true
-		if h.IsAdmin(s.BareJID) || affs[s.BareJID].MayRead(node.AccessModel) {
+		if u.IsAdmin(s.BareJID) || affs[s.BareJID].MayRead(node.AccessModel) {
 			continue
 		}
-		if err := h.revoke(ctx, node, SubscriptionFilter{BareJID: s.BareJID}); err != nil {
+		if err := u.revoke(ctx, node, SubscriptionFilter{BareJID: s.BareJID}); err != nil {
 			return err
 		}
 	}

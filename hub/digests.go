@@ -55,15 +55,14 @@ func validDigest(o Options) error {
 // setDigest stores a subscription's new options when its digests change,
 // with the cursor and due time that go with them.
 func (u *SubscriptionUseCases) setDigest(ctx context.Context, sub Subscription, opts Options) error {
-	h := u.hub
-	now := h.now()
+	now := u.now()
 	cursor, next := sub.Cursor, sub.NextAttemptAt
 	switch {
 	case opts.Digest && !sub.Options.Digest:
 		// From now on the dispatcher leaves it out: the digest covers
 		// what the node's cursor has not passed yet.
 		if next.IsZero() {
-			n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
+			n, err := u.stores.Nodes.NodeByID(ctx, sub.NodeID)
 			if err != nil {
 				return err
 			}
@@ -77,14 +76,13 @@ func (u *SubscriptionUseCases) setDigest(ctx context.Context, sub Subscription, 
 			next = due
 		}
 	}
-	return h.stores.Readers.SetDigest(ctx, sub.ID, opts, cursor, next)
+	return u.stores.Readers.SetDigest(ctx, sub.ID, opts, cursor, next)
 }
 
 // DueDigests lists up to limit XMPP subscriptions whose digest is due at
 // now (NextAttemptAt passed), the longest due first.
 func (u *SubscriptionUseCases) DueDigests(ctx context.Context, limit int) ([]Subscription, error) {
-	h := u.hub
-	return h.stores.Readers.DueDigests(ctx, h.now(), limit)
+	return u.stores.Readers.DueDigests(ctx, u.now(), limit)
 }
 
 // DigestSent records that a digest of the subscription, due at `due`,
@@ -94,7 +92,6 @@ func (u *SubscriptionUseCases) DueDigests(ctx context.Context, limit int) ([]Sub
 // subscription changed meanwhile (its options or due time); the digest is
 // then due again as the change says.
 func (u *SubscriptionUseCases) DigestSent(ctx context.Context, sub Subscription, due time.Time, cursor int64, sent time.Time, more bool) (bool, error) {
-	h := u.hub
 	var next time.Time
 	switch {
 	case more:
@@ -102,5 +99,5 @@ func (u *SubscriptionUseCases) DigestSent(ctx context.Context, sub Subscription,
 	case sub.Options.Digest:
 		next = sent.Add(sub.Options.DigestFrequency())
 	}
-	return h.stores.Readers.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
+	return u.stores.Readers.SaveDigest(ctx, sub.ID, due, cursor, next, sent)
 }

@@ -45,7 +45,18 @@
 // change a verified subscription only through a verified request:
 // RequestSubscription and RequestUnsubscription store it as the
 // subscription's pending change (SubChange), and the delivery side applies
-// it once the callback confirms.
+// it once the callback confirms. What a request, a verification applied or
+// refused, or a verification's release does to the subscription is decided
+// here, by pure functions (changerules.go: DecideSubscribeRequest and the
+// other Decide functions, each giving a SubscriptionDecision); the store
+// reads the subscription under its transaction, asks the rule and writes
+// the row it decided. Which events a claim of one node reads for its
+// subscribers is UsualCursor (deliveryrules.go). A failed delivery's
+// retry, ageing and suspension are the delivery side's (package delivery);
+// what stays in SQL is what must be decided on the rows themselves: the
+// claims' conditions, read through indexes (their rule is DeliveryWork,
+// which the store's conformance suite holds the claims to), the fencing of
+// leases and a saved cursor never moving back.
 //
 // What a fetch brings (fetchrules.go) is decided here, by pure functions:
 // the outcome of a fetch (OutcomeOf), which entries are new, the baseline,
@@ -89,9 +100,14 @@
 // nodelog.go, nodesource.go, and the node side of bounds.go) and
 // SubscriptionUseCases (subscriptions.go, requests.go, subopts.go,
 // subscriptionstate.go, bounces.go, digests.go, and the subscription side
-// of bounds.go). Each reaches the shared state (the ports, the clock, the
-// admins, the transports, the caches) through its hub field; the Hub's own
-// methods are what every area shares or no area owns: hub.go (Config,
+// of bounds.go). None holds the Hub: each has what every area shares (the
+// store ports, the log, the clock, waking a node's transports) and, as
+// fields of its own, its state and limits (the admins; the node caches;
+// the account locks and bounds) and the few ways into the Hub or another
+// area it uses (the node area a source's baseline and the fetch engine's
+// wake-up; the subscription area the access area, the baseline and
+// whether a kind is served), so an area's dependencies are read off its
+// type in hub.go. The Hub's own methods are what every area shares or no area owns: hub.go (Config,
 // New, registering transports, waking them), pinglisteners.go, pings.go
 // (pings and changes naming URLs), baseline.go (a new source's first
 // fetch and waiting for it), readresource.go (ReadResource: whether a URL
@@ -108,7 +124,9 @@
 // subscriptiontypes.go (kinds, states, options, delivery state, pending
 // changes) and sourcetypes.go (sources, their fetch state and a fetch's
 // outcome); kinds.go (the subscription kinds' registry: item-level,
-// verified, HTTP); statusreport.go (the status report's types, which the
+// verified, HTTP); changerules.go (verified requests and their
+// verifications) and deliveryrules.go (what a delivery claim takes, a node
+// claim's events), the rules the store runs in its transactions; statusreport.go (the status report's types, which the
 // store fills); fetchrules.go (a fetch's outcome and what it brings);
 // fetcher.go (Fetcher, Scheduler and a fetch's request and result),
 // transport.go (Transport, Observer), resolve.go (SourceResolver),

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/sha256"
 	"log/slog"
 	"strings"
@@ -76,31 +77,18 @@ type Hub struct {
 	*NodeUseCases
 	*SubscriptionUseCases
 
-	stores    Stores
-	fetches   FetchEngine
-	fetcher   Fetcher
-	entries   EntryReader
-	log       *slog.Logger
-	now       func() time.Time
-	instance  string
-	adminHash [sha256.Size]byte
-	hasAdmin  bool
-	admins    map[string]bool
-	cfg       Config
+	stores   Stores
+	fetches  FetchEngine
+	fetcher  Fetcher
+	log      *slog.Logger
+	now      func() time.Time
+	instance string
+	cfg      Config
 
 	mu         sync.RWMutex
 	transports map[Kind][]Transport
 	// pingListeners hear of recorded pings (pinglisteners.go).
 	pingListeners []PingListener
-
-	// implicitNodes caches the number of implicit nodes (bounds.go).
-	implicitNodes implicitNodeCount
-	// accountLocks serialise the new XMPP subscriptions of one account,
-	// so that concurrent requests cannot pass its bounds together
-	// (bounds.go, mayAddXMPPSubscription).
-	accountLocks [64]sync.Mutex
-	// nodeCount caches the number of nodes (NodeCount).
-	nodeCount nodeCountCache
 
 	// reads remembers ReadResource's recent fetches (readresource.go).
 	reads recentReads
@@ -143,25 +131,38 @@ func New(cfg Config) (*Hub, error) {
 		stores:     cfg.Stores,
 		fetches:    cfg.Fetches,
 		fetcher:    cfg.Fetcher,
-		entries:    cfg.Entries,
 		log:        cfg.Logger,
 		now:        func() time.Time { return cfg.Now().UTC() },
 		instance:   cfg.Instance,
-		admins:     map[string]bool{},
 		cfg:        cfg,
 		transports: map[Kind][]Transport{},
 	}
-	h.AccessUseCases = &AccessUseCases{hub: h}
-	h.NodeUseCases = &NodeUseCases{hub: h}
-	h.SubscriptionUseCases = &SubscriptionUseCases{hub: h}
+	sh := shared{stores: h.stores, log: h.log, now: h.now, wake: h.wake}
+	h.AccessUseCases = &AccessUseCases{shared: sh, admins: map[string]bool{}}
 	if cfg.AdminToken != "" {
-		h.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
-		h.hasAdmin = true
+		h.AccessUseCases.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
+		h.AccessUseCases.hasAdmin = true
 	}
 	for _, a := range cfg.Admins {
 		if a = strings.TrimSpace(a); a != "" {
-			h.admins[a] = true
+			h.AccessUseCases.admins[a] = true
 		}
+	}
+	h.NodeUseCases = &NodeUseCases{
+		shared:           sh,
+		baselines:        baselines{ensureBaseline: h.ensureBaseline, scheduleBaseline: h.scheduleBaseline, wakeFetcher: h.WakeFetcher},
+		entries:          cfg.Entries,
+		observe:          cfg.Observe,
+		maxImplicitNodes: cfg.MaxImplicitNodes,
+	}
+	h.SubscriptionUseCases = &SubscriptionUseCases{
+		shared:                       sh,
+		access:                       h.AccessUseCases,
+		ensureBaseline:               h.ensureBaseline,
+		serves:                       h.serves,
+		maxCallbackHostSubscriptions: cfg.MaxCallbackHostSubscriptions,
+		maxAccountSubscriptions:      cfg.MaxAccountSubscriptions,
+		maxNodeResources:             cfg.MaxNodeResources,
 	}
 	return h, nil
 }
@@ -180,6 +181,13 @@ func (h *Hub) Now() time.Time { return h.now() }
 
 // Instance is the name this process uses in leases.
 func (h *Hub) Instance() string { return h.instance }
+
+// serves reports whether a transport is registered for the kind.
+func (h *Hub) serves(kind Kind) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.transports[kind]) > 0
+}
 
 // wake tells every transport of the kinds that the node has work.
 func (h *Hub) wake(nodeID int64, kinds ...Kind) {
@@ -201,18 +209,73 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 
 // The hub's use cases by area, each a type of its own so that none grows
 // past what one reader can hold; Hub embeds them, so their methods are the
-// Hub's (see doc.go). Each works with the Hub's shared state (its store
-// ports, clock, admins, transports and caches) through its hub field.
+// Hub's (see doc.go). Each holds what it works with and nothing more: the
+// shared pieces every area uses, and its own state, limits and the few
+// ways into the Hub or another area it needs, so an area's dependencies
+// are its fields.
 type (
 	// AccessUseCases: who may do what on a node (admins, owners, tokens,
 	// affiliations, revocations) and a node's configuration.
-	AccessUseCases struct{ hub *Hub }
+	AccessUseCases struct {
+		shared
+		// admins are the bare JIDs that own every node; adminHash the
+		// hash of the admin token, when hasAdmin.
+		admins    map[string]bool
+		adminHash [sha256.Size]byte
+		hasAdmin  bool
+	}
 	// NodeUseCases: creating, finding and deleting nodes (the implicit
 	// nodes of URLs included), their sources, publishing and reading their
 	// items and logs.
-	NodeUseCases struct{ hub *Hub }
+	NodeUseCases struct {
+		shared
+		baselines
+		// entries reads a source's stored entries (Config.Entries).
+		entries EntryReader
+		// observe is told of items published (Config.Observe).
+		observe Observer
+		// maxImplicitNodes is Config.MaxImplicitNodes, defaults applied.
+		maxImplicitNodes int
+		// implicitNodes caches the number of implicit nodes (bounds.go).
+		implicitNodes implicitNodeCount
+		// nodeCount caches the number of nodes (NodeCount).
+		nodeCount nodeCountCache
+	}
 	// SubscriptionUseCases: subscribing of every kind, verified requests,
 	// options and states, the bounds on an account's and a callback
 	// host's subscriptions, bounces and digests.
-	SubscriptionUseCases struct{ hub *Hub }
+	SubscriptionUseCases struct {
+		shared
+		// access decides who may subscribe (MaySubscribe, IsAdmin).
+		access *AccessUseCases
+		// ensureBaseline makes a new source's first fetch and waits for
+		// it (the Hub's, baseline.go).
+		ensureBaseline func(ctx context.Context, sourceID int64) error
+		// serves reports whether a transport serves a kind (the Hub's
+		// registry of transports).
+		serves func(Kind) bool
+		// The bounds of Config, defaults applied.
+		maxCallbackHostSubscriptions, maxAccountSubscriptions, maxNodeResources int
+		// accountLocks serialise the new XMPP subscriptions of one
+		// account, so that concurrent requests cannot pass its bounds
+		// together (bounds.go, mayAddXMPPSubscription).
+		accountLocks [64]sync.Mutex
+	}
 )
+
+// shared is what every area of the use cases works with: the store ports,
+// the log, the clock (UTC) and waking a node's transports (Hub.wake).
+type shared struct {
+	stores Stores
+	log    *slog.Logger
+	now    func() time.Time
+	wake   func(nodeID int64, kinds ...Kind)
+}
+
+// baselines is how the node area reaches a source's first fetch, which
+// the Hub runs (baseline.go, fetchengine.go).
+type baselines struct {
+	ensureBaseline   func(ctx context.Context, sourceID int64) error
+	scheduleBaseline func(ctx context.Context, src *Source) error
+	wakeFetcher      func()
+}

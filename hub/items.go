@@ -8,19 +8,17 @@ import (
 // Publish appends entries to the node's log as items (an owner's XEP-0060
 // publish) and wakes the transports. Entries without an ID get a random one.
 func (u *NodeUseCases) Publish(ctx context.Context, nodeName, publisher string, entries []Entry) ([]Event, error) {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, nodeName)
+	n, err := u.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	return h.PublishTo(ctx, n, publisher, entries)
+	return u.PublishTo(ctx, n, publisher, entries)
 }
 
 // PublishTo is Publish to a node the caller has just read (to check the
 // publisher's rights), without reading it again. A node deleted meanwhile
 // gives ErrNotFound.
 func (u *NodeUseCases) PublishTo(ctx context.Context, n *Node, publisher string, entries []Entry) ([]Event, error) {
-	h := u.hub
 	events := make([]Event, 0, len(entries))
 	for _, e := range entries {
 		if len(e.Payload) > MaxEntryPayloadBytes {
@@ -38,35 +36,33 @@ func (u *NodeUseCases) PublishTo(ctx context.Context, n *Node, publisher string,
 			Updated: e.Updated, Publisher: publisher,
 		})
 	}
-	out, err := h.stores.Log.Append(ctx, n.ID, events)
+	out, err := u.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
 	}
-	h.cfg.Observe.Published(len(out), 0)
-	h.wake(n.ID)
+	u.observe.Published(len(out), 0)
+	u.wake(n.ID)
 	return out, nil
 }
 
 // Retract removes items; ErrNotFound if one of them does not exist (and
 // then nothing is removed), ErrInvalid if ids is empty.
 func (u *NodeUseCases) Retract(ctx context.Context, nodeName, publisher string, ids []string) ([]Event, error) {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, nodeName)
+	n, err := u.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	return h.RetractFrom(ctx, n, publisher, ids)
+	return u.RetractFrom(ctx, n, publisher, ids)
 }
 
 // RetractFrom is Retract from a node the caller has just read (to check
 // the publisher's rights), without reading it again.
 func (u *NodeUseCases) RetractFrom(ctx context.Context, n *Node, publisher string, ids []string) ([]Event, error) {
-	h := u.hub
 	if len(ids) == 0 {
 		// Items with no ids means every item: the check below would be wrong.
 		return nil, fmt.Errorf("%w: retraction names no item", ErrInvalid)
 	}
-	have, err := h.stores.Log.Items(ctx, n.ID, ids, 0)
+	have, err := u.stores.Log.Items(ctx, n.ID, ids, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -77,25 +73,24 @@ func (u *NodeUseCases) RetractFrom(ctx context.Context, n *Node, publisher strin
 	for _, id := range uniq(ids) {
 		events = append(events, Event{Kind: EventRetract, ItemID: id, Publisher: publisher})
 	}
-	out, err := h.stores.Log.Append(ctx, n.ID, events)
+	out, err := u.stores.Log.Append(ctx, n.ID, events)
 	if err != nil {
 		return nil, err
 	}
-	h.wake(n.ID)
+	u.wake(n.ID)
 	return out, nil
 }
 
 // Purge removes every item of the node.
 func (u *NodeUseCases) Purge(ctx context.Context, nodeName, publisher string) error {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, nodeName)
+	n, err := u.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return err
 	}
-	if _, err := h.stores.Log.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
+	if _, err := u.stores.Log.Append(ctx, n.ID, []Event{{Kind: EventPurge, Publisher: publisher}}); err != nil {
 		return err
 	}
-	h.wake(n.ID)
+	u.wake(n.ID)
 	return nil
 }
 
@@ -113,6 +108,5 @@ func uniq(ids []string) []string {
 
 // Items returns the node's current items, newest first (see Store.Items).
 func (u *NodeUseCases) Items(ctx context.Context, node *Node, ids []string, max int) ([]Event, error) {
-	h := u.hub
-	return h.stores.Log.Items(ctx, node.ID, ids, max)
+	return u.stores.Log.Items(ctx, node.ID, ids, max)
 }

@@ -10,6 +10,5 @@ import (
 // deltas of the node's own feeds); the log may have been pruned, so callers
 // check that the first event follows after.
 func (u *NodeUseCases) EventsAfter(ctx context.Context, node *Node, after int64, limit int) ([]Event, error) {
-	h := u.hub
-	return h.stores.Log.EventsAfter(ctx, node.ID, after, limit)
+	return u.stores.Log.EventsAfter(ctx, node.ID, after, limit)
 }

@@ -24,7 +24,6 @@ type NodeSpec struct {
 // source without a baseline, CreateNode returns once the baseline fetch
 // is over (awaitBaseline).
 func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, string, error) {
-	h := u.hub
 	if err := ValidNewNodeName(spec.Name); err != nil {
 		return nil, "", err
 	}
@@ -39,7 +38,7 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 		if err != nil {
 			return nil, "", err
 		}
-		s, _, err := h.stores.Sources.EnsureSource(ctx, source)
+		s, _, err := u.stores.Sources.EnsureSource(ctx, source)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
@@ -54,25 +53,25 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 	}
 	token := randomToken(24)
 	n.TokenHash = HashToken(token)
-	if err := h.stores.Nodes.CreateNode(ctx, n); err != nil {
+	if err := u.stores.Nodes.CreateNode(ctx, n); err != nil {
 		return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 	}
 	if src != nil && src.Gone {
 		// A source found gone (410) before and asked for again by a new
 		// node gets another chance: it is fetched now, and marked gone
 		// again if it still is.
-		revived, err := h.stores.Sources.ReviveSource(ctx, src.ID, h.now(), ReasonRevived)
+		revived, err := u.stores.Sources.ReviveSource(ctx, src.ID, u.now(), ReasonRevived)
 		if err != nil {
 			return nil, "", fmt.Errorf("create node %q: %w", spec.Name, err)
 		}
 		if revived {
-			h.log.InfoContext(ctx, "source gone before is fetched again for a new node", "node", n.Name, "source", src.URL)
-			h.WakeFetcher()
+			u.log.InfoContext(ctx, "source gone before is fetched again for a new node", "node", n.Name, "source", src.URL)
+			u.wakeFetcher()
 		}
 	} else if src != nil && src.Baselined {
-		h.keepCurrentEntries(ctx, n, src)
+		u.keepCurrentEntries(ctx, n, src)
 	} else if src != nil {
-		if err := h.scheduleBaseline(ctx, src); err != nil {
+		if err := u.scheduleBaseline(ctx, src); err != nil {
 			return nil, "", err
 		}
 	}
@@ -81,11 +80,11 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 		// its title): the caller gets it as it is now. The node exists
 		// whatever this read does (the caller's context may have ended
 		// the wait for the baseline): without it, the node as created.
-		if cur, err := h.stores.Nodes.NodeByID(ctx, n.ID); err == nil {
+		if cur, err := u.stores.Nodes.NodeByID(ctx, n.ID); err == nil {
 			n = cur
 		}
 	}
-	h.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
+	u.log.InfoContext(ctx, "node created", "node", n.Name, "source", n.SourceURL, "access_model", n.AccessModel)
 	return n, token, nil
 }
 
@@ -97,15 +96,14 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 // Config.Entries to read a stored body; without it, or without a stored
 // feed, the node starts empty and takes the feed's next new entries. Failing to read them is logged, not an error: the node exists.
 func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
-	h := u.hub
-	reader := h.entries
+	reader := u.entries
 	if reader == nil || !src.IsFeed {
 		return
 	}
-	body, err := h.stores.Sources.SourceBody(ctx, src.ID)
+	body, err := u.stores.Sources.SourceBody(ctx, src.ID)
 	if err != nil || len(body) == 0 {
 		if err != nil {
-			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
+			u.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
 		}
 		return
 	}
@@ -116,36 +114,33 @@ func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Sou
 	entries, isFeed, err := reader.ReadEntries(body, src.URL, at)
 	if err != nil || !isFeed {
 		if err != nil {
-			h.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
+			u.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
 		}
 		return
 	}
 	events := NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems)
-	kept, err := h.stores.Log.KeepItems(ctx, n.ID, events)
+	kept, err := u.stores.Log.KeepItems(ctx, n.ID, events)
 	if err != nil {
-		h.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
+		u.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
 		return
 	}
-	h.log.DebugContext(ctx, "new node keeps its feed's entries", "node", n.Name, "source", src.URL, "items", kept)
+	u.log.DebugContext(ctx, "new node keeps its feed's entries", "node", n.Name, "source", src.URL, "items", kept)
 }
 
 // Node returns a node by name.
 func (u *NodeUseCases) Node(ctx context.Context, name string) (*Node, error) {
-	h := u.hub
-	return h.stores.Nodes.Node(ctx, name)
+	return u.stores.Nodes.Node(ctx, name)
 }
 
 // Nodes lists every node.
 func (u *NodeUseCases) Nodes(ctx context.Context) ([]Node, error) {
-	h := u.hub
-	return h.stores.Nodes.Nodes(ctx)
+	return u.stores.Nodes.Nodes(ctx)
 }
 
 // NodesPage lists one page of the nodes in name order (Store.NodesPage):
 // what anyone may ask for reads that page, not the whole list.
 func (u *NodeUseCases) NodesPage(ctx context.Context, p NodePage) ([]Node, error) {
-	h := u.hub
-	return h.stores.Nodes.NodesPage(ctx, p)
+	return u.stores.Nodes.NodesPage(ctx, p)
 }
 
 // nodeCountFor is how long NodeCount trusts a count it read.
@@ -163,15 +158,14 @@ type nodeCountCache struct {
 // the size of the list shown a page at a time (XEP-0059 lets that count be
 // approximate), read from the store once in that time however many ask.
 func (u *NodeUseCases) NodeCount(ctx context.Context) (int, error) {
-	h := u.hub
-	c := &h.nodeCount
+	c := &u.nodeCount
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := h.now()
+	now := u.now()
 	if c.valid && !now.Before(c.at) && now.Sub(c.at) < nodeCountFor {
 		return c.n, nil
 	}
-	n, err := h.stores.Nodes.CountNodes(ctx)
+	n, err := u.stores.Nodes.CountNodes(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -184,16 +178,15 @@ func (u *NodeUseCases) NodeCount(ctx context.Context) (int, error) {
 // records with the deletion, so they are told after a restart too, or
 // when another process deleted it; the transports are woken for the node.
 func (u *NodeUseCases) DeleteNode(ctx context.Context, name string) error {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, name)
+	n, err := u.stores.Nodes.Node(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := h.stores.Nodes.DeleteNode(ctx, name); err != nil {
+	if err := u.stores.Nodes.DeleteNode(ctx, name); err != nil {
 		return err
 	}
-	h.wake(n.ID, KindXMPP)
-	h.log.InfoContext(ctx, "node deleted", "node", name)
+	u.wake(n.ID, KindXMPP)
+	u.log.InfoContext(ctx, "node deleted", "node", name)
 	return nil
 }
 
@@ -202,31 +195,29 @@ func (u *NodeUseCases) DeleteNode(ctx context.Context, name string) error {
 // does and create is set, it creates an implicit open node named after the
 // canonical URL and returns once its source's baseline fetch is over.
 func (u *NodeUseCases) NodeForURL(ctx context.Context, rawURL string, create bool) (*Node, error) {
-	h := u.hub
-	return h.nodeForURL(ctx, rawURL, create, nil)
+	return u.nodeForURL(ctx, rawURL, create, nil)
 }
 
 // nodeForURL is NodeForURL; mayCreate, when set, is asked right before an
 // implicit node is created (and only then), and its error is returned.
 func (u *NodeUseCases) nodeForURL(ctx context.Context, rawURL string, create bool, mayCreate func(context.Context) error) (*Node, error) {
-	h := u.hub
 	rawURL, err := CanonicalURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	srcs, err := h.stores.Sources.SourcesMatching(ctx, rawURL)
+	srcs, err := u.stores.Sources.SourcesMatching(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
 	var implicit *Node
 	for _, s := range srcs {
-		nodes, err := h.stores.Nodes.NodesBySource(ctx, s.ID)
+		nodes, err := u.stores.Nodes.NodesBySource(ctx, s.ID)
 		if err != nil {
 			return nil, err
 		}
 		for i := range nodes {
 			if !nodes[i].Implicit {
-				return &nodes[i], h.ensureBaseline(ctx, s.ID)
+				return &nodes[i], u.ensureBaseline(ctx, s.ID)
 			}
 			if implicit == nil {
 				implicit = &nodes[i]
@@ -234,12 +225,12 @@ func (u *NodeUseCases) nodeForURL(ctx context.Context, rawURL string, create boo
 		}
 	}
 	if implicit != nil {
-		return implicit, h.ensureBaseline(ctx, implicit.SourceID)
+		return implicit, u.ensureBaseline(ctx, implicit.SourceID)
 	}
 	if !create {
 		return nil, fmt.Errorf("%w: no node follows %s", ErrNotFound, rawURL)
 	}
-	if err := h.mayCreateImplicitNode(ctx); err != nil {
+	if err := u.mayCreateImplicitNode(ctx); err != nil {
 		return nil, err
 	}
 	if mayCreate != nil {
@@ -254,24 +245,24 @@ func (u *NodeUseCases) nodeForURL(ctx context.Context, rawURL string, create boo
 		if i > 0 && name == names[0] {
 			break
 		}
-		n, _, err := h.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
+		n, _, err := u.CreateNode(ctx, NodeSpec{Name: name, Source: rawURL, Config: DefaultNodeConfig(), Implicit: true})
 		if err == nil {
-			h.implicitNodes.created()
+			u.implicitNodes.created()
 		}
 		if !errors.Is(err, ErrExists) {
 			return n, err
 		}
 		// Taken: by a concurrent request for the same URL, or by another node.
-		existing, err := h.stores.Nodes.Node(ctx, name)
+		existing, err := u.stores.Nodes.Node(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		src, _, err := h.stores.Sources.EnsureSource(ctx, rawURL)
+		src, _, err := u.stores.Sources.EnsureSource(ctx, rawURL)
 		if err != nil {
 			return nil, err
 		}
 		if existing.SourceID == src.ID {
-			return existing, h.ensureBaseline(ctx, src.ID)
+			return existing, u.ensureBaseline(ctx, src.ID)
 		}
 	}
 	return nil, fmt.Errorf("%w: the node names for %s are taken by nodes following other sources", ErrExists, rawURL)

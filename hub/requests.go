@@ -16,33 +16,32 @@ import (
 // pending until verified (see Store.RequestSubscription). Like Subscribe,
 // it returns once a source without a baseline has been fetched.
 func (u *SubscriptionUseCases) RequestSubscription(ctx context.Context, s Subscription) (*Subscription, RequestOutcome, error) {
-	h := u.hub
 	if !s.Kind.Verified() {
 		return nil, "", fmt.Errorf("%w: %q subscriptions are not verified requests", ErrInvalid, s.Kind)
 	}
 	if s.Address == "" {
 		return nil, "", fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
+	n, err := u.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := h.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
+	if err := u.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
 		return nil, "", err
 	}
 	s.NodeID, s.NodeName = n.ID, n.Name
 	s.State = SubPending
 	s.Cursor = n.LastSeq // a new subscription gets what comes after, not what came before
-	outcome, err := h.stores.Subscriptions.RequestSubscription(ctx, &s)
+	outcome, err := u.stores.Subscriptions.RequestSubscription(ctx, &s)
 	if err != nil {
 		return nil, "", fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
 	if n.SourceID != 0 {
-		if err := h.ensureBaseline(ctx, n.SourceID); err != nil {
+		if err := u.ensureBaseline(ctx, n.SourceID); err != nil {
 			return nil, "", err
 		}
 	}
-	h.wake(n.ID, s.Kind)
+	u.wake(n.ID, s.Kind)
 	return &s, outcome, nil
 }
 
@@ -52,17 +51,16 @@ func (u *SubscriptionUseCases) RequestSubscription(ctx context.Context, s Subscr
 // verifies the unsubscription (RequestChangePending). ErrNotFound when
 // there is none.
 func (u *SubscriptionUseCases) RequestUnsubscription(ctx context.Context, nodeName string, kind Kind, address string) (*Subscription, RequestOutcome, error) {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, nodeName)
+	n, err := u.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, "", err
 	}
-	sub, outcome, err := h.stores.Subscriptions.RequestUnsubscription(ctx, n.ID, kind, address)
+	sub, outcome, err := u.stores.Subscriptions.RequestUnsubscription(ctx, n.ID, kind, address)
 	if err != nil {
 		return nil, "", err
 	}
 	if outcome == RequestChangePending {
-		h.wake(n.ID, kind)
+		u.wake(n.ID, kind)
 	}
 	return sub, outcome, nil
 }
@@ -70,9 +68,4 @@ func (u *SubscriptionUseCases) RequestUnsubscription(ctx context.Context, nodeNa
 // Serves reports whether a transport is registered for the kind: a
 // subscription of a kind nobody delivers would be accepted and never
 // served.
-func (u *SubscriptionUseCases) Serves(kind Kind) bool {
-	h := u.hub
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.transports[kind]) > 0
-}
+func (u *SubscriptionUseCases) Serves(kind Kind) bool { return u.serves(kind) }

@@ -64,7 +64,6 @@ func MessageTypeOf(n *Node, o Options) string {
 // SetSubscriptionOptions replaces the options of an existing subscription
 // (XEP-0060 §6.3); its state, cursor and delivery state are kept.
 func (u *SubscriptionUseCases) SetSubscriptionOptions(ctx context.Context, sub Subscription, opts Options) (*Subscription, error) {
-	h := u.hub
 	if !ValidMessageType(opts.MessageType) {
 		return nil, fmt.Errorf("%w: message type %q", ErrInvalid, opts.MessageType)
 	}
@@ -78,13 +77,13 @@ func (u *SubscriptionUseCases) SetSubscriptionOptions(ctx context.Context, sub S
 		return nil, err
 	}
 	if opts.Digest || sub.Options.Digest {
-		if err := h.setDigest(ctx, sub, opts); err != nil {
+		if err := u.setDigest(ctx, sub, opts); err != nil {
 			return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 		}
-		return h.stores.Subscriptions.Subscription(ctx, sub.ID)
+		return u.stores.Subscriptions.Subscription(ctx, sub.ID)
 	}
 	sub.Options = opts
-	if _, err := h.stores.Subscriptions.PutSubscription(ctx, &sub); err != nil {
+	if _, err := u.stores.Subscriptions.PutSubscription(ctx, &sub); err != nil {
 		return nil, fmt.Errorf("set options of %s's subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
 	return &sub, nil

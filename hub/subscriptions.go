@@ -18,14 +18,13 @@ import (
 // after, not what came before. A subscription to a node whose source has
 // no baseline yet returns once the baseline fetch is over.
 func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*Subscription, bool, error) {
-	h := u.hub
 	if !s.Kind.Valid() {
 		return nil, false, fmt.Errorf("%w: subscription kind %q", ErrInvalid, s.Kind)
 	}
 	if s.Address == "" {
 		return nil, false, fmt.Errorf("%w: empty subscriber address", ErrInvalid)
 	}
-	n, err := h.stores.Nodes.Node(ctx, s.NodeName)
+	n, err := u.stores.Nodes.Node(ctx, s.NodeName)
 	if err != nil {
 		return nil, false, err
 	}
@@ -40,16 +39,16 @@ func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*
 		if err := validDigest(s.Options); err != nil {
 			return nil, false, err
 		}
-		if err := h.MaySubscribe(ctx, n, s.BareJID); err != nil {
+		if err := u.access.MaySubscribe(ctx, n, s.BareJID); err != nil {
 			return nil, false, err
 		}
-		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		existing, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
 		if len(existing) > 0 && existing[0].State == SubActive {
 			// Subscribing again shows the subscriber is there.
-			if err := h.clearBounces(ctx, existing[:1]); err != nil {
+			if err := u.clearBounces(ctx, existing[:1]); err != nil {
 				return nil, false, err
 			}
 			existing[0].ConsecutiveErrors, existing[0].FirstFailureAt, existing[0].LastError = 0, time.Time{}, ""
@@ -65,7 +64,7 @@ func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*
 		// proves nothing. "If the subscriber is already on the list … the
 		// status should be true", and nothing else: its delivery record
 		// stays.
-		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: s.Kind, Address: s.Address})
+		existing, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: s.Kind, Address: s.Address})
 		if err != nil {
 			return nil, false, err
 		}
@@ -73,7 +72,7 @@ func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*
 			return &existing[0], true, nil
 		}
 	}
-	if err := h.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
+	if err := u.mayAddCallback(ctx, n, s.Kind, s.Address); err != nil {
 		return nil, false, err
 	}
 	if s.State == "" {
@@ -83,19 +82,19 @@ func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*
 	s.NodeName = n.Name
 	s.Cursor = n.LastSeq
 	if s.Kind == KindXMPP && s.Options.Digest {
-		s.NextAttemptAt = h.now().Add(s.Options.DigestFrequency())
+		s.NextAttemptAt = u.now().Add(s.Options.DigestFrequency())
 	}
-	created, err := h.putSubscription(ctx, n, &s)
+	created, err := u.putSubscription(ctx, n, &s)
 	if err != nil {
 		return nil, false, err
 	}
 	if n.SourceID != 0 {
-		if err := h.ensureBaseline(ctx, n.SourceID); err != nil {
+		if err := u.ensureBaseline(ctx, n.SourceID); err != nil {
 			return nil, false, err
 		}
 	}
 	if s.Kind != KindXMPP {
-		h.wake(n.ID, s.Kind)
+		u.wake(n.ID, s.Kind)
 	}
 	return &s, !created, nil
 }
@@ -105,20 +104,19 @@ func (u *SubscriptionUseCases) Subscribe(ctx context.Context, s Subscription) (*
 // under the account's lock until it is stored; one that exists (in any
 // state) is never refused.
 func (u *SubscriptionUseCases) putSubscription(ctx context.Context, n *Node, s *Subscription) (bool, error) {
-	h := u.hub
 	if s.Kind == KindXMPP {
-		defer h.lockAccount(s.BareJID)()
-		existing, err := h.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
+		defer u.lockAccount(s.BareJID)()
+		existing, err := u.stores.Subscriptions.Subscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: KindXMPP, Address: s.Address})
 		if err != nil {
 			return false, err
 		}
 		if len(existing) == 0 {
-			if err := h.mayAddXMPPSubscription(ctx, n, s.BareJID); err != nil {
+			if err := u.mayAddXMPPSubscription(ctx, n, s.BareJID); err != nil {
 				return false, err
 			}
 		}
 	}
-	created, err := h.stores.Subscriptions.PutSubscription(ctx, s)
+	created, err := u.stores.Subscriptions.PutSubscription(ctx, s)
 	if err != nil {
 		return false, fmt.Errorf("subscribe %s to %q: %w", s.Kind, n.Name, err)
 	}
@@ -128,12 +126,11 @@ func (u *SubscriptionUseCases) putSubscription(ctx context.Context, n *Node, s *
 // Unsubscribe removes the subscriptions of the node matching kind and
 // address; ErrNotFound if there were none.
 func (u *SubscriptionUseCases) Unsubscribe(ctx context.Context, nodeName string, kind Kind, address string) ([]Subscription, error) {
-	h := u.hub
-	n, err := h.stores.Nodes.Node(ctx, nodeName)
+	n, err := u.stores.Nodes.Node(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	removed, err := h.stores.Subscriptions.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
+	removed, err := u.stores.Subscriptions.DeleteSubscriptions(ctx, SubscriptionFilter{NodeID: n.ID, Kind: kind, Address: address})
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +142,7 @@ func (u *SubscriptionUseCases) Unsubscribe(ctx context.Context, nodeName string,
 
 // Subscriptions lists subscriptions matching f.
 func (u *SubscriptionUseCases) Subscriptions(ctx context.Context, f SubscriptionFilter) ([]Subscription, error) {
-	h := u.hub
-	return h.stores.Subscriptions.Subscriptions(ctx, f)
+	return u.stores.Subscriptions.Subscriptions(ctx, f)
 }
 
 // GrantSubscription subscribes an XMPP JID on an owner's word (XEP-0060
@@ -156,26 +152,25 @@ func (u *SubscriptionUseCases) Subscriptions(ctx context.Context, f Subscription
 // costs no more than the subscription itself. An existing subscription is
 // returned as it is, and nobody is told of a change that did not happen.
 func (u *SubscriptionUseCases) GrantSubscription(ctx context.Context, s Subscription) (*Subscription, bool, error) {
-	h := u.hub
 	if s.Kind != KindXMPP {
 		return nil, false, fmt.Errorf("%w: owners grant XMPP subscriptions only, not %q", ErrInvalid, s.Kind)
 	}
-	sub, existed, err := h.Subscribe(ctx, s)
+	sub, existed, err := u.Subscribe(ctx, s)
 	if err != nil || existed {
 		return sub, existed, err
 	}
 	events := []Event{{Kind: EventSubscribed, Address: sub.Address}}
-	last, err := h.lastPublishedFor(ctx, sub)
+	last, err := u.lastPublishedFor(ctx, sub)
 	if err != nil {
 		return nil, false, err
 	}
 	if last != nil {
 		events = append(events, *last) // approval by an owner sends it too (§12.5)
 	}
-	if _, err := h.stores.Log.Append(ctx, sub.NodeID, events); err != nil {
+	if _, err := u.stores.Log.Append(ctx, sub.NodeID, events); err != nil {
 		return nil, false, fmt.Errorf("tell %s of its subscription to %q: %w", sub.Address, sub.NodeName, err)
 	}
-	h.wake(sub.NodeID, KindXMPP)
+	u.wake(sub.NodeID, KindXMPP)
 	return sub, false, nil
 }
 
@@ -187,33 +182,31 @@ func (u *SubscriptionUseCases) GrantSubscription(ctx context.Context, s Subscrip
 // A subscription that existed already is not sent it again: the caller
 // calls this for new ones only.
 func (u *SubscriptionUseCases) SendLastPublished(ctx context.Context, sub *Subscription) (bool, error) {
-	h := u.hub
-	last, err := h.lastPublishedFor(ctx, sub)
+	last, err := u.lastPublishedFor(ctx, sub)
 	if err != nil || last == nil {
 		return false, err
 	}
-	if _, err := h.stores.Log.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
+	if _, err := u.stores.Log.Append(ctx, sub.NodeID, []Event{*last}); err != nil {
 		return false, fmt.Errorf("send the newest item of %q to %s: %w", sub.NodeName, sub.Address, err)
 	}
-	h.wake(sub.NodeID, KindXMPP)
+	u.wake(sub.NodeID, KindXMPP)
 	return true, nil
 }
 
 // lastPublishedFor is the EventLast that sends the node's newest item to
 // the XMPP subscription, nil when there is none to send.
 func (u *SubscriptionUseCases) lastPublishedFor(ctx context.Context, sub *Subscription) (*Event, error) {
-	h := u.hub
 	if sub.Kind != KindXMPP {
 		return nil, nil
 	}
-	n, err := h.stores.Nodes.NodeByID(ctx, sub.NodeID)
+	n, err := u.stores.Nodes.NodeByID(ctx, sub.NodeID)
 	if err != nil {
 		return nil, err
 	}
 	if n.SendLastPublished == SendLastNever {
 		return nil, nil
 	}
-	items, err := h.stores.Log.Items(ctx, n.ID, nil, 1)
+	items, err := u.stores.Log.Items(ctx, n.ID, nil, 1)
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}

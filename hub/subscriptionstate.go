@@ -11,11 +11,10 @@ import (
 // request). Unlike Subscribe it never creates one: ErrNotFound if the
 // subscription was removed meanwhile.
 func (u *SubscriptionUseCases) SetSubscriptionState(ctx context.Context, sub *Subscription, state SubState) error {
-	h := u.hub
-	if err := h.stores.Subscriptions.SetSubscriptionState(ctx, sub.ID, state, sub.ExpiresAt); err != nil {
+	if err := u.stores.Subscriptions.SetSubscriptionState(ctx, sub.ID, state, sub.ExpiresAt); err != nil {
 		return fmt.Errorf("set %s subscription of %s to %s: %w", sub.Kind, sub.Address, state, err)
 	}
 	sub.State = state
-	h.wake(sub.NodeID, sub.Kind)
+	u.wake(sub.NodeID, sub.Kind)
 	return nil
 }

@@ -17,11 +17,9 @@ import (
 // it in the change_* columns until the engine applies or refuses that
 // request by its change_id; each request gets a new change_id, so a
 // verification answered after a newer request came in applies nothing.
-
-// cleanRecordSQL clears the failure record and retry time of a
-// subscription whose subscriber has just verified a request: errors from
-// before a renewal must not suspend or age it at once.
-const cleanRecordSQL = `consecutive_errors = 0, first_failure_at = NULL, last_error = '', next_attempt_at = NULL`
+// What a request or a verification does is the hub's rule
+// (hub/changerules.go): each method here reads the subscription under its
+// transaction, asks the rule and writes the row it decided.
 
 // freeChangeLeaseSQL releases the lease of a change's verification.
 const freeChangeLeaseSQL = `change_lease_owner = '', change_lease_until = NULL`
@@ -49,24 +47,86 @@ func (s *sqlStore) subByIDLocked(ctx context.Context, tx *txn, id int64) (*hub.S
 	return &got[0], nil
 }
 
-// RequestSubscription stores a subscribe request; see hub.SubscriptionStore.
-func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscription) (hub.RequestOutcome, error) {
-	if !sub.Kind.HTTP() {
-		return "", fmt.Errorf("%w: subscription kind %q has no verified requests", hub.ErrInvalid, sub.Kind)
+// writeDecision writes what a rule of hub/changerules.go decided about
+// the subscription cur, read (and on PostgreSQL locked) in tx. It reports
+// the row's id and whether the row was written: false when nothing was to
+// be, or when the row is no longer as read (removed, its state changed,
+// or, for an insert, one with its key stored meanwhile).
+func (s *sqlStore) writeDecision(ctx context.Context, tx *txn, cur *hub.Subscription, d hub.SubscriptionDecision) (int64, bool, error) {
+	switch d.Row {
+	case hub.RowInserted:
+		return s.insertRequested(ctx, tx, d.Sub)
+	case hub.RowUpdated:
+		ok, err := s.updateRequestColumns(ctx, tx, cur.State, d.Sub)
+		return cur.ID, ok, err
+	case hub.RowDeleted:
+		n, err := s.execCount(ctx, tx, `DELETE FROM subscriptions WHERE id = $1`, cur.ID)
+		return cur.ID, n > 0, err
+	default:
+		return cur.ID, false, nil
 	}
-	if sub.Address == "" {
-		return "", fmt.Errorf("%w: empty subscriber address", hub.ErrInvalid)
-	}
-	sub.State = hub.SubPending // only a verification makes it active
+}
+
+// insertRequested stores a requested subscription as a new row; false when
+// one with its node, kind and address exists.
+func (s *sqlStore) insertRequested(ctx context.Context, tx *txn, sub hub.Subscription) (int64, bool, error) {
 	options, err := json.Marshal(sub.Options)
 	if err != nil {
-		return "", fmt.Errorf("subscription options: %w", err)
+		return 0, false, fmt.Errorf("subscription options: %w", err)
 	}
+	var id int64
+	err = s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
+		options, expires_at, created_at, updated_at, cursor_seq, change_id, change_requested_at, callback_host)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		ON CONFLICT (node_id, kind, address) DO NOTHING RETURNING id`,
+		[]any{sub.NodeID, string(sub.Kind), sub.Address, sub.BareJID, sub.SubID, string(sub.State),
+			string(options), s.timeArg(sub.ExpiresAt), s.timeArg(sub.CreatedAt), s.timeArg(sub.UpdatedAt),
+			sub.Cursor, sub.Change.ID, s.timeArg(sub.Change.RequestedAt), hub.CallbackHost(sub.Kind, sub.Address)}, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
+
+// updateRequestColumns writes a subscription's request fields (those a
+// rule changes, hub.SubscriptionDecision) if its row is still in state
+// was. An XMPP subscription's failure record is its bounces, kept in
+// xmpp_subscription_state, so its row's delivery columns are left alone.
+func (s *sqlStore) updateRequestColumns(ctx context.Context, tx *txn, was hub.SubState, sub hub.Subscription) (bool, error) {
+	options, err := json.Marshal(sub.Options)
+	if err != nil {
+		return false, fmt.Errorf("subscription options: %w", err)
+	}
+	changeOptions, err := json.Marshal(sub.Change.Options)
+	if err != nil {
+		return false, fmt.Errorf("options of a pending change: %w", err)
+	}
+	c := &sub.Change
+	query := `UPDATE subscriptions SET state = $3, options = $4, sub_id = $5, expires_at = $6, updated_at = $7,
+		change_id = $8, change_mode = $9, change_options = $10, change_requested_at = $11, change_outcome = $12,
+		change_lease_owner = $13, change_lease_until = $14`
+	args := []any{sub.ID, string(was), string(sub.State), string(options), sub.SubID, s.timeArg(sub.ExpiresAt),
+		s.timeArg(sub.UpdatedAt), c.ID, c.Mode, string(changeOptions), s.timeArg(c.RequestedAt), c.Outcome,
+		c.LeaseOwner, s.timeArg(c.LeaseUntil)}
+	if sub.Kind.HTTP() {
+		query += `, consecutive_errors = $15, first_failure_at = $16, last_error = $17, next_attempt_at = $18`
+		args = append(args, sub.ConsecutiveErrors, s.timeArg(sub.FirstFailureAt), sub.LastError, s.timeArg(sub.NextAttemptAt))
+	}
+	n, err := s.execCount(ctx, tx, query+` WHERE id = $1 AND state = $2`, args...)
+	return n > 0, err
+}
+
+// RequestSubscription stores a subscribe request; see hub.SubscriptionStore.
+func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscription) (hub.RequestOutcome, error) {
+	if err := hub.CheckSubscribeRequest(*sub); err != nil {
+		return "", err
+	}
+	sub.State = hub.SubPending // only a verification makes it active
 	changeID := hub.RandomID()
-	now := s.timeArg(time.Now())
+	now := time.Now()
 	var outcome hub.RequestOutcome
 	var stored *hub.Subscription
-	err = s.inTx(ctx, func(tx *txn) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		var nodeID int64
 		if err := s.queryRow(ctx, tx, `SELECT id FROM nodes WHERE id = $1`, []any{sub.NodeID}, &nodeID); err != nil {
 			return notFound(err, fmt.Sprintf("node %d", sub.NodeID))
@@ -81,37 +141,13 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 			if err != nil {
 				return err
 			}
-			var id int64
-			switch {
-			case cur == nil:
-				d := sub.DeliveryState
-				err = s.queryRow(ctx, tx, `INSERT INTO subscriptions (node_id, kind, address, bare_jid, sub_id, state,
-					options, expires_at, created_at, updated_at, cursor_seq, change_id, change_requested_at, callback_host)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $9, $12)
-					ON CONFLICT (node_id, kind, address) DO NOTHING RETURNING id`,
-					[]any{sub.NodeID, string(sub.Kind), sub.Address, sub.BareJID, sub.SubID, string(sub.State),
-						string(options), s.timeArg(sub.ExpiresAt), now, d.Cursor, changeID, hub.CallbackHost(sub.Kind, sub.Address)}, &id)
-				outcome = hub.RequestCreated
-			case cur.State == hub.SubPending:
-				// Nobody verified it yet: the latest request is the one to
-				// verify.
-				err = s.queryRow(ctx, tx, `UPDATE subscriptions SET options = $2, sub_id = $3, expires_at = $4,
-					updated_at = $5, change_id = $6, change_requested_at = $5
-					WHERE id = $1 AND state = 'pending' RETURNING id`,
-					[]any{cur.ID, string(options), sub.SubID, s.timeArg(sub.ExpiresAt), now, changeID}, &id)
-				outcome = hub.RequestReplaced
-			default:
-				err = s.queryRow(ctx, tx, `UPDATE subscriptions SET change_id = $2, change_mode = 'subscribe',
-					change_options = $3, change_requested_at = $4, change_outcome = '', `+freeChangeLeaseSQL+`
-					WHERE id = $1 AND state <> 'pending' RETURNING id`,
-					[]any{cur.ID, changeID, string(options), now}, &id)
-				outcome = hub.RequestChangePending
-			}
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
+			d := hub.DecideSubscribeRequest(cur, *sub, changeID, now)
+			id, written, err := s.writeDecision(ctx, tx, cur, d)
 			if err != nil {
 				return err
+			}
+			if !written {
+				continue
 			}
 			if stored, err = s.subByIDLocked(ctx, tx, id); err != nil {
 				return err
@@ -119,6 +155,7 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 			if stored == nil {
 				return fmt.Errorf("subscription %d vanished", id)
 			}
+			outcome = d.Outcome
 			return nil
 		}
 		return fmt.Errorf("the subscription kept changing under the request")
@@ -133,7 +170,7 @@ func (s *sqlStore) RequestSubscription(ctx context.Context, sub *hub.Subscriptio
 // RequestUnsubscription stores an unsubscribe request; see hub.SubscriptionStore.
 func (s *sqlStore) RequestUnsubscription(ctx context.Context, nodeID int64, kind hub.Kind, address string) (*hub.Subscription, hub.RequestOutcome, error) {
 	changeID := hub.RandomID()
-	now := s.timeArg(time.Now())
+	now := time.Now()
 	var outcome hub.RequestOutcome
 	var stored *hub.Subscription
 	err := s.inTx(ctx, func(tx *txn) error {
@@ -144,22 +181,15 @@ func (s *sqlStore) RequestUnsubscription(ctx context.Context, nodeID int64, kind
 		if cur == nil {
 			return fmt.Errorf("no %s subscription of %s: %w", kind, address, hub.ErrNotFound)
 		}
-		if cur.State == hub.SubPending {
-			// Never verified: verifying the unsubscription would let a
-			// refused check activate what nobody confirmed.
-			if _, err := s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id = $1`, cur.ID); err != nil {
-				return err
-			}
-			outcome, stored = hub.RequestCancelled, cur
-			return nil
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET change_id = $2, change_mode = 'unsubscribe',
-			change_options = '{}', change_requested_at = $3, change_outcome = '', `+freeChangeLeaseSQL+`
-			WHERE id = $1`,
-			cur.ID, changeID, now); err != nil {
+		d := hub.DecideUnsubscribeRequest(*cur, changeID, now)
+		if _, _, err := s.writeDecision(ctx, tx, cur, d); err != nil {
 			return err
 		}
-		outcome = hub.RequestChangePending
+		outcome = d.Outcome
+		if d.Row == hub.RowDeleted {
+			stored = cur // as it was
+			return nil
+		}
 		stored, err = s.subByIDLocked(ctx, tx, cur.ID)
 		return err
 	})
@@ -169,34 +199,28 @@ func (s *sqlStore) RequestUnsubscription(ctx context.Context, nodeID int64, kind
 	return stored, outcome, nil
 }
 
-// ApplySubscriptionChange applies a verified request; see delivery.Store.
-func (s *sqlStore) ApplySubscriptionChange(ctx context.Context, id int64, changeID string, expires time.Time) (bool, error) {
-	applied := false
+// decideChange reads the subscription id under a transaction, asks decide
+// what becomes of it and writes that; it reports whether anything was
+// written (false also when the subscription is gone).
+func (s *sqlStore) decideChange(ctx context.Context, id int64, decide func(cur hub.Subscription) hub.SubscriptionDecision) (bool, error) {
+	written := false
 	err := s.inTx(ctx, func(tx *txn) error {
-		applied = false
+		written = false
 		cur, err := s.subByIDLocked(ctx, tx, id)
-		if err != nil || cur == nil || cur.Change.ID != changeID {
+		if err != nil || cur == nil {
 			return err
 		}
-		now := s.timeArg(time.Now())
-		switch {
-		case cur.Change.Mode == hub.ChangeUnsubscribe:
-			_, err = s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id = $1`, id)
-		case cur.Change.Mode == hub.ChangeSubscribe:
-			// One statement: the settings, the lease, the state and the
-			// clean record change together or not at all.
-			_, err = s.exec(ctx, tx, `UPDATE subscriptions SET options = change_options, expires_at = $2,
-				state = 'active', updated_at = $3, `+cleanRecordSQL+`,
-				change_mode = '', change_options = '{}', change_outcome = 'applied', `+freeChangeLeaseSQL+`
-				WHERE id = $1`, id, s.timeArg(expires), now)
-		case cur.State == hub.SubPending:
-			_, err = s.exec(ctx, tx, `UPDATE subscriptions SET state = 'active', expires_at = $2, updated_at = $3,
-				`+cleanRecordSQL+` WHERE id = $1`, id, s.timeArg(expires), now)
-		default:
-			return nil // nothing waits
-		}
-		applied = err == nil
+		_, written, err = s.writeDecision(ctx, tx, cur, decide(*cur))
 		return err
+	})
+	return written, err
+}
+
+// ApplySubscriptionChange applies a verified request; see delivery.Store.
+func (s *sqlStore) ApplySubscriptionChange(ctx context.Context, id int64, changeID string, expires time.Time) (bool, error) {
+	now := time.Now()
+	applied, err := s.decideChange(ctx, id, func(cur hub.Subscription) hub.SubscriptionDecision {
+		return hub.DecideVerifiedChange(cur, changeID, expires, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("apply the verified request about subscription %d: %w", id, err)
@@ -207,24 +231,8 @@ func (s *sqlStore) ApplySubscriptionChange(ctx context.Context, id int64, change
 // RefuseSubscriptionChange drops a request its subscriber did not verify;
 // see delivery.Store.
 func (s *sqlStore) RefuseSubscriptionChange(ctx context.Context, id int64, changeID string) (bool, error) {
-	refused := false
-	err := s.inTx(ctx, func(tx *txn) error {
-		refused = false
-		cur, err := s.subByIDLocked(ctx, tx, id)
-		if err != nil || cur == nil || cur.Change.ID != changeID {
-			return err
-		}
-		switch {
-		case cur.Change.Pending():
-			_, err = s.exec(ctx, tx, `UPDATE subscriptions SET change_mode = '', change_options = '{}',
-				change_outcome = 'refused', `+freeChangeLeaseSQL+` WHERE id = $1`, id)
-		case cur.State == hub.SubPending:
-			_, err = s.exec(ctx, tx, `DELETE FROM subscriptions WHERE id = $1`, id)
-		default:
-			return nil // nothing waits
-		}
-		refused = err == nil
-		return err
+	refused, err := s.decideChange(ctx, id, func(cur hub.Subscription) hub.SubscriptionDecision {
+		return hub.DecideRefusedChange(cur, changeID)
 	})
 	if err != nil {
 		return false, fmt.Errorf("refuse the request about subscription %d: %w", id, err)
@@ -235,8 +243,9 @@ func (s *sqlStore) RefuseSubscriptionChange(ctx context.Context, id int64, chang
 // ReleaseSubscriptionChange gives back the lease of an undecided change's
 // verification; see delivery.Store.
 func (s *sqlStore) ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error {
-	if _, err := s.writeCount(ctx, `UPDATE subscriptions SET `+freeChangeLeaseSQL+`
-		WHERE id = $1 AND change_id = $2 AND change_lease_owner = $3`, id, changeID, owner); err != nil {
+	if _, err := s.decideChange(ctx, id, func(cur hub.Subscription) hub.SubscriptionDecision {
+		return hub.DecideChangeRelease(cur, changeID, owner)
+	}); err != nil {
 		return fmt.Errorf("release the verification of a change of subscription %d: %w", id, err)
 	}
 	return nil

@@ -5,9 +5,19 @@
 // and numbered migrations recorded in the database. Store is all of them
 // in one value; HubStores hands it to the hub port by port.
 //
-// It may not make decisions that belong to the hub beyond what the ports'
-// contracts state (which entries are new for a source, how an item
-// replaces another); it never talks to the network.
+// It may not make decisions that belong to the hub: where a write follows
+// a rule (what a verified request or its verification does, what a fetch
+// brings, which events a node claim reads), the store reads the rows under
+// its transaction, calls the hub's pure function and writes what it
+// decided (changes.go with hub/changerules.go, ApplyFetch with
+// hub/fetchrules.go, ClaimNodeDeliveries with hub.UsualCursor), so
+// atomicity is the store's and the rule the hub's. What is left in SQL is
+// what must be decided on the rows themselves, in one statement: what has
+// work for a claim (through the indexes; a delivery claim's rule is
+// hub.DeliveryWork, and storetest holds the claim to it), the fencing of leases, a saved
+// delivery cursor never moving back (GREATEST), an item replacing another,
+// and, in ApplyFetch and the unchanged fetches, which entry ids are seen
+// and a ping that came during a fetch. It never talks to the network.
 //
 // One implementation serves both backends through database/sql; the SQL is
 // written once with $n placeholders and the differences live in a small
@@ -46,7 +56,9 @@
 //     that subscription's change_* columns as its pending change, one at a
 //     time, and applied or refused by its change_id in one transaction, so
 //     a verification answered after a newer request came in decides
-//     nothing. Its verification is leased apart from the deliveries
+//     nothing; what each does is the hub's Decide rule, the row read
+//     (locked on PostgreSQL) and written in that transaction. Its
+//     verification is leased apart from the deliveries
 //     (change_lease_*), found through subscriptions_changing.
 //   - The delivery columns of subscriptions (cursor, errors, retry time)
 //     are the HTTP kinds'. An XMPP subscription's own state, its digests'

@@ -293,7 +293,8 @@ func (s *sqlStore) SetSubscriptionState(ctx context.Context, id int64, state hub
 }
 
 // ClaimDeliveries leases up to limit HTTP subscriptions that have work at
-// now. Three indexed queries find them, so the claim never reads every
+// now, as hub.DeliveryWork decides (storetest holds the queries to that
+// rule). Three indexed queries find them, so the claim never reads every
 // subscription: the ones with a pending change to verify
 // (subscriptions_changing; whatever their retry time and delivery lease,
 // as the change has a lease of its own), the ones waiting for verification
@@ -310,8 +311,8 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 }
 
 // ClaimNodeDeliveries claims as ClaimDeliveries does and reads the node
-// and its events after the claimed subscriptions' usual cursor in the same
-// transaction. On SQLite that is the write connection, whose pages the
+// and its events after the claimed subscriptions' usual cursor
+// (hub.UsualCursor) in the same transaction. On SQLite that is the write connection, whose pages the
 // publish just wrote: the deliveries that follow would otherwise each
 // start with a read transaction of their own on the read pool (two reads
 // in a row, about a tenth of a fan-out of ten).
@@ -322,7 +323,7 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 	claim := &hub.NodeClaim{}
 	subs, err := s.claimDeliveries(ctx, now, nodeID, limit, owner, until, func(tx *txn, claimed []hub.Subscription) error {
 		claim.Node, claim.After, claim.Events = nil, 0, nil // PostgreSQL retries a deadlocked transaction
-		after, ok := usualCursor(claimed)
+		after, ok := hub.UsualCursor(claimed)
 		if !ok {
 			return nil
 		}
@@ -360,26 +361,6 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 	}
 	claim.Subscriptions = subs
 	return claim, nil
-}
-
-// usualCursor is the cursor most of the claimed active subscriptions
-// stand at (the lowest of those tied); false when none is claimed for a
-// delivery.
-func usualCursor(claimed []hub.Subscription) (int64, bool) {
-	counts := map[int64]int{}
-	best, bestCount := int64(0), 0
-	for i := range claimed {
-		sub := &claimed[i]
-		if sub.Change.Claimed || sub.State != hub.SubActive {
-			continue
-		}
-		c := counts[sub.Cursor] + 1
-		counts[sub.Cursor] = c
-		if c > bestCount || (c == bestCount && sub.Cursor < best) {
-			best, bestCount = sub.Cursor, c
-		}
-	}
-	return best, bestCount > 0
 }
 
 // claimDeliveries is ClaimDeliveries; then, when set, runs in its

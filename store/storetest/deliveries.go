@@ -300,3 +300,103 @@ func testClaimNodeDeliveries(t *testing.T, s store.Store) {
 		t.Fatalf("empty claim brought %+v", e)
 	}
 }
+
+// testClaimFollowsRule: a claim takes exactly what hub.DeliveryWork says
+// has work, among subscriptions of every kind and state, behind or caught
+// up, waiting for a retry or not, leased or not, with a pending change
+// (leased or not) or without.
+func testClaimFollowsRule(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	now := t0
+	a := newNode(t, s, "a")
+	appendEvents(t, s, a.ID, item("1", ""), item("2", ""), item("3", ""))
+	i := 0
+	for _, kind := range hub.Kinds {
+		for _, state := range []hub.SubState{hub.SubPending, hub.SubActive, hub.SubUnsubscribing, hub.SubSuspended} {
+			for _, cursor := range []int64{1, 3} {
+				i++
+				sub := &hub.Subscription{NodeID: a.ID, Kind: kind, State: state, BareJID: "j@example.org"}
+				sub.Address = fmt.Sprintf("http://127.0.0.1:9/%d", i)
+				if kind == hub.KindXMPP {
+					sub.Address = fmt.Sprintf("j@example.org/%d", i)
+				}
+				sub.Cursor = cursor
+				must(s.PutSubscription(ctx, sub))(t)
+				if kind == hub.KindXMPP {
+					continue
+				}
+				switch i % 3 { // a retry time to come, one passed, none
+				case 1:
+					noErr(t, s.SaveDeliveryState(ctx, sub.ID, hub.DeliveryState{Cursor: cursor, NextAttemptAt: now.Add(time.Minute)}))
+				case 2:
+					noErr(t, s.SaveDeliveryState(ctx, sub.ID, hub.DeliveryState{Cursor: cursor, NextAttemptAt: now.Add(-time.Minute)}))
+				}
+				if i%4 == 0 && kind.Verified() && state != hub.SubPending {
+					must(s.RequestSubscription(ctx, &hub.Subscription{NodeID: a.ID, Kind: kind, Address: sub.Address}))(t)
+				}
+			}
+		}
+	}
+	// Leases, some live at now and some run out: claims made before, of
+	// nodes whose subscriptions have work then.
+	for j, until := range []time.Time{now.Add(time.Minute), now, now.Add(-time.Second)} {
+		n := newNode(t, s, fmt.Sprint("leased", j))
+		appendEvents(t, s, n.ID, item("1", ""))
+		for k, kind := range []hub.Kind{hub.KindWebhook, hub.KindWebSub, hub.KindRSSCloud} {
+			sub := &hub.Subscription{NodeID: n.ID, Kind: kind, Address: fmt.Sprintf("http://127.0.0.1:9/leased/%d", k)}
+			must(s.RequestSubscription(ctx, sub))(t)
+			if k > 0 {
+				must(s.ApplySubscriptionChange(ctx, sub.ID, sub.Change.ID, time.Time{}))(t)
+				must(s.RequestSubscription(ctx, sub))(t) // a change to verify
+			}
+			if k == 2 {
+				noErr(t, s.SetSubscriptionState(ctx, sub.ID, hub.SubSuspended, time.Time{}))
+			}
+		}
+		must(s.ClaimDeliveries(ctx, now.Add(-time.Hour), n.ID, 100, "other", until))(t)
+	}
+
+	// What the rule expects, from the rows as they stand.
+	type entry struct {
+		id     int64
+		change bool
+	}
+	var want []entry
+	lastSeq := map[int64]int64{}
+	for _, sub := range must(s.Subscriptions(ctx, hub.SubscriptionFilter{}))(t) {
+		if _, ok := lastSeq[sub.NodeID]; !ok {
+			lastSeq[sub.NodeID] = must(s.NodeByID(ctx, sub.NodeID))(t).LastSeq
+		}
+		verify, deliver := hub.DeliveryWork(sub, lastSeq[sub.NodeID], now)
+		if verify {
+			want = append(want, entry{sub.ID, true})
+		}
+		if deliver {
+			want = append(want, entry{sub.ID, false})
+		}
+	}
+	var got []entry
+	for _, sub := range must(s.ClaimDeliveries(ctx, now, 0, 1000, "me", now.Add(time.Minute)))(t) {
+		got = append(got, entry{sub.ID, sub.Change.Claimed})
+	}
+	order := func(x, y entry) int {
+		if x.id != y.id {
+			return int(x.id - y.id)
+		}
+		if x.change == y.change {
+			return 0
+		}
+		if x.change {
+			return -1
+		}
+		return 1
+	}
+	slices.SortFunc(want, order)
+	slices.SortFunc(got, order)
+	if len(want) < 10 || !slices.ContainsFunc(want, func(e entry) bool { return e.change }) {
+		t.Fatalf("the fixture leaves too little work to tell: %v", want)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimed (id, change) %v\nthe rule says %v", got, want)
+	}
+}

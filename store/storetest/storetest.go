@@ -159,6 +159,7 @@ func RunDeliveries(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimDeliveriesLeases", testClaimDeliveriesLeases},
 		{"ClaimNodeDeliveries", testClaimNodeDeliveries},
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
+		{"ClaimFollowsRule", testClaimFollowsRule},
 		{"SaveDeliveryState", testSaveDeliveryState},
 		{"SaveDeliveryStates", testSaveDeliveryStates},
 		{"SubscriptionChangeRefused", testSubscriptionChangeRefused},
