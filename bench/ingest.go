@@ -25,6 +25,9 @@ type ingestRound struct {
 	Pingd, Limit   float64 // accepted pings per second
 	PingdErrors    int64
 	Stored, Wanted int64 // pings the store holds after the pingd side, and pings accepted
+	// PingdCPU and LimitCPU are this process's CPU time (the side's
+	// server and its pingers together) per accepted ping.
+	PingdCPU, LimitCPU time.Duration
 }
 
 // cannedPingAnswer is what the limit side answers: the same XML-RPC
@@ -101,9 +104,10 @@ func measureIngest(ctx context.Context, t testing.TB, plan ingestPlan) []ingestR
 					t.Fatal(err)
 				}
 				stop := startProfile(t, plan.ProfileDir, fmt.Sprintf("ingest-c%d-round%d", conc, r))
-				start := time.Now()
+				cpu, start := selfCPU(), time.Now()
 				ok, bad := pingLoad(ctx, p.HTTPURL+"/RPC2", conc, plan.Duration, fmt.Sprintf("c%d-r%d", conc, r))
 				res.Pingd = float64(ok) / time.Since(start).Seconds()
+				res.PingdCPU = perPing(selfCPU()-cpu, ok)
 				res.PingdErrors = bad
 				stop()
 				_, totalAfter, err := p.Hub.Pings(ctx, since, 1)
@@ -113,9 +117,10 @@ func measureIngest(ctx context.Context, t testing.TB, plan ingestPlan) []ingestR
 				res.Stored, res.Wanted = totalAfter-totalBefore, ok
 			}
 			doLimit := func() {
-				start := time.Now()
+				cpu, start := selfCPU(), time.Now()
 				ok, _ := pingLoad(ctx, canned, conc, plan.Duration, "limit")
 				res.Limit = float64(ok) / time.Since(start).Seconds()
+				res.LimitCPU = perPing(selfCPU()-cpu, ok)
 			}
 			if r%2 == 0 {
 				doPingd()
@@ -130,20 +135,29 @@ func measureIngest(ctx context.Context, t testing.TB, plan ingestPlan) []ingestR
 	return out
 }
 
+func perPing(cpu time.Duration, pings int64) time.Duration {
+	if pings <= 0 {
+		return 0
+	}
+	return cpu / time.Duration(pings)
+}
+
 func ingestTable(rounds []ingestRound, plan ingestPlan) *table {
-	t := &table{header: []string{"concurrent pingers", "pingd accepted and stored/s (median)", "canned net/http handler (median)", "pingd ÷ handler", "refused", "stored / accepted"}}
+	t := &table{header: []string{"concurrent pingers", "pingd accepted and stored/s (median)", "canned net/http handler (median)", "pingd ÷ handler", "process CPU per ping: pingd / handler", "refused", "stored / accepted"}}
 	for _, c := range plan.Concurrency {
-		var pr, lr []float64
+		var pr, lr, pc, lc []float64
 		var refused, stored, wanted int64
 		for _, r := range rounds {
 			if r.Conc == c {
 				pr, lr = append(pr, r.Pingd), append(lr, r.Limit)
+				pc, lc = append(pc, float64(r.PingdCPU)), append(lc, float64(r.LimitCPU))
 				refused += r.PingdErrors
 				stored += r.Stored
 				wanted += r.Wanted
 			}
 		}
-		t.add(fmt.Sprint(c), perSec(median(pr)), perSec(median(lr)), ratio(median(pr), median(lr)), fmt.Sprint(refused), fmt.Sprintf("%d / %d", stored, wanted))
+		t.add(fmt.Sprint(c), perSec(median(pr)), perSec(median(lr)), ratio(median(pr), median(lr)),
+			fmt.Sprintf("%s / %s", us(time.Duration(median(pc))), us(time.Duration(median(lc)))), fmt.Sprint(refused), fmt.Sprintf("%d / %d", stored, wanted))
 	}
 	return t
 }

@@ -81,9 +81,15 @@ func (s *sqlStore) Append(ctx context.Context, nodeID int64, events []hub.Event)
 func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events []hub.Event, now time.Time) ([]hub.Event, error) {
 	// Taking the sequence numbers first locks the node row (PostgreSQL) so
 	// concurrent appends to one node get consecutive, distinct numbers.
+	//
+	// The statements that write one row by its key (and the log window's
+	// DELETE, a range of len(events) keys) are short ones (execShort): not
+	// watched one by one for the per-query timeout on SQLite, where that
+	// costs the driver a goroutine per statement; a publish is the start
+	// of every fan-out.
 	var last int64
 	var maxItems int
-	err := s.queryRow(ctx, tx, `UPDATE nodes SET last_seq = last_seq + $1 WHERE id = $2
+	err := s.queryRowShort(ctx, tx, `UPDATE nodes SET last_seq = last_seq + $1 WHERE id = $2
 		RETURNING last_seq, max_items`, []any{len(events), nodeID}, &last, &maxItems)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("append to node %d", nodeID))
@@ -100,7 +106,7 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 		e.NodeID, e.Seq, e.Created = nodeID, seq, created
 		e.Updated = dbTimeOf(e.Updated)
 		out[i] = e
-		if _, err := s.exec(ctx, tx, `INSERT INTO events (node_id, seq, kind, item_id, payload,
+		if _, err := s.execShort(ctx, tx, `INSERT INTO events (node_id, seq, kind, item_id, payload,
 			title, summary, link, address, plain_type, publisher, updated, created)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			nodeID, seq, string(e.Kind), e.ItemID, e.Payload, e.Title, e.Summary, e.Link,
@@ -110,10 +116,10 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 		switch e.Kind {
 		case hub.EventItem:
 			items = true
-			_, err = s.exec(ctx, tx, `INSERT INTO items (node_id, item_id, seq) VALUES ($1, $2, $3)
+			_, err = s.execShort(ctx, tx, `INSERT INTO items (node_id, item_id, seq) VALUES ($1, $2, $3)
 				ON CONFLICT (node_id, item_id) DO UPDATE SET seq = excluded.seq`, nodeID, e.ItemID, seq)
 		case hub.EventRetract:
-			_, err = s.exec(ctx, tx, `DELETE FROM items WHERE node_id = $1 AND item_id = $2`, nodeID, e.ItemID)
+			_, err = s.execShort(ctx, tx, `DELETE FROM items WHERE node_id = $1 AND item_id = $2`, nodeID, e.ItemID)
 		case hub.EventPurge:
 			_, err = s.exec(ctx, tx, `DELETE FROM items WHERE node_id = $1`, nodeID)
 		}
@@ -133,7 +139,7 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 	// are current items: a subscriber that far behind skips ahead. Events
 	// that stop being current items later are Prune's.
 	if edge := last - hub.LogWindow; edge > 0 {
-		if _, err := s.exec(ctx, tx, `DELETE FROM events WHERE node_id = $1 AND seq > $2 AND seq <= $3
+		if _, err := s.execShort(ctx, tx, `DELETE FROM events WHERE node_id = $1 AND seq > $2 AND seq <= $3
 			AND NOT EXISTS (SELECT 1 FROM items i WHERE i.node_id = events.node_id AND i.seq = events.seq)`,
 			nodeID, max(edge-int64(len(events)), 0), edge); err != nil {
 			return nil, fmt.Errorf("trim the log of node %d: %w", nodeID, err)

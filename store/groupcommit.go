@@ -22,11 +22,12 @@ import (
 // once the commit is done. To every caller this is its own transaction:
 // all of its writes or none, durable when it returns, and the transactions
 // of one group see each other's writes in queue order, as if run one
-// after the other. Nothing waits for company: a transaction that finds
-// the connection idle and nothing queued runs at once, alone, on its
-// caller's goroutine (handing it to the committer's goroutine and back
-// costs two goroutine wake-ups, a sizeable part of a lone ping's or a
-// claim's time).
+// after the other. A lone writer does not wait for company: a
+// transaction that finds the connection idle and nothing queued runs at
+// once, alone, on its caller's goroutine (handing it to the committer's
+// goroutine and back costs two goroutine wake-ups, a sizeable part of a
+// lone ping's or a claim's time). Writers that collide do (see
+// groupWindow).
 //
 // PostgreSQL runs transactions concurrently on a pool and keeps row locks
 // across them; grouping transactions of unrelated callers there would
@@ -60,6 +61,29 @@ type groupCommitter struct {
 	// more than one, and lost the groups whose transaction was lost and
 	// whose callers were run again one by one (tests).
 	grouped, lost atomic.Int64
+	// contended is when a caller last found the connection busy (Unix
+	// nanoseconds).
+	contended atomic.Int64
+}
+
+// While writers keep finding the connection busy, a group waits a moment
+// for company, as PostgreSQL's commit_delay does while other transactions
+// are active: a commit of SQLite's is short next to what its callers do
+// between two writes (a ping's HTTP request), so without the wait groups
+// stay at one or two and every ping pays a commit of its own. For
+// contendedFor after a caller last found the connection busy, callers
+// queue for the committer instead of running alone, and the committer
+// waits up to groupWindow for more before it begins; a lone writer (one
+// pinger, one publish) never waits.
+const (
+	contendedFor = 2 * time.Millisecond
+	groupWindow  = 200 * time.Microsecond
+)
+
+// contendedSince reports whether a caller found the connection busy
+// within contendedFor before now.
+func (g *groupCommitter) contendedSince(now time.Time) bool {
+	return now.UnixNano()-g.contended.Load() < int64(contendedFor)
 }
 
 // groupTx is one caller's transaction.
@@ -93,7 +117,11 @@ func (g *groupCommitter) do(ctx context.Context, fn func(tx *txn) error) error {
 		g.mu.RUnlock()
 		return errStoreClosed
 	}
-	if g.waiting.Load() == 0 {
+	now := time.Now()
+	switch {
+	case g.waiting.Load() > 0 || len(g.conn) > 0:
+		g.contended.Store(now.UnixNano())
+	case !g.contendedSince(now):
 		select {
 		case g.conn <- struct{}{}:
 			// Idle: run it here. Holding the read lock meanwhile keeps
@@ -103,6 +131,7 @@ func (g *groupCommitter) do(ctx context.Context, fn func(tx *txn) error) error {
 			g.mu.RUnlock()
 			return r.err
 		default:
+			g.contended.Store(now.UnixNano())
 		}
 	}
 	g.waiting.Add(1)
@@ -135,6 +164,8 @@ func (g *groupCommitter) close() {
 func (g *groupCommitter) loop() {
 	defer close(g.stopped)
 	batch := make([]*groupTx, 0, maxGroup)
+	window := time.NewTimer(time.Hour)
+	window.Stop()
 	for {
 		select {
 		case r := <-g.queue:
@@ -161,6 +192,19 @@ func (g *groupCommitter) loop() {
 			default:
 				break collect
 			}
+		}
+		if len(batch) < maxGroup && g.contendedSince(time.Now()) {
+			window.Reset(groupWindow)
+		wait:
+			for len(batch) < maxGroup {
+				select {
+				case r := <-g.queue:
+					batch = append(batch, r)
+				case <-window.C:
+					break wait
+				}
+			}
+			window.Stop()
 		}
 		g.waiting.Add(-int64(len(batch)))
 		g.run(batch)

@@ -76,32 +76,35 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 }
 
 // Statements of RecordPingMarkingDue. The sources' UPDATE is
-// MarkSourceDue's, by URL instead of by id; it runs once per URL, a
-// source matched by two of them being marked twice with the same values.
+// MarkSourceDue's. The sources a URL names are looked up first and
+// updated by id: most pinged URLs name no followed source, and an
+// UPDATE … RETURNING whose WHERE is an OR over three indexes opens a
+// temporary table for its rows in SQLite even when it matches none (the
+// look-up instead took a tenth off a lone ping's CPU, BenchmarkRecordPing).
 const (
 	insertPingSQL = `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`
 	countPingSQL    = `UPDATE counters SET value = value + 1 WHERE name = 'pings'`
-	markDueByURLSQL = `UPDATE sources SET
+	sourcesByURLSQL = `SELECT id FROM sources WHERE (original_url = $1 OR url = $1 OR (site_url = $1 AND site_url <> '')) AND NOT gone`
+	markDueByIDSQL  = `UPDATE sources SET
 		next_fetch_at = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $1 ELSE next_fetch_at END,
 		last_ping_at = $1`
-	markDueByURLWhere = ` WHERE (original_url = $2 OR url = $2 OR (site_url = $2 AND site_url <> '')) AND NOT gone
-		RETURNING id`
-	markDueByURLNote = `, has_note = TRUE, note_title = $3, note_description = $4, note_extensions = $5`
+	markDueByIDWhere = ` WHERE id = $2 AND NOT gone`
+	markDueByIDNote  = `, has_note = TRUE, note_title = $3, note_description = $4, note_extensions = $5`
 )
 
 // RecordPingMarkingDue stores a received ping, sets its ID, counts it and
 // marks the sources matching urls due, in one transaction: a ping costs
 // one commit (on SQLite shared with the pings arriving meanwhile) and no
-// read of its own, also when nothing matches.
+// read outside it, also when nothing matches.
 func (s *sqlStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = time.Now()
 	}
 	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
-	markSQL := markDueByURLSQL + markDueByURLWhere
+	markSQL := markDueByIDSQL + markDueByIDWhere
 	if note != nil {
-		markSQL = markDueByURLSQL + markDueByURLNote + markDueByURLWhere
+		markSQL = markDueByIDSQL + markDueByIDNote + markDueByIDWhere
 	}
 	var marked []int64
 	err := s.inTx(ctx, func(tx *txn) error {
@@ -110,23 +113,39 @@ func (s *sqlStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls [
 			[]any{p.Dialect, p.Name, p.URL, p.FeedURL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
 			return err
 		}
+		var found []int64
 		for _, u := range urls {
-			args := []any{s.timeArg(at), u}
-			if note != nil {
-				args = append(args, note.Title, note.Description, note.Extensions)
-			}
-			err := s.queryShort(ctx, tx, markSQL, args, func(r *sql.Rows) error {
+			err := s.queryShort(ctx, tx, sourcesByURLSQL, []any{u}, func(r *sql.Rows) error {
 				var id int64
 				if err := r.Scan(&id); err != nil {
 					return err
 				}
-				if !slices.Contains(marked, id) {
-					marked = append(marked, id)
+				if !slices.Contains(found, id) {
+					found = append(found, id)
 				}
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("mark sources of %s due: %w", u, err)
+				return fmt.Errorf("find sources of %s: %w", u, err)
+			}
+		}
+		// In id order: concurrent pings on PostgreSQL lock the rows they
+		// share in the same order.
+		slices.Sort(found)
+		for _, id := range found {
+			args := []any{s.timeArg(at), id}
+			if note != nil {
+				args = append(args, note.Title, note.Description, note.Extensions)
+			}
+			res, err := s.execShort(ctx, tx, markSQL, args...)
+			if err != nil {
+				return fmt.Errorf("mark source %d due: %w", id, err)
+			}
+			// On PostgreSQL a source may have gone since the look-up.
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("mark source %d due: %w", id, err)
+			} else if n > 0 {
+				marked = append(marked, id)
 			}
 		}
 		// Last: on PostgreSQL the counter's row is locked until the

@@ -67,7 +67,14 @@ func connectSQLite(ctx context.Context, path string, params url.Values, opt Opti
 	common.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy))
 	common.Add("_pragma", "foreign_keys(1)")
 	common.Add("_pragma", "journal_mode(WAL)")
-	common.Add("_pragma", "synchronous(NORMAL)")
+	if !setsPragma(params, "synchronous") {
+		// A commit writes the WAL without waiting for the disk: it
+		// survives a crash of pingd, and the last commits before a power
+		// cut may be lost. An operator who wants every answered ping on
+		// the disk gives "file:PATH?_pragma=synchronous(FULL)"
+		// (docs/operating.md has what it costs).
+		common.Add("_pragma", "synchronous(NORMAL)")
+	}
 
 	writeParams := cloneValues(common)
 	writeParams.Set("_txlock", "immediate")
@@ -126,6 +133,16 @@ func (s *sqlStore) writePing(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	return s.write.PingContext(ctx)
+}
+
+// setsPragma reports whether params set the pragma name themselves.
+func setsPragma(params url.Values, name string) bool {
+	for _, p := range params["_pragma"] {
+		if n, _, _ := strings.Cut(p, "("); strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func cloneValues(v url.Values) url.Values {

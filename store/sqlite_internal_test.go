@@ -150,6 +150,10 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 			t.Errorf("busy_timeout = %s", got)
 		}
 	}
+	// WAL with synchronous=NORMAL (1) unless the DSN says otherwise.
+	if got := pragma(s.write, "synchronous"); got != "1" {
+		t.Errorf("synchronous = %s, want 1 (NORMAL)", got)
+	}
 	if got := pragma(s.read, "query_only"); got != "1" {
 		t.Errorf("read pool query_only = %s", got)
 	}
@@ -158,6 +162,29 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 	}
 	if _, err := s.read.ExecContext(ctx, `DELETE FROM nodes`); err == nil {
 		t.Error("the read pool accepted a write")
+	}
+}
+
+// TestSQLiteSynchronousFromDSN: an operator's synchronous pragma in a
+// file: DSN is the one the connections use (FULL: each commit waits for
+// the disk), on the write connection and the readers alike.
+func TestSQLiteSynchronousFromDSN(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pingd.db")
+	st, err := Open(ctx, "file:"+path+"?_pragma=synchronous(FULL)", quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*sqlStore)
+	for name, db := range map[string]*sql.DB{"write": s.write, "read": s.read} {
+		var v int
+		if err := s.queryRow(ctx, db, "PRAGMA synchronous", nil, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v != 2 {
+			t.Errorf("%s pool: synchronous = %d, want 2 (FULL)", name, v)
+		}
 	}
 }
 
