@@ -16,7 +16,9 @@ import (
 // again once half of that is free, so a claim is a batch even under load;
 // sources waiting for a busy host do not count there, only against a
 // bound on what is held in memory (four times FetchWorkers, at least 64).
-// A worker's end wakes the loop at once.
+// A worker's end wakes the loop at once; having claimed all that was due,
+// it sleeps until the next source falls due (the store's NextSourceDue),
+// a Wake, or its one-second tick, whichever comes first.
 
 // fetchDone is a worker's report to the loop.
 type fetchDone struct {
@@ -77,6 +79,9 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 	// lapsed: sources whose leases had run out were given back; their
 	// release must be stored before the next claim (unchangedWriter.sync).
 	lapsed := false
+	// nextDue: when the next source falls due, as the store said after the
+	// claim that drained what was due; zero when unknown or none.
+	var nextDue time.Time
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -115,6 +120,12 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			// claim waits for a wake-up or the next tick, not for the
 			// next fetch to end.
 			drained = len(srcs) < room
+			nextDue = time.Time{}
+			if drained && ctx.Err() == nil {
+				if nextDue, err = e.store.NextSourceDue(ctx, now); err != nil && ctx.Err() == nil {
+					e.log.ErrorContext(ctx, "next source due", "err", err)
+				}
+			}
 			for _, src := range srcs {
 				if at, reason, queued := hosts.admit(src, now, e.cfg.FetchTimeout); !queued {
 					giveBack([]hub.Source{src}, at, reason)
@@ -127,7 +138,11 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		e.load.running.Store(int64(running))
 		e.load.waiting.Store(int64(hosts.waiting))
 		var wake <-chan time.Time
-		if at := hosts.wakeAt(now); !at.IsZero() {
+		at := hosts.wakeAt(now)
+		if drained && !nextDue.IsZero() && (at.IsZero() || nextDue.Before(at)) {
+			at = nextDue
+		}
+		if !at.IsZero() {
 			timer.Reset(min(at.Sub(now), time.Second))
 			wake = timer.C
 		}
@@ -148,6 +163,9 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			hosts.forget(now)
 			e.load.paused.Store(int64(hosts.paused(now)))
 		case <-wake:
+			if !nextDue.IsZero() && !e.now().Before(nextDue) {
+				drained, nextDue = false, time.Time{}
+			}
 		}
 		timer.Stop()
 	}
