@@ -54,6 +54,54 @@ func TestLoopWakesAtNextDueTime(t *testing.T) {
 	})
 }
 
+// TestLoopClaimsAgainAfterAWakeDuringAClaim: a claim runs beside the
+// loop; a Wake that comes while it runs (a ping making a source due after
+// the claim's query) is not lost when the claim finds nothing: the loop
+// claims again at once instead of on its next tick.
+func TestLoopClaimsAgainAfterAWakeDuringAClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now().UTC()
+		st := newDueStore()
+		gate, inClaim := make(chan struct{}), make(chan struct{})
+		first := true
+		st.afterClaimQuery = func() {
+			if first {
+				first = false
+				close(inClaim)
+				<-gate
+			}
+		}
+		f := &recordingFetcher{at: map[string]time.Time{}}
+		e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			e.Run(ctx, nil)
+		}()
+		<-inClaim
+		// The claim has read nothing due; a ping makes a source due and
+		// wakes the loop before the claim reports.
+		st.mu.Lock()
+		st.add(hub.Source{ID: 1, SourceState: hub.SourceState{URL: "http://a.example/feed", NextFetchAt: start}})
+		st.mu.Unlock()
+		e.Wake()
+		synctest.Wait()
+		close(gate)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		cancel()
+		<-ran
+		got, ok := f.fetchedAt("http://a.example/feed")
+		if !ok || !got.Equal(start) {
+			t.Fatalf("source fetched %v after the start (fetched: %v), want at once", got.Sub(start), ok)
+		}
+	})
+}
+
 // recordingFetcher answers 304 to everything and records when each URL
 // was first fetched.
 type recordingFetcher struct {
@@ -82,6 +130,9 @@ func (f *recordingFetcher) fetchedAt(url string) (time.Time, bool) {
 type dueStore struct {
 	mu      sync.Mutex
 	sources map[int64]*hub.Source
+	// afterClaimQuery, if set, runs in each claim after it has picked
+	// its sources, before it returns them (on the claim's goroutine).
+	afterClaimQuery func()
 }
 
 func newDueStore() *dueStore { return &dueStore{sources: map[int64]*hub.Source{}} }
@@ -106,7 +157,6 @@ func (s *dueStore) SourceBody(context.Context, int64) ([]byte, error) { return n
 
 func (s *dueStore) ClaimDueSources(_ context.Context, now time.Time, limit int, owner string, until time.Time) ([]hub.Source, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now = now.Truncate(time.Microsecond)
 	var out []hub.Source
 	for _, src := range s.sources {
@@ -118,6 +168,10 @@ func (s *dueStore) ClaimDueSources(_ context.Context, now time.Time, limit int, 
 		}
 		src.LeaseOwner, src.LeaseUntil = owner, until
 		out = append(out, *src)
+	}
+	s.mu.Unlock()
+	if s.afterClaimQuery != nil {
+		s.afterClaimQuery()
 	}
 	return out, nil
 }
