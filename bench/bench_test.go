@@ -19,6 +19,9 @@ var (
 	flagProfiles = flag.String("bench.profiles", "", "directory for CPU profiles of pingd's side (read them with go tool pprof -tagfocus side=pingd)")
 	flagReport   = flag.String("bench.report", "", "also append the result tables to this file")
 	flagPollN    = flag.String("bench.poll-n", "", "polling: only these numbers of sources (comma-separated, e.g. 10000), over 1000 hosts")
+	flagFollowed = flag.String("bench.followed", "", "BenchmarkFollowedSources: these numbers of sources (comma-separated, e.g. 100000,1000000), filled synthetically; not run without it")
+	flagWindow   = flag.Duration("bench.followed-window", 60*time.Second, "BenchmarkFollowedSources: how long the hourly polls' lateness is measured")
+	flagKeepDB   = flag.String("bench.followed-db", "", "BenchmarkFollowedSources: write the databases into this directory and keep them (to look at query plans)")
 )
 
 // benchReporter opens the report for one benchmark.
@@ -511,7 +514,7 @@ func BenchmarkPolling(b *testing.B) {
 		"CPU and resident memory are the whole process's (the origin farm included, on both sides). Lateness: sources made due evenly at "+
 		"the rate shown over the window, the request's arrival at the origin against its due time (a source not polled by %v after the "+
 		"last due time counts as late until then). Last, pingd serve (the real binary, in a process of its own, its log at info level, no XMPP "+
-		"server to connect to) polls every source once more on the same database, woken by nothing but its loop's one-second tick: "+
+		"server to connect to) polls every source once more on the same database, made due 1.5 s ahead and woken by nothing but its loop's timer (the next due time it reads on a tick): "+
 		"its own CPU and resident memory (VmRSS once started and idle, VmHWM over its life, VmRSS after the round).",
 		len(originDocument(0, originEntries-1)), 100*plan.ChangeShare, pollWorkers, pollPerHost, plan.Rounds, plan.RoundCap, latenessGrace)
 	for _, t := range pollTables(results) {
@@ -544,6 +547,35 @@ func BenchmarkPolling(b *testing.B) {
 		if len(res.DBObjects) > 0 {
 			b.ReportMetric(float64(sourceTableBytes(res.DBObjects))/float64(res.Size.N)/1024, "source-tables-KiB-per-source"+suffix)
 		}
+		reportPollMetrics(b, res, median(fr))
+	}
+}
+
+// reportPollMetrics reports the rest of a size's ratios as benchmark
+// metrics, for scripts reading make bench-quick: pingd serve's round
+// against the plain fetcher, how late its first request came, its
+// memory, and the worst lateness p99 of pingd's runs against their
+// polling intervals.
+func reportPollMetrics(b *testing.B, res pollResult, plainRate float64) {
+	n := res.Size.N
+	if bin := res.Binary; bin.Err == "" && bin.Elapsed > 0 && plainRate > 0 {
+		b.ReportMetric(float64(bin.Polls-1)/bin.Elapsed.Seconds()/plainRate, fmt.Sprintf("serve/plain-N%d", n))
+		b.ReportMetric(float64(bin.FirstAfter)/float64(time.Millisecond), fmt.Sprintf("serve-first-ms-N%d", n))
+		b.ReportMetric(float64(bin.PeakRSS)/(1<<20), fmt.Sprintf("serve-peak-MiB-N%d", n))
+	}
+	worst, worstMs := -1.0, 0.0
+	for _, l := range res.Lateness {
+		if l.Side != sidePingd || l.Interval <= 0 {
+			continue
+		}
+		p99 := percentile(l.Late, 99)
+		if r := float64(p99) / float64(l.Interval); r > worst {
+			worst, worstMs = r, float64(p99)/float64(time.Millisecond)
+		}
+	}
+	if worst >= 0 {
+		b.ReportMetric(worst, fmt.Sprintf("lateness-p99/interval-N%d", n))
+		b.ReportMetric(worstMs, fmt.Sprintf("lateness-p99-ms-N%d", n))
 	}
 }
 
@@ -612,4 +644,60 @@ func TestPollingSmoke(t *testing.T) {
 	if !strings.Contains(sb.String(), "| 16 | 16 |") || !strings.Contains(sb.String(), "| plain fetcher |") {
 		t.Errorf("tables lack their rows:\n%s", sb.String())
 	}
+}
+
+// BenchmarkFollowedSources is pingd serve following many sources: N
+// sources filled straight into SQLite (no baseline fetches), each followed
+// by a node, due evenly over an hour on a loopback origin farm; its start,
+// its memory while it polls them at their hourly rate, their lateness,
+// and the status page and admin lists. Only with -bench.followed.
+func BenchmarkFollowedSources(b *testing.B) {
+	if *flagFollowed == "" {
+		b.Skip("run with -bench.followed=N[,N…] (e.g. 100000,1000000)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var results []followedResult
+	for _, f := range strings.Split(*flagFollowed, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("-bench.followed: %q is not a number of sources", f)
+		}
+		results = append(results, measureFollowedSources(ctx, b, n, min(n, 1000), *flagWindow, *flagKeepDB))
+	}
+	b.StopTimer()
+	r := benchReporter(b)
+	r.section("Followed sources", commandFor(b.Name()))
+	r.note("N sources over 1000 loopback origin hosts, each followed by a node of its own, written straight into SQLite in two INSERT … SELECT "+
+		"statements (baselined, the origin's validators stored, no fetch made), due evenly over an hour from a minute or two after the fill. "+
+		"pingd serve (the real binary, %d fetch workers, %d per host, %v host spacing, its log at info level, no XMPP server) starts on them: "+
+		"the time to /healthz 200 and to its first poll (one source made due at its start), its resident memory, then the lateness of the "+
+		"sources due over the window from 10 s after the first due time (the origins answer every poll 304), and last one GET each of the status page and the admin "+
+		"node list (it has no paging; past 100,000 nodes only its first MiB is read).", pollWorkers, pollPerHost, pollSpacing)
+	tab := &table{header: []string{"N", "fill", "database", "/healthz 200 after", "first poll after", "resident: idle / peak (VmHWM) / end",
+		"due", "polled / scheduled", "lateness p50", "p99", "p99 ÷ interval", "CPU per poll"}}
+	pages := &table{header: []string{"N", "GET", "status", "bytes read", "took", "pingd serve's VmHWM after the pages"}}
+	for _, res := range results {
+		if res.Err != "" {
+			tab.add(fmt.Sprint(res.N), "not measured: "+res.Err)
+			continue
+		}
+		p50, p99 := percentile(res.Late, 50), percentile(res.Late, 99)
+		cpu := "–"
+		if polled := res.Scheduled - res.Unpolled; polled > 0 {
+			cpu = us(res.CPU / time.Duration(polled))
+		}
+		tab.add(fmt.Sprint(res.N), res.Fill.Round(100*time.Millisecond).String(), mib(res.DBBytes), ms(res.Healthy), ms(res.FirstPoll),
+			fmt.Sprintf("%s / %s / %s", mib(res.IdleRSS), mib(res.PeakRSS), mib(res.EndRSS)), perSec(res.Rate)+" over "+res.Window.String(),
+			fmt.Sprintf("%d / %d", res.Scheduled-res.Unpolled, res.Scheduled), ms(p50), ms(p99), fmt.Sprintf("%.5f", float64(p99)/float64(time.Hour)), cpu)
+		for _, p := range res.Pages {
+			pages.add(fmt.Sprint(res.N), p.Path, fmt.Sprint(p.Status), fmt.Sprint(p.Bytes), ms(p.Took), mib(res.PagesPeakRSS))
+		}
+		b.ReportMetric(res.Healthy.Seconds(), fmt.Sprintf("healthy-s-N%d", res.N))
+		b.ReportMetric(res.FirstPoll.Seconds(), fmt.Sprintf("first-poll-s-N%d", res.N))
+		b.ReportMetric(float64(res.PeakRSS)/(1<<20), fmt.Sprintf("peak-MiB-N%d", res.N))
+		b.ReportMetric(float64(p99)/float64(time.Hour), fmt.Sprintf("lateness-p99/interval-N%d", res.N))
+	}
+	tab.write(r.w)
+	pages.write(r.w)
 }

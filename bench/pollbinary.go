@@ -91,11 +91,13 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 	// the counters read first.
 	requests := farm.requests[sidePingd].Load()
 	cpu := processCPU([]int{pid})
-	dueAt := makeDueAhead(ctx, t, st, ids, "pingd serve polling")
-	// Its loop finds them due on its next tick (a second at most, nothing
-	// wakes it, as nothing wakes it for a due poll in production): the
-	// rate is taken from the first request to the last, the wait for the
-	// tick reported apart.
+	// Due more than its loop's tick ahead, as a source's next poll is due
+	// long after the poll that set it: nothing wakes the loop (as nothing
+	// wakes it for a due poll in production), it learns of the due time
+	// on a tick (NextSourceDue) and sleeps until then. The rate is taken
+	// from the first request to the last, how late the first came
+	// reported apart.
+	dueAt := makeDueAhead(ctx, t, st, ids, 1500*time.Millisecond, "pingd serve polling")
 	target := requests + int64(len(ids))
 	var first time.Time
 	last, lastAt := requests, time.Now()

@@ -306,12 +306,12 @@ func scheduleSources(ctx context.Context, t testing.TB, st sourceScheduler, ids 
 	}
 }
 
-// makeDueAhead makes every source due at one time a little ahead, and
-// returns at that time: written one by one, they would start being polled
-// before the last is written.
-func makeDueAhead(ctx context.Context, t testing.TB, st sourceScheduler, ids []int64, side string) time.Time {
+// makeDueAhead makes every source due at one time a little ahead (at
+// least minLead), and returns at that time: written one by one, they would
+// start being polled before the last is written.
+func makeDueAhead(ctx context.Context, t testing.TB, st sourceScheduler, ids []int64, minLead time.Duration, side string) time.Time {
 	t.Helper()
-	lead := max(200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
+	lead := max(minLead, 200*time.Millisecond, time.Duration(len(ids))*150*time.Microsecond)
 	dueAt := time.Now().Add(lead)
 	scheduleSources(ctx, t, st, ids, func(int) time.Time { return dueAt })
 	if late := time.Since(dueAt); late > 0 {
@@ -332,7 +332,7 @@ func pingdPollRound(ctx context.Context, t testing.TB, p *pingdSide, farm *origi
 	// the round read its counter would leave the round short of its count
 	// until its cap. The counter is read first for the same reason.
 	stored := p.Store.fetchesStored.Load()
-	dueAt := makeDueAhead(ctx, t, p.Store, ids, "pingd polling")
+	dueAt := makeDueAhead(ctx, t, p.Store, ids, 0, "pingd polling")
 	before := p.Store.Snapshot()
 	reqs, changed := farm.requests[sidePingd].Load(), farm.changed[sidePingd].Load()
 	disk := diskWriteBytes()

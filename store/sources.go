@@ -351,6 +351,24 @@ func (s *sqlStore) claimSourcesSQL() string {
 		ORDER BY s.next_fetch_at, s.id LIMIT $2` + s.skipLocked("s")
 }
 
+// NextSourceDue returns the earliest due time after now of a source that
+// is not gone and is followed by a node; zero when there is none. It reads
+// the first rows of the sources_due index, however many sources there are.
+func (s *sqlStore) NextSourceDue(ctx context.Context, now time.Time) (time.Time, error) {
+	var next time.Time
+	err := s.queryRow(ctx, s.read, `SELECT s.next_fetch_at FROM sources s
+		WHERE NOT s.gone AND s.next_fetch_at > $1
+		AND EXISTS (SELECT 1 FROM nodes n WHERE n.source_id = s.id)
+		ORDER BY s.next_fetch_at LIMIT 1`, []any{s.timeArg(now)}, tc(&next))
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next source due: %w", err)
+	}
+	return next, nil
+}
+
 // SubscriberCount counts the subscriptions of every kind of the nodes
 // following the source.
 func (s *sqlStore) SubscriberCount(ctx context.Context, sourceID int64) (int, error) {

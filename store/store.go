@@ -32,6 +32,7 @@ type Store interface {
 	ApplyUnchangedFetches(ctx context.Context, outs []hub.FetchOutcome) error
 	SourcesLeasedByOthers(ctx context.Context, owner string, now time.Time) ([]hub.Source, error)
 	SourcesLeasedBy(ctx context.Context, owner string) ([]hub.Source, error)
+	NextSourceDue(ctx context.Context, now time.Time) (time.Time, error)
 
 	// Check answers nil while the database answers (health checks).
 	Check(ctx context.Context) error

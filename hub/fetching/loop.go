@@ -12,11 +12,17 @@ import (
 // The fetch loop: it claims due sources in batches, hands each to its
 // host (hosts.go) and starts a worker for a source only when its host
 // may be fetched now, so workers never wait for a host. It keeps about
-// FetchWorkers sources ready to start beside the running ones and claims
-// again once half of that is free, so a claim is a batch even under load;
+// twice FetchWorkers sources ready to start beside the running ones and
+// claims again once FetchWorkers of that is free, so a claim is a batch
+// even under load (a claim is a write transaction: fewer, larger ones
+// leave more of the database to the fetches' outcomes);
+// a claim runs beside the loop, which meanwhile starts what it holds and
+// takes the reports of ended fetches, so the workers do not wait for it;
 // sources waiting for a busy host do not count there, only against a
 // bound on what is held in memory (four times FetchWorkers, at least 64).
-// A worker's end wakes the loop at once.
+// A worker's end wakes the loop at once; having claimed all that was due,
+// it sleeps until the next source falls due (the store's NextSourceDue),
+// a Wake, or its one-second tick, whichever comes first.
 
 // fetchDone is a worker's report to the loop.
 type fetchDone struct {
@@ -24,6 +30,14 @@ type fetchDone struct {
 	took time.Duration
 	// pause: the host asked to be left alone until then (429, 503).
 	pause time.Time
+}
+
+// claimResult is a claim's report to the loop: the sources claimed of
+// asked, and when fewer were, when the next source falls due.
+type claimResult struct {
+	srcs    []hub.Source
+	asked   int
+	nextDue time.Time
 }
 
 // fetchLoad is what the fetch loop holds, for Load.
@@ -58,9 +72,19 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			w.add(releaseOutcome(&srcs[i], at, reason), srcs[i].URL)
 		}
 	}
+	// claiming: a claim runs; its report comes on claimed. woken: a
+	// wake-up or a tick came meanwhile, so a claim that found fewer than
+	// it asked for does not mean nothing is due (a ping may have made a
+	// source due after the claim's query).
+	claimed := make(chan claimResult, 1)
+	claiming, woken := false, false
 	defer func() {
-		// Shutting down: what waits for its host goes back due at once;
-		// the running fetches end with ctx and give theirs back.
+		// Shutting down: what a claim under way brings and what waits for
+		// its host go back due at once; the running fetches end with ctx
+		// and give theirs back.
+		if claiming {
+			giveBack((<-claimed).srcs, e.now(), hub.ReasonInterrupted)
+		}
 		for _, src := range hosts.drain() {
 			at, reason := e.now(), hub.ReasonInterrupted
 			if src.Gone {
@@ -77,6 +101,9 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 	// lapsed: sources whose leases had run out were given back; their
 	// release must be stored before the next claim (unchangedWriter.sync).
 	lapsed := false
+	// nextDue: when the next source falls due, as the store said after the
+	// claim that drained what was due; zero when unknown or none.
+	var nextDue time.Time
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -100,34 +127,23 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				done <- fetchDone{host: host, took: time.Since(started), pause: pause}
 			})
 		}
-		room := min(2*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
-		if !drained && room >= max(1, workers/2) && ctx.Err() == nil {
+		room := min(3*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
+		if !claiming && !drained && room >= workers && ctx.Err() == nil {
 			if lapsed {
 				w.sync()
 				lapsed = false
 			}
-			lease := now.Add(2 * e.cfg.FetchTimeout)
-			srcs, err := e.store.ClaimDueSources(ctx, now, room, e.instance, lease)
-			if err != nil && ctx.Err() == nil {
-				e.log.ErrorContext(ctx, "claim due sources", "err", err)
-			}
-			// Fewer than asked for: nothing more is due now. The next
-			// claim waits for a wake-up or the next tick, not for the
-			// next fetch to end.
-			drained = len(srcs) < room
-			for _, src := range srcs {
-				if at, reason, queued := hosts.admit(src, now, e.cfg.FetchTimeout); !queued {
-					giveBack([]hub.Source{src}, at, reason)
-				}
-			}
-			if len(srcs) > 0 {
-				continue // start them; more may be due
-			}
+			claiming, woken = true, false
+			go func() { claimed <- e.claim(ctx, now, room) }()
 		}
 		e.load.running.Store(int64(running))
 		e.load.waiting.Store(int64(hosts.waiting))
 		var wake <-chan time.Time
-		if at := hosts.wakeAt(now); !at.IsZero() {
+		at := hosts.wakeAt(now)
+		if drained && !nextDue.IsZero() && (at.IsZero() || nextDue.Before(at)) {
+			at = nextDue
+		}
+		if !at.IsZero() {
 			timer.Reset(min(at.Sub(now), time.Second))
 			wake = timer.C
 		}
@@ -141,16 +157,55 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				e.log.InfoContext(ctx, "host asked to wait; its other sources wait too", "host", d.host, "until", at, "sources", len(srcs))
 				giveBack(srcs, at, hub.ReasonHostPaused)
 			}
+		case r := <-claimed:
+			claiming = false
+			// Fewer than asked for: nothing more is due now. The next
+			// claim waits for the next due time, a wake-up or the next
+			// tick, not for the next fetch to end.
+			drained = len(r.srcs) < r.asked && !woken
+			nextDue = time.Time{}
+			if drained {
+				nextDue = r.nextDue
+			}
+			now := e.now()
+			for _, src := range r.srcs {
+				if at, reason, queued := hosts.admit(src, now, e.cfg.FetchTimeout); !queued {
+					giveBack([]hub.Source{src}, at, reason)
+				}
+			}
 		case <-e.fetchWake:
-			drained = false
+			drained, woken = false, true
 		case <-ticker.C:
-			drained = false
+			drained, woken = false, true
 			hosts.forget(now)
 			e.load.paused.Store(int64(hosts.paused(now)))
 		case <-wake:
+			if !nextDue.IsZero() && !e.now().Before(nextDue) {
+				drained, nextDue = false, time.Time{}
+			}
 		}
 		timer.Stop()
 	}
+}
+
+// claim leases up to room due sources at now; when it finds fewer, it
+// reads when the next source falls due.
+func (e *Engine) claim(ctx context.Context, now time.Time, room int) claimResult {
+	r := claimResult{asked: room}
+	srcs, err := e.store.ClaimDueSources(ctx, now, room, e.instance, now.Add(2*e.cfg.FetchTimeout))
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.ErrorContext(ctx, "claim due sources", "err", err)
+		}
+		return r
+	}
+	r.srcs = srcs
+	if len(srcs) < room && ctx.Err() == nil {
+		if r.nextDue, err = e.store.NextSourceDue(ctx, now); err != nil && ctx.Err() == nil {
+			e.log.ErrorContext(ctx, "next source due", "err", err)
+		}
+	}
+	return r
 }
 
 // releaseOutcome is the outcome that gives back a claimed source unfetched,

@@ -23,6 +23,10 @@ type Store interface {
 	// claim, not one per fetch), without its Body (SourceBody reads it
 	// when an origin answers with a delta).
 	ClaimDueSources(ctx context.Context, now time.Time, limit int, owner string, until time.Time) ([]hub.Source, error)
+	// NextSourceDue returns the earliest due time after now of a source
+	// that is not gone and is followed by a node, zero when there is none:
+	// when the loop, having claimed all that was due, claims next.
+	NextSourceDue(ctx context.Context, now time.Time) (time.Time, error)
 	// ApplyFetch stores a fetch's outcome in one transaction: the source
 	// state (releasing the lease and clearing a pending note it consumed),
 	// the ids seen, and the events of every node of the source. See

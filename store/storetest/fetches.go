@@ -452,3 +452,39 @@ func told(t *testing.T, s store.Store, nodeID int64) []hub.Event {
 	n := must(s.NodeByID(ctxOf(t), nodeID))(t)
 	return must(s.EventsAfter(ctxOf(t), nodeID, n.XMPPSeq, 0))(t)
 }
+
+// testNextSourceDue: the next due time is the earliest after now of the
+// followed sources that are not gone; sources due already, unfollowed or
+// gone do not count, and with none left it is zero.
+func testNextSourceDue(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	schedule := func(src *hub.Source, at time.Time, gone bool) {
+		t.Helper()
+		o := fetchAt(src, t0.Add(-time.Hour))
+		o.State.NextFetchAt, o.State.Gone = at, gone
+		must(s.ApplyFetch(ctx, o))(t)
+	}
+	if next := must(s.NextSourceDue(ctx, t0))(t); !next.IsZero() {
+		t.Fatalf("next due %v on an empty store, want none", next)
+	}
+	due, _ := newSource(t, s, "https://a.example/due", "due")
+	schedule(due, t0.Add(-time.Minute), false)
+	later, _ := newSource(t, s, "https://a.example/later", "later")
+	schedule(later, t0.Add(30*time.Second), false)
+	soon, _ := newSource(t, s, "https://a.example/soon", "soon")
+	schedule(soon, t0.Add(10*time.Second), false)
+	gone, _ := newSource(t, s, "https://a.example/gone", "gone")
+	schedule(gone, t0.Add(time.Second), true)
+	lonely, _ := must2(s.EnsureSource(ctx, "https://a.example/lonely"))(t)
+	schedule(lonely, t0.Add(2*time.Second), false)
+
+	if next := must(s.NextSourceDue(ctx, t0))(t); !next.Equal(t0.Add(10 * time.Second)) {
+		t.Fatalf("next due %v, want %v", next, t0.Add(10*time.Second))
+	}
+	if next := must(s.NextSourceDue(ctx, t0.Add(10*time.Second)))(t); !next.Equal(t0.Add(30 * time.Second)) {
+		t.Fatalf("next due after the first %v, want %v", next, t0.Add(30*time.Second))
+	}
+	if next := must(s.NextSourceDue(ctx, t0.Add(time.Minute)))(t); !next.IsZero() {
+		t.Fatalf("next due %v when every source is due, want none", next)
+	}
+}

@@ -129,6 +129,7 @@ func RunFetches(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FetchPublishesAtMostMaxItems", testFetchPublishesAtMostMaxItems},
 		{"FetchForgetsHiddenIDsBeyondTheBound", testFetchForgetsHiddenIDs},
 		{"FetchWithoutNodes", testFetchWithoutNodes},
+		{"NextSourceDue", testNextSourceDue},
 		{"ApplyUnchangedFetches", testApplyUnchangedFetches},
 		{"ApplyUnchangedFetchesPingDuringFetch", testApplyUnchangedFetchesPingDuringFetch},
 		{"ApplyUnchangedFetchesMany", testApplyUnchangedFetchesMany},
