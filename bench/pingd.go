@@ -130,7 +130,12 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 		return err
 	}
 	p.Store = newCountingStore(st)
-	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins}
+	// The fan-out's subscribers share accounts (fanoutPlan.PerAccount
+	// resources each), as the native services they are compared with
+	// allow: the per-account bounds, which keep one hostile account from
+	// multiplying every item, are not what is measured here.
+	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins,
+		MaxAccountSubscriptions: -1, MaxNodeResources: -1}
 	if opts.Fetch {
 		fetcher := feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
 			Client: netguard.NewClient(netguard.Options{AllowPrivate: true, MaxIdleConns: pingdIdleConns})})
