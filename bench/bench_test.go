@@ -205,7 +205,10 @@ func TestFanoutSmoke(t *testing.T) {
 			// Prosody writes its pid file a moment after it listens.
 			testenv.WaitFor(t, 10*time.Second, "the server's processes to account CPU time to", func() bool { return len(srv.Pids()) > 0 })
 			raws := startFanoutServices(t, ctx, srv)
-			plan := fanoutPlan{Sizes: []fanoutSize{{3, 5}}, Rounds: 1, PerAccount: 2}
+			// Twelve resources of one account: more than a node takes of
+			// one account by default (hub.DefaultMaxNodeResources), as
+			// the benchmark's accounts have.
+			plan := fanoutPlan{Sizes: []fanoutSize{{12, 3}}, Rounds: 1, PerAccount: 12}
 			h := newFanoutHarness(ctx, t, srv, plan, targets)
 			results := h.run(ctx)
 			if len(results) != len(targets) {
@@ -226,7 +229,7 @@ func TestFanoutSmoke(t *testing.T) {
 			}
 			var sb strings.Builder
 			fanoutTable(summarizeFanout(results, targets, plan.Sizes), "raw component", targets[0].Name).write(&sb)
-			if !strings.Contains(sb.String(), "| 3 | 5 | pingd |") {
+			if !strings.Contains(sb.String(), "| 12 | 3 | pingd |") {
 				t.Errorf("table lacks pingd's row:\n%s", sb.String())
 			}
 		})
