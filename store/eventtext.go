@@ -64,14 +64,16 @@ const eventDictID = 1
 const maxEventTextBytes = 16 << 20
 
 // eventCodec is made once, on the first packed event: EncodeAll and
-// DecodeAll may be called concurrently. One encoder at the default level,
-// as for bodies (store/bodies.go).
+// DecodeAll may be called concurrently. One encoder at the fastest level:
+// with a dictionary the default level spends about 70 µs an event on
+// its tables for a row 2 % smaller, the fastest 20 µs (an append packs
+// each event it writes).
 var eventCodec = sync.OnceValues(func() (codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
 }, err error) {
 	dict := []byte(eventDictV1)
-	codec.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+	codec.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderDictRaw(eventDictID, dict))
 	if err != nil {
 		return codec, err
