@@ -56,18 +56,21 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 	if a, b := dumpStore(t, ctx, src), dumpStore(t, ctx, dst); a != b {
 		t.Fatalf("the copy differs from the source\nsource: %s\ncopy:   %s", a, b)
 	}
-	// The bodies were copied compressed, as stored, and read back the same
-	// (the dumps hold them decoded).
+	// The bodies and item events were copied compressed, as stored, and
+	// read back the same (the dumps hold them decoded).
 	for _, dsn := range []struct{ driver, name string }{{"sqlite", path}, {"pgx", target}} {
 		db, err := sql.Open(dsn.driver, dsn.name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var compressed int
+		var compressed, packed int
 		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM source_bodies WHERE encoding = 'zstd'`).Scan(&compressed)
+		if err == nil {
+			err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE encoding = 'z1' AND item_id = ''`).Scan(&packed)
+		}
 		db.Close()
-		if err != nil || compressed == 0 {
-			t.Fatalf("%s: %d bodies stored compressed, %v; want the filled source's", dsn.driver, compressed, err)
+		if err != nil || compressed == 0 || packed == 0 {
+			t.Fatalf("%s: %d bodies stored compressed, %d item events packed, %v; want the filled source's", dsn.driver, compressed, packed, err)
 		}
 	}
 

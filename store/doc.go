@@ -76,6 +76,13 @@
 //     sources and the status never. It is stored compressed with zstd
 //     (bodies.go), its encoding column saying so; rows from before
 //     (an empty encoding) read as they are until their source next changes.
+//   - An item event's text (its item id, title, summary, link, updated
+//     time and payload) is stored packed in one zstd frame, with a
+//     dictionary of Atom entry markup, in the payload column (eventtext.go;
+//     the row's encoding says so), since the plain-text copies repeat the
+//     payload's text. It is unpacked once per row read (scanEvent), so
+//     every reader gets the event as it was appended; rows from before
+//     (an empty encoding), and events other than items, read as they are.
 //   - Unchanged fetches (unchangedfetches.go): the outcomes of fetches
 //     that changed nothing are written many at once, one UPDATE … FROM
 //     (VALUES …) per 128 on PostgreSQL and a prepared statement per row

@@ -12,15 +12,21 @@ import (
 )
 
 const eventColumns = `e.node_id, e.seq, e.kind, e.item_id, e.payload, e.title, e.summary, e.link,
-	e.address, e.plain_type, e.publisher, e.updated, e.created`
+	e.address, e.plain_type, e.publisher, e.updated, e.created, e.encoding`
 
+// scanEvent reads an events row, unpacking its text once here (a packed
+// row, eventtext.go), so every reader of the log gets the event as it was
+// appended.
 func scanEvent(r rowScanner) (hub.Event, error) {
 	var e hub.Event
-	var kind string
+	var kind, encoding string
 	err := r.Scan(&e.NodeID, &e.Seq, &kind, &e.ItemID, &e.Payload, &e.Title, &e.Summary, &e.Link,
-		&e.Address, &e.PlainType, &e.Publisher, tc(&e.Updated), tc(&e.Created))
+		&e.Address, &e.PlainType, &e.Publisher, tc(&e.Updated), tc(&e.Created), &encoding)
+	if err != nil {
+		return e, err
+	}
 	e.Kind = hub.EventKind(kind)
-	return e, err
+	return e, unpackEvent(&e, encoding)
 }
 
 func (s *sqlStore) events(ctx context.Context, query string, args ...any) ([]hub.Event, error) {
@@ -106,11 +112,12 @@ func (s *sqlStore) appendTx(ctx context.Context, tx *txn, nodeID int64, events [
 		e.NodeID, e.Seq, e.Created = nodeID, seq, created
 		e.Updated = dbTimeOf(e.Updated)
 		out[i] = e
+		st := packEvent(&e)
 		if _, err := s.execShort(ctx, tx, `INSERT INTO events (node_id, seq, kind, item_id, payload,
-			title, summary, link, address, plain_type, publisher, updated, created)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			nodeID, seq, string(e.Kind), e.ItemID, e.Payload, e.Title, e.Summary, e.Link,
-			e.Address, e.PlainType, e.Publisher, s.timeArg(e.Updated), s.timeArg(created)); err != nil {
+			title, summary, link, address, plain_type, publisher, updated, created, encoding)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			nodeID, seq, string(e.Kind), st.itemID, st.payload, st.title, st.summary, st.link,
+			e.Address, e.PlainType, e.Publisher, s.timeArg(st.updated), s.timeArg(created), st.encoding); err != nil {
 			return nil, fmt.Errorf("append to node %d: %w", nodeID, err)
 		}
 		switch e.Kind {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededBodies(t, s)
 				checkSeededDeletions(t, s, k)
 				checkSeededXMPPState(t, s, k)
+				checkSeededPackedEvents(t, s, k)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -437,6 +439,30 @@ func checkSeededXMPPState(t *testing.T, s *sqlStore, k int) {
 		OR consecutive_errors <> 0 OR first_failure_at IS NOT NULL OR next_attempt_at IS NOT NULL OR last_error <> ''
 		OR last_delivered_at IS NOT NULL)`, nil, &set); err != nil || set != 0 {
 		t.Fatalf("XMPP subscriptions with delivery columns set after migrating from %d: %d, %v", k, set, err)
+	}
+}
+
+// checkSeededPackedEvents: from version 23 on, seeds hold an item event
+// stored packed; it reads back whole, as an item and in the log.
+func checkSeededPackedEvents(t *testing.T, s *sqlStore, k int) {
+	t.Helper()
+	if k < 23 {
+		return
+	}
+	ctx := context.Background()
+	n, err := s.Node(ctx, "packed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := seededPackedEvent()
+	want.NodeID, want.Seq, want.Created = n.ID, 1, time.Date(2031, 5, 6, 7, 45, 0, 0, time.UTC)
+	items, err := s.Items(ctx, n.ID, nil, 0)
+	if err != nil || len(items) != 1 || !reflect.DeepEqual(items[0], want) {
+		t.Fatalf("packed item after migrating from %d = %+v, %v; want %+v", k, items, err, want)
+	}
+	log, err := s.EventsAfter(ctx, n.ID, 0, 0)
+	if err != nil || len(log) != 1 || !reflect.DeepEqual(log[0], want) {
+		t.Fatalf("packed event after migrating from %d = %+v, %v; want %+v", k, log, err, want)
 	}
 }
 

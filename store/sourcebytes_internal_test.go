@@ -56,8 +56,20 @@ var sourceTables = []string{"sources", "source_bodies", "seen"}
 // overflow and TOAST included.
 func sourceTableBytes(ctx context.Context, t *testing.T, s *sqlStore) map[string]int64 {
 	t.Helper()
+	return tableBytes(ctx, t, s, sourceTables...)
+}
+
+// tableBytes is what each table takes on disk, indexes, overflow and
+// TOAST included (PostgreSQL after VACUUM).
+func tableBytes(ctx context.Context, t *testing.T, s *sqlStore, tables ...string) map[string]int64 {
+	t.Helper()
+	if s.backend == backendPostgres {
+		if _, err := s.write.ExecContext(ctx, `VACUUM ANALYZE `+strings.Join(tables, ", ")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := map[string]int64{}
-	for _, table := range sourceTables {
+	for _, table := range tables {
 		var n int64
 		var err error
 		if s.backend == backendSQLite {
@@ -122,11 +134,6 @@ func TestBytesPerFollowedSource(t *testing.T) {
 					}
 				}
 			}
-			if s.backend == backendPostgres {
-				if _, err := s.write.ExecContext(ctx, `VACUUM ANALYZE sources, source_bodies, seen`); err != nil {
-					t.Fatal(err)
-				}
-			}
 			sizes := sourceTableBytes(ctx, t, s)
 			var total int64
 			var parts []string
@@ -141,4 +148,76 @@ func TestBytesPerFollowedSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBytesPerNodeItems keeps the 20 entries of the polling benchmark's
+// feed (sampleEntry) as the items of 400 nodes, on both backends, once
+// as rows were stored before migration 0023 (every column as it is) and
+// once through KeepItems (packed), and logs what the node's log and
+// items take per node, and the bytes of each text column. Packed, the
+// events are a third or less of what they were.
+func TestBytesPerNodeItems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a few hundred nodes")
+	}
+	const nodes, entries = 400, 20
+	for _, bc := range backendCases() {
+		t.Run(bc.name, func(t *testing.T) {
+			var perNode [2]float64
+			for round, packed := range []bool{false, true} {
+				ctx := context.Background()
+				s, _ := bc.connect(t)
+				if err := s.migrate(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+				for i := range nodes {
+					n := &hub.Node{Name: fmt.Sprintf("n%d", i), NodeConfig: hub.DefaultNodeConfig()}
+					if err := s.CreateNode(ctx, n); err != nil {
+						t.Fatal(err)
+					}
+					events := make([]hub.Event, entries)
+					for e := range events {
+						events[e] = sampleEntry(i, 40-e)
+					}
+					if !packed {
+						for e, ev := range events {
+							insertAsBefore(ctx, t, s, n.ID, int64(e+1), ev)
+						}
+						continue
+					}
+					if kept, err := s.KeepItems(ctx, n.ID, events); err != nil || kept != entries {
+						t.Fatalf("kept %d, %v", kept, err)
+					}
+				}
+				sizes := tableBytes(ctx, t, s, "events", "items")
+				columns := eventColumnBytes(ctx, t, s)
+				perNode[round] = float64(sizes["events"]) / nodes / 1024
+				t.Logf("%s, %s, per node of %d items: events %.2f KiB, items %.2f KiB; text columns per event: %s",
+					bc.name, map[bool]string{false: "as before 0023", true: "packed"}[packed], entries,
+					float64(sizes["events"])/nodes/1024, float64(sizes["items"])/nodes/1024, columns)
+			}
+			if perNode[1] > perNode[0]/2.5 {
+				t.Fatalf("events per node: %.2f KiB packed, %.2f KiB before; want a third or less", perNode[1], perNode[0])
+			}
+		})
+	}
+}
+
+// eventColumnBytes is what each text column of events holds per row, on
+// average: the stored length on SQLite, pg_column_size on PostgreSQL.
+func eventColumnBytes(ctx context.Context, t *testing.T, s *sqlStore) string {
+	t.Helper()
+	size := "length"
+	if s.backend == backendPostgres {
+		size = "pg_column_size"
+	}
+	var parts []string
+	for _, col := range []string{"item_id", "payload", "title", "summary", "link", "updated", "created", "encoding"} {
+		var avg float64
+		if err := s.read.QueryRowContext(ctx, `SELECT CAST(COALESCE(AVG(COALESCE(`+size+`(`+col+`), 0)), 0) AS DOUBLE PRECISION) FROM events`).Scan(&avg); err != nil {
+			t.Fatalf("size of events.%s: %v", col, err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", col, avg))
+	}
+	return strings.Join(parts, ", ")
 }
