@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -194,18 +196,6 @@ func (s *sqlStore) statusKinds(ctx context.Context, tx *sql.Tx, _ StatusQuery, r
 	})
 }
 
-// problemNodeIDs are the nodes the status page lists first: those with a
-// failing or suspended subscription (subscriptions_problems), whose source
-// fails or is gone (sources_problems), whose log is ahead of the XMPP
-// stream (nodes_behind_xmpp), or with an HTTP subscription behind its log
-// (this last one reads every HTTP subscription, as the totals do).
-const problemNodeIDs = `SELECT ps.node_id FROM subscriptions ps WHERE ps.consecutive_errors > 0 OR ps.state = 'suspended'
-	UNION ALL SELECT f.id FROM sources s CROSS JOIN nodes f
-		WHERE f.source_id = s.id AND ` + sourceProblem + ` AND (s.consecutive_errors > 0 OR s.gone)
-	UNION ALL SELECT id FROM nodes WHERE last_seq > xmpp_seq
-	UNION ALL SELECT s.node_id FROM subscriptions s CROSS JOIN nodes bn
-		WHERE bn.id = s.node_id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < bn.last_seq`
-
 // statusNodeColumns are a listed node's columns, its subscriptions'
 // problems counted through their index on node_id.
 const statusNodeColumns = `SELECT n.id, n.name, n.title, n.access_model, n.is_implicit,
@@ -219,48 +209,83 @@ const statusNodeColumns = `SELECT n.id, n.name, n.title, n.access_model, n.is_im
 			AND s.state = 'active' AND s.cursor_seq < n.last_seq) AS behind
 	FROM nodes n LEFT JOIN sources src ON src.id = n.source_id`
 
-// statusProblemNodesSQL lists the nodes with a problem, worst first;
-// statusOtherNodesSQL the others by name, through the index on the names.
-const (
-	statusProblemNodesSQL = `SELECT * FROM (` + statusNodeColumns + `
-		WHERE n.id IN (` + problemNodeIDs + `)) t
-	ORDER BY CASE WHEN failing + suspended > 0 THEN 0
-		WHEN source_failing + source_gone > 0 THEN 1
-		WHEN behind > 0 OR last_seq > xmpp_seq THEN 2
-		ELSE 3 END, name
-	LIMIT $1`
-	statusOtherNodesSQL = statusNodeColumns + `
-	WHERE n.id NOT IN (` + problemNodeIDs + `)
-	ORDER BY n.name LIMIT $1`
-)
+// statusNodesSQL are the status page's node lists, each in name order up
+// to a limit, in the order the page shows them: nodes with a failing or
+// suspended subscription (subscriptions_problems), whose source fails or
+// is gone (sources_problems), behind the XMPP stream (nodes_behind_xmpp,
+// walked in name order) or with an HTTP subscription behind their log
+// (this one reads every HTTP subscription, as the totals do), then every
+// node (walked in name order). A node is in every list it meets; the
+// first shows it.
+var statusNodesSQL = []string{
+	statusNodeColumns + `
+	WHERE n.id IN (SELECT ps.node_id FROM subscriptions ps WHERE ps.consecutive_errors > 0 OR ps.state = 'suspended')
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	WHERE n.source_id IN (SELECT s.id FROM sources s WHERE ` + sourceProblem + ` AND (s.consecutive_errors > 0 OR s.gone))
+	ORDER BY n.name LIMIT $1`,
+	// Behind: the two lists are merged by name.
+	statusNodeColumns + `
+	WHERE n.last_seq > n.xmpp_seq
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	WHERE n.id IN (SELECT s.node_id FROM subscriptions s CROSS JOIN nodes bn
+		WHERE bn.id = s.node_id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < bn.last_seq)
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	ORDER BY n.name LIMIT $1`,
+}
 
 // statusNodes lists the nodes with their subscriber counts, nodes with
-// problems first, then the others by name: two queries that each read no
-// more nodes than they list (and the problem ones).
+// problems first, each kind of problem by name, then the others by name.
+// Each query reads at most q.Limit nodes beyond its problem's rows, so
+// the reading is bounded however many nodes there are: each list is
+// read up to q.Limit rows, enough to fill what the lists before it left
+// (a row already shown takes the place of one shown before).
 func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
 	listed := map[int64]int{} // node id: its index in rep.Nodes
-	scan := func(r *sql.Rows) error {
-		var n NodeStatus
-		var access string
-		var srcFailing, srcGone int
-		if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
-			&n.LastSeq, &n.XMPPSeq, &n.Failing, &n.Suspended, &n.Behind); err != nil {
+	read := func(query string) ([]NodeStatus, error) {
+		var out []NodeStatus
+		err := s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+			var n NodeStatus
+			var access string
+			var srcFailing, srcGone int
+			if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
+				&n.LastSeq, &n.XMPPSeq, &n.Failing, &n.Suspended, &n.Behind); err != nil {
+				return err
+			}
+			n.AccessModel = hub.AccessModel(access)
+			n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
+			n.Subscribers = kindCounts()
+			out = append(out, n)
+			return nil
+		})
+		return out, err
+	}
+	add := func(nodes []NodeStatus) {
+		for _, n := range nodes {
+			if _, seen := listed[n.ID]; seen || len(rep.Nodes) >= q.Limit {
+				continue
+			}
+			listed[n.ID] = len(rep.Nodes)
+			rep.Nodes = append(rep.Nodes, n)
+		}
+	}
+	for i := 0; i < len(statusNodesSQL) && len(rep.Nodes) < q.Limit; i++ {
+		nodes, err := read(statusNodesSQL[i])
+		if err != nil {
 			return err
 		}
-		n.AccessModel = hub.AccessModel(access)
-		n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
-		n.Subscribers = kindCounts()
-		listed[n.ID] = len(rep.Nodes)
-		rep.Nodes = append(rep.Nodes, n)
-		return nil
-	}
-	if err := s.query(ctx, tx, statusProblemNodesSQL, []any{q.Limit}, scan); err != nil {
-		return err
-	}
-	if rest := q.Limit - len(rep.Nodes); rest > 0 {
-		if err := s.query(ctx, tx, statusOtherNodesSQL, []any{rest}, scan); err != nil {
-			return err
+		if i == 2 { // behind XMPP, merged by name with behind HTTP
+			i++
+			more, err := read(statusNodesSQL[i])
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, more...)
+			slices.SortStableFunc(nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
 		}
+		add(nodes)
 	}
 	return s.statusNodeKinds(ctx, tx, rep, listed)
 }
@@ -298,7 +323,7 @@ const statusSourceColumns = `SELECT s.id, s.url, s.original_url, s.title, s.is_f
 		s.last_fetch_at, s.last_status, s.last_error, s.consecutive_errors, s.last_change_at, s.last_ping_at,
 		s.next_fetch_at, s.next_fetch_reason,
 		(SELECT COUNT(*) FROM nodes f WHERE f.source_id = s.id),
-		CASE WHEN EXISTS (SELECT 1 FROM nodes o WHERE o.source_id = s.id AND o.access_model = 'open') THEN 1 ELSE 0 END
+		(SELECT COALESCE(MAX(CASE WHEN o.access_model = 'open' THEN 1 ELSE 0 END), 0) FROM nodes o WHERE o.source_id = s.id)
 	FROM sources s`
 
 // statusProblemSourcesSQL lists the followed sources with a problem, worst
