@@ -283,12 +283,20 @@ func timePage(ctx context.Context, hc *http.Client, url, token string, limit int
 }
 
 // walkPages times reading a paged list to its end, following each
-// answer's Link rel="next"; Path says how many pages it read.
+// answer's Link rel="next"; Path says how many pages it read. An answer
+// 429 (the admin API's rate limit) is waited out and asked again, its
+// time and the wait not counted.
 func walkPages(ctx context.Context, hc *http.Client, base, first, token string) pageTime {
 	var total pageTime
-	pages := 0
-	for path := first; path != ""; pages++ {
+	pages, limited := 0, 0
+	for path := first; path != "" && ctx.Err() == nil; {
 		pt := timePage(ctx, hc, base+path, token, 0)
+		if pt.Status == http.StatusTooManyRequests && limited < 10_000 {
+			limited++
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		pages++
 		total.Bytes += pt.Bytes
 		total.Took += pt.Took
 		total.Status = pt.Status
@@ -297,7 +305,7 @@ func walkPages(ctx context.Context, hc *http.Client, base, first, token string) 
 		}
 		path = pt.next
 	}
-	total.Path = fmt.Sprintf("%s, every page (%d)", first, pages)
+	total.Path = fmt.Sprintf("%s, every page (%d; %d answers 429 waited out)", first, pages, limited)
 	return total
 }
 

@@ -193,6 +193,27 @@ func (c *cliContext) need(n int, usage string) error {
 	return nil
 }
 
+// callPaced is call for a GET that is one of many in a row: answered
+// 429 (the admin API's per-client rate limit), it waits and asks again,
+// up to pacedRetries times in a row.
+func (c *cliContext) callPaced(method, path string, out any) error {
+	for try := 0; ; try++ {
+		err := c.call(method, path, nil, out)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || try >= pacedRetries {
+			return err
+		}
+		time.Sleep(pacedWait)
+	}
+}
+
+// The pace of callPaced: the admin API's default rate gives a token every
+// 50 ms.
+const (
+	pacedRetries = 40
+	pacedWait    = 250 * time.Millisecond
+)
+
 // cliNodePage is how many nodes node list asks for at a time (the admin
 // API's most).
 var cliNodePage = 1000
@@ -342,7 +363,7 @@ func nodeCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 				Nodes []obj  `json:"nodes"`
 				Next  string `json:"next"`
 			}
-			if err := c.call("GET", path, nil, &page); err != nil {
+			if err := c.callPaced("GET", path, &page); err != nil {
 				return err
 			}
 			list.Nodes = append(list.Nodes, page.Nodes...)
