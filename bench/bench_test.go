@@ -675,8 +675,8 @@ func BenchmarkFollowedSources(b *testing.B) {
 		"statements (baselined, the origin's validators stored, no fetch made), due evenly over an hour from a minute or two after the fill. "+
 		"pingd serve (the real binary, %d fetch workers, %d per host, %v host spacing, its log at info level, no XMPP server) starts on them: "+
 		"the time to /healthz 200 and to its first poll (one source made due at its start), its resident memory, then the lateness of the "+
-		"sources due over the window from 10 s after the first due time (the origins answer every poll 304), and last one GET each of the status page and the admin "+
-		"node list (it has no paging; past 100,000 nodes only its first MiB is read).", pollWorkers, pollPerHost, pollSpacing)
+		"sources due over the window from 10 s after the first due time (the origins answer every poll 304), and last one GET each of the status page, /api/status and "+
+		"the admin node list's first page, then the whole node list read a page of 1000 at a time (its time the sum of the pages').", pollWorkers, pollPerHost, pollSpacing)
 	tab := &table{header: []string{"N", "fill", "database", "/healthz 200 after", "first poll after", "resident: idle / peak (VmHWM) / end",
 		"due", "polled / scheduled", "lateness p50", "p99", "p99 ÷ interval", "CPU per poll"}}
 	pages := &table{header: []string{"N", "GET", "status", "bytes read", "took", "pingd serve's VmHWM after the pages"}}

@@ -105,7 +105,7 @@ func bearerToken(r *http.Request) (string, bool) {
 
 // AdminHub is what the admin API asks of the hub.
 type AdminHub interface {
-	Nodes(ctx context.Context) ([]hub.Node, error)
+	NodesPage(ctx context.Context, p hub.NodePage) ([]hub.Node, error)
 	Node(ctx context.Context, name string) (*hub.Node, error)
 	CreateNode(ctx context.Context, spec hub.NodeSpec) (*hub.Node, string, error)
 	ConfigureNode(ctx context.Context, name string, cfg hub.NodeConfig) error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -92,26 +94,42 @@ func kindCounts() map[hub.Kind]int {
 	return m
 }
 
-// statusTotals reads every count of the report in one row.
-func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
-	const followed = `EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)`
-	query := `SELECT nd.total, nd.behind_xmpp, nd.events_behind_xmpp,
-		src.total, src.failing, src.gone, src.moved, src.late,
+// sourceProblem is the condition of the sources_problems partial index
+// (migration 0025), word for word so that the planners use it: a source
+// failing, gone, never fetched or moved.
+const sourceProblem = `(s.consecutive_errors > 0 OR s.gone OR NOT s.baselined OR s.moved_from <> '')`
+
+// followedSource is true of a source some node follows (through the
+// nodes_source index).
+const followedSource = `EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)`
+
+// statusTotalsSQL reads every count of the report in one row. No count
+// reads the nodes or the sources themselves: the totals count entries of
+// an index (nodes, and the distinct sources in nodes_source), the others
+// only the rows in a partial index (sources_problems, nodes_behind_xmpp)
+// or in a range of one (sources_due, pings_received). The subscriptions'
+// figures still read every HTTP subscription.
+const statusTotalsSQL = `SELECT nd.total, nx.behind_xmpp, nx.events_behind_xmpp,
+		sf.total, sp.failing, sp.gone, sp.moved, sl.late,
 		qu.total, qu.pending, qu.suspended, qu.failing, qu.oldest_failure,
 		bh.behind, bh.events_behind, pr.problems,
 		pg.recent, (SELECT value FROM counters WHERE name = 'pings')
 	FROM
-		(SELECT COUNT(*) AS total,
-			COALESCE(SUM(CASE WHEN last_seq > xmpp_seq THEN 1 ELSE 0 END), 0) AS behind_xmpp,
-			CAST(COALESCE(SUM(CASE WHEN last_seq > xmpp_seq THEN last_seq - xmpp_seq ELSE 0 END), 0) AS BIGINT) AS events_behind_xmpp
-		FROM nodes) nd
+		(SELECT COUNT(*) AS total FROM nodes) nd
 	CROSS JOIN
-		(SELECT COUNT(*) AS total,
-			COALESCE(SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
+		(SELECT COUNT(*) AS behind_xmpp,
+			CAST(COALESCE(SUM(last_seq - xmpp_seq), 0) AS BIGINT) AS events_behind_xmpp
+		FROM nodes WHERE last_seq > xmpp_seq) nx
+	CROSS JOIN
+		(SELECT COUNT(DISTINCT source_id) AS total FROM nodes WHERE source_id IS NOT NULL) sf
+	CROSS JOIN
+		(SELECT COALESCE(SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
 			COALESCE(SUM(CASE WHEN s.gone THEN 1 ELSE 0 END), 0) AS gone,
-			COALESCE(SUM(CASE WHEN s.moved_from <> '' THEN 1 ELSE 0 END), 0) AS moved,
-			COALESCE(SUM(CASE WHEN NOT s.gone AND s.next_fetch_at < $2 THEN 1 ELSE 0 END), 0) AS late
-		FROM sources s WHERE ` + followed + `) src
+			COALESCE(SUM(CASE WHEN s.moved_from <> '' THEN 1 ELSE 0 END), 0) AS moved
+		FROM sources s WHERE ` + sourceProblem + ` AND ` + followedSource + `) sp
+	CROSS JOIN
+		(SELECT COUNT(*) AS late FROM sources s
+		WHERE NOT s.gone AND s.next_fetch_at < $2 AND ` + followedSource + `) sl
 	CROSS JOIN
 		(SELECT COUNT(*) AS total,
 			COALESCE(SUM(CASE WHEN state IN ('pending', 'unsubscribing') THEN 1 ELSE 0 END), 0) AS pending,
@@ -122,16 +140,23 @@ func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, 
 	CROSS JOIN
 		(SELECT COUNT(*) AS behind,
 			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind
-		FROM nodes n CROSS JOIN subscriptions s
+		FROM subscriptions s CROSS JOIN nodes n
 		WHERE s.node_id = n.id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
 	CROSS JOIN
-		(SELECT COUNT(*) AS problems FROM nodes n CROSS JOIN subscriptions s
+		(SELECT COUNT(*) AS problems FROM subscriptions s CROSS JOIN nodes n
 		WHERE s.node_id = n.id AND ` + problemSub + `) pr
 	CROSS JOIN
 		(SELECT COUNT(*) AS recent FROM pings WHERE received_at >= $1) pg`
+
+// statusTotals reads every count of the report in one row.
+func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	late := q.LateBefore
+	if late.IsZero() {
+		late = time.Unix(0, 0) // none is late
+	}
 	var pingsTotal sql.NullInt64
 	qu := &rep.Queue
-	err := s.queryRow(ctx, tx, query, []any{s.timeArg(q.PingsSince), s.timeArg(q.LateBefore)},
+	err := s.queryRow(ctx, tx, statusTotalsSQL, []any{s.timeArg(q.PingsSince), s.timeArg(late)},
 		&rep.NodesTotal, &rep.NodesBehindXMPP, &rep.EventsBehindXMPP,
 		&rep.SourcesTotal, &rep.SourcesFailing, &rep.SourcesGone, &rep.SourcesMoved, &rep.SourcesLate,
 		&qu.Subscriptions, &qu.Pending, &qu.Suspended, &qu.Failing, tc(&qu.OldestFailure),
@@ -171,48 +196,96 @@ func (s *sqlStore) statusKinds(ctx context.Context, tx *sql.Tx, _ StatusQuery, r
 	})
 }
 
+// statusNodeColumns are a listed node's columns, its subscriptions'
+// problems counted through their index on node_id.
+const statusNodeColumns = `SELECT n.id, n.name, n.title, n.access_model, n.is_implicit,
+		COALESCE(src.url, '') AS source_url,
+		CASE WHEN src.consecutive_errors > 0 THEN 1 ELSE 0 END AS source_failing,
+		CASE WHEN src.gone THEN 1 ELSE 0 END AS source_gone,
+		n.last_seq, n.xmpp_seq,
+		(SELECT COUNT(*) FROM subscriptions s WHERE s.node_id = n.id AND s.consecutive_errors > 0) AS failing,
+		(SELECT COUNT(*) FROM subscriptions s WHERE s.node_id = n.id AND s.state = 'suspended') AS suspended,
+		(SELECT COUNT(*) FROM subscriptions s WHERE s.node_id = n.id AND ` + httpSub + `
+			AND s.state = 'active' AND s.cursor_seq < n.last_seq) AS behind
+	FROM nodes n LEFT JOIN sources src ON src.id = n.source_id`
+
+// statusNodesSQL are the status page's node lists, each in name order up
+// to a limit, in the order the page shows them: nodes with a failing or
+// suspended subscription (subscriptions_problems), whose source fails or
+// is gone (sources_problems), behind the XMPP stream (nodes_behind_xmpp,
+// walked in name order) or with an HTTP subscription behind their log
+// (this one reads every HTTP subscription, as the totals do), then every
+// node (walked in name order). A node is in every list it meets; the
+// first shows it.
+var statusNodesSQL = []string{
+	statusNodeColumns + `
+	WHERE n.id IN (SELECT ps.node_id FROM subscriptions ps WHERE ps.consecutive_errors > 0 OR ps.state = 'suspended')
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	WHERE n.source_id IN (SELECT s.id FROM sources s WHERE ` + sourceProblem + ` AND (s.consecutive_errors > 0 OR s.gone))
+	ORDER BY n.name LIMIT $1`,
+	// Behind: the two lists are merged by name.
+	statusNodeColumns + `
+	WHERE n.last_seq > n.xmpp_seq
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	WHERE n.id IN (SELECT s.node_id FROM subscriptions s CROSS JOIN nodes bn
+		WHERE bn.id = s.node_id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < bn.last_seq)
+	ORDER BY n.name LIMIT $1`,
+	statusNodeColumns + `
+	ORDER BY n.name LIMIT $1`,
+}
+
 // statusNodes lists the nodes with their subscriber counts, nodes with
-// problems first.
+// problems first, each kind of problem by name, then the others by name.
+// Each query reads at most q.Limit nodes beyond its problem's rows, so
+// the reading is bounded however many nodes there are: each list is
+// read up to q.Limit rows, enough to fill what the lists before it left
+// (a row already shown takes the place of one shown before).
 func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
-	query := `SELECT id, name, title, access_model, is_implicit, source_url, source_failing, source_gone,
-		last_seq, xmpp_seq, failing, suspended, behind
-	FROM (SELECT n.id, n.name, n.title, n.access_model, n.is_implicit,
-			COALESCE(src.url, '') AS source_url,
-			CASE WHEN src.consecutive_errors > 0 THEN 1 ELSE 0 END AS source_failing,
-			CASE WHEN src.gone THEN 1 ELSE 0 END AS source_gone,
-			n.last_seq, n.xmpp_seq,
-			COALESCE(a.failing, 0) AS failing, COALESCE(a.suspended, 0) AS suspended, COALESCE(a.behind, 0) AS behind
-		FROM nodes n
-		LEFT JOIN sources src ON src.id = n.source_id
-		LEFT JOIN (SELECT s.node_id,
-				SUM(CASE WHEN s.consecutive_errors > 0 THEN 1 ELSE 0 END) AS failing,
-				SUM(CASE WHEN s.state = 'suspended' THEN 1 ELSE 0 END) AS suspended,
-				SUM(CASE WHEN ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < sn.last_seq THEN 1 ELSE 0 END) AS behind
-			FROM subscriptions s JOIN nodes sn ON sn.id = s.node_id
-			GROUP BY s.node_id) a ON a.node_id = n.id) t
-	ORDER BY CASE WHEN failing + suspended > 0 THEN 0
-		WHEN source_failing + source_gone > 0 THEN 1
-		WHEN behind > 0 OR last_seq > xmpp_seq THEN 2
-		ELSE 3 END, name
-	LIMIT $1`
 	listed := map[int64]int{} // node id: its index in rep.Nodes
-	err := s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
-		var n NodeStatus
-		var access string
-		var srcFailing, srcGone int
-		if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
-			&n.LastSeq, &n.XMPPSeq, &n.Failing, &n.Suspended, &n.Behind); err != nil {
+	read := func(query string) ([]NodeStatus, error) {
+		var out []NodeStatus
+		err := s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+			var n NodeStatus
+			var access string
+			var srcFailing, srcGone int
+			if err := r.Scan(&n.ID, &n.Name, &n.Title, &access, &n.Implicit, &n.SourceURL, &srcFailing, &srcGone,
+				&n.LastSeq, &n.XMPPSeq, &n.Failing, &n.Suspended, &n.Behind); err != nil {
+				return err
+			}
+			n.AccessModel = hub.AccessModel(access)
+			n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
+			n.Subscribers = kindCounts()
+			out = append(out, n)
+			return nil
+		})
+		return out, err
+	}
+	add := func(nodes []NodeStatus) {
+		for _, n := range nodes {
+			if _, seen := listed[n.ID]; seen || len(rep.Nodes) >= q.Limit {
+				continue
+			}
+			listed[n.ID] = len(rep.Nodes)
+			rep.Nodes = append(rep.Nodes, n)
+		}
+	}
+	for i := 0; i < len(statusNodesSQL) && len(rep.Nodes) < q.Limit; i++ {
+		nodes, err := read(statusNodesSQL[i])
+		if err != nil {
 			return err
 		}
-		n.AccessModel = hub.AccessModel(access)
-		n.SourceFailing, n.SourceGone = srcFailing > 0, srcGone > 0
-		n.Subscribers = kindCounts()
-		listed[n.ID] = len(rep.Nodes)
-		rep.Nodes = append(rep.Nodes, n)
-		return nil
-	})
-	if err != nil {
-		return err
+		if i == 2 { // behind XMPP, merged by name with behind HTTP
+			i++
+			more, err := read(statusNodesSQL[i])
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, more...)
+			slices.SortStableFunc(nodes, func(a, b NodeStatus) int { return strings.Compare(a.Name, b.Name) })
+		}
+		add(nodes)
 	}
 	return s.statusNodeKinds(ctx, tx, rep, listed)
 }
@@ -245,23 +318,36 @@ func (s *sqlStore) statusNodeKinds(ctx context.Context, tx *sql.Tx, rep *StatusR
 	return nil
 }
 
-// statusSources lists the followed sources, worst first. The body is not
-// read.
-func (s *sqlStore) statusSources(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
-	query := `SELECT s.id, s.url, s.original_url, s.title, s.is_feed, s.baselined, s.gone, s.moved_from, s.moved_at,
+// statusSourceColumns are a listed source's columns (not its body).
+const statusSourceColumns = `SELECT s.id, s.url, s.original_url, s.title, s.is_feed, s.baselined, s.gone, s.moved_from, s.moved_at,
 		s.last_fetch_at, s.last_status, s.last_error, s.consecutive_errors, s.last_change_at, s.last_ping_at,
 		s.next_fetch_at, s.next_fetch_reason,
 		(SELECT COUNT(*) FROM nodes f WHERE f.source_id = s.id),
-		CASE WHEN EXISTS (SELECT 1 FROM nodes o WHERE o.source_id = s.id AND o.access_model = 'open') THEN 1 ELSE 0 END
-	FROM sources s
-	WHERE EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)
+		(SELECT COALESCE(MAX(CASE WHEN o.access_model = 'open' THEN 1 ELSE 0 END), 0) FROM nodes o WHERE o.source_id = s.id)
+	FROM sources s`
+
+// statusProblemSourcesSQL lists the followed sources with a problem, worst
+// first, from the sources_problems index; statusOtherSourcesSQL the others
+// by URL, through the index on the URLs.
+const (
+	statusProblemSourcesSQL = statusSourceColumns + `
+	WHERE ` + sourceProblem + ` AND ` + followedSource + `
 	ORDER BY CASE WHEN s.consecutive_errors > 0 THEN 0
 		WHEN s.gone THEN 1
 		WHEN NOT s.baselined THEN 2
 		WHEN s.moved_from <> '' THEN 3
 		ELSE 4 END, s.consecutive_errors DESC, s.url, s.id
 	LIMIT $1`
-	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
+	statusOtherSourcesSQL = statusSourceColumns + `
+	WHERE NOT ` + sourceProblem + ` AND ` + followedSource + `
+	ORDER BY s.url, s.id
+	LIMIT $1`
+)
+
+// statusSources lists the followed sources, worst first: failing, gone,
+// never fetched, moved, then the rest by URL. The body is not read.
+func (s *sqlStore) statusSources(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
+	scan := func(r *sql.Rows) error {
 		var src SourceStatus
 		var open int
 		if err := r.Scan(&src.ID, &src.URL, &src.OriginalURL, &src.Title, &src.IsFeed, &src.Baselined, &src.Gone,
@@ -273,7 +359,14 @@ func (s *sqlStore) statusSources(ctx context.Context, tx *sql.Tx, q StatusQuery,
 		src.Open = open > 0
 		rep.Sources = append(rep.Sources, src)
 		return nil
-	})
+	}
+	if err := s.query(ctx, tx, statusProblemSourcesSQL, []any{q.Limit}, scan); err != nil {
+		return err
+	}
+	if rest := q.Limit - len(rep.Sources); rest > 0 {
+		return s.query(ctx, tx, statusOtherSourcesSQL, []any{rest}, scan)
+	}
+	return nil
 }
 
 // statusDeliveries lists the HTTP subscriptions with a problem, worst
@@ -282,7 +375,7 @@ func (s *sqlStore) statusDeliveries(ctx context.Context, tx *sql.Tx, q StatusQue
 	query := `SELECT s.id, n.name, s.kind, s.address, s.state, s.cursor_seq, n.last_seq,
 		s.attempts, s.consecutive_errors, s.first_failure_at, s.next_attempt_at, s.last_error,
 		s.last_delivered_at, s.last_status
-	FROM nodes n CROSS JOIN subscriptions s
+	FROM subscriptions s CROSS JOIN nodes n
 	WHERE s.node_id = n.id AND ` + problemSub + `
 	ORDER BY CASE WHEN s.consecutive_errors > 0 OR s.state = 'suspended' THEN 0 ELSE 1 END,
 		CASE WHEN s.first_failure_at IS NULL THEN 1 ELSE 0 END, s.first_failure_at,

@@ -264,6 +264,25 @@ func testStatusReport(t *testing.T, s store.Store) {
 		t.Errorf("subscribers listed without being asked for: %+v", rep.RecentSubscribers)
 	}
 
+	// Each list under a limit is the first rows of the whole one (each
+	// kind of problem is read up to the limit on its own).
+	wantNodes, wantSources := names, urls
+	for limit := 1; limit <= 7; limit++ {
+		rep, err := s.StatusReport(ctx, store.StatusQuery{Limit: limit, PingsSince: t0.Add(-time.Hour)})
+		statusFatal(t, err)
+		var gotNodes, gotSources []string
+		for _, n := range rep.Nodes {
+			gotNodes = append(gotNodes, n.Name)
+		}
+		for _, src := range rep.Sources {
+			gotSources = append(gotSources, src.URL)
+		}
+		if !slices.Equal(gotNodes, wantNodes[:min(limit, len(wantNodes))]) ||
+			!slices.Equal(gotSources, wantSources[:min(limit, len(wantSources))]) {
+			t.Errorf("limit %d: nodes %q, sources %q", limit, gotNodes, gotSources)
+		}
+	}
+
 	// A limit caps every list and leaves the totals alone.
 	rep, err = s.StatusReport(ctx, store.StatusQuery{Limit: 2, PingsSince: t0.Add(-time.Hour), Subscribers: true})
 	statusFatal(t, err)

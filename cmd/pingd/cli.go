@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -192,6 +193,31 @@ func (c *cliContext) need(n int, usage string) error {
 	return nil
 }
 
+// callPaced is call for a GET that is one of many in a row: answered
+// 429 (the admin API's per-client rate limit), it waits and asks again,
+// up to pacedRetries times in a row.
+func (c *cliContext) callPaced(method, path string, out any) error {
+	for try := 0; ; try++ {
+		err := c.call(method, path, nil, out)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || try >= pacedRetries {
+			return err
+		}
+		time.Sleep(pacedWait)
+	}
+}
+
+// The pace of callPaced: the admin API's default rate gives a token every
+// 50 ms.
+const (
+	pacedRetries = 40
+	pacedWait    = 250 * time.Millisecond
+)
+
+// cliNodePage is how many nodes node list asks for at a time (the admin
+// API's most).
+var cliNodePage = 1000
+
 func nodePath(node string) string { return "/api/nodes/" + url.PathEscape(node) }
 
 type obj = map[string]any
@@ -331,8 +357,20 @@ func nodeCommand(args []string, stdout, stderr io.Writer, getenv func(string) st
 		var list struct {
 			Nodes []obj `json:"nodes"`
 		}
-		if err := c.call("GET", "/api/nodes", nil, &list); err != nil {
-			return err
+		// The list comes a page at a time; each answer names the next.
+		for path := "/api/nodes?limit=" + strconv.Itoa(cliNodePage); path != ""; {
+			var page struct {
+				Nodes []obj  `json:"nodes"`
+				Next  string `json:"next"`
+			}
+			if err := c.callPaced("GET", path, &page); err != nil {
+				return err
+			}
+			list.Nodes = append(list.Nodes, page.Nodes...)
+			if page.Next != "" && !strings.HasPrefix(page.Next, "/api/nodes?") {
+				return fmt.Errorf("pingd named %q as the next page of nodes", page.Next)
+			}
+			path = page.Next
 		}
 		return c.show(list, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "NODE\tACCESS\tLAST SEQ\tSOURCE")
@@ -524,12 +562,18 @@ func statusCommand(args []string, stdout, stderr io.Writer, getenv func(string) 
 		return "failing (HTTP " + strconv.Itoa(resp.StatusCode) + ")"
 	}
 	st := obj{"server": c.server, "healthz": probe("/healthz"), "readyz": probe("/readyz")}
-	var list struct {
-		Nodes []obj `json:"nodes"`
+	// The status report counts the nodes (listing them would read every
+	// page).
+	var report struct {
+		Nodes *int   `json:"nodes"`
+		Error string `json:"error"`
 	}
-	nodesErr := c.call("GET", "/api/nodes", nil, &list)
+	nodesErr := c.call("GET", "/api/status", nil, &report)
+	if nodesErr == nil && report.Nodes == nil {
+		nodesErr = fmt.Errorf("the status report has no figures: %s", cmp.Or(report.Error, "no reason given"))
+	}
 	if nodesErr == nil {
-		st["nodes"] = len(list.Nodes)
+		st["nodes"] = *report.Nodes
 	}
 	if err := c.show(st, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "pingd\t%s\n", c.server)
@@ -537,7 +581,7 @@ func statusCommand(args []string, stdout, stderr io.Writer, getenv func(string) 
 		fmt.Fprintf(w, "XMPP component (readyz)\t%s\n", st["readyz"])
 		switch {
 		case nodesErr == nil:
-			fmt.Fprintf(w, "nodes\t%d\n", len(list.Nodes))
+			fmt.Fprintf(w, "nodes\t%d\n", *report.Nodes)
 		case st["healthz"] == "unreachable":
 			fmt.Fprintln(w, "nodes\tunknown")
 		default:

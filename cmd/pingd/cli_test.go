@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,11 +36,18 @@ func TestAdminCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "cli/demo") || !strings.Contains(out, "token") {
 		t.Fatalf("node create: exit %d\n%s", code, out)
 	}
+	if out, code = cli("node", "create", "cli/other"); code != 0 {
+		t.Fatalf("node create: exit %d\n%s", code, out)
+	}
+	// A page of one node: the list follows the pages.
+	defer func(n int) { cliNodePage = n }(cliNodePage)
+	cliNodePage = 1
 	out, code = cli("node", "list", "--json")
 	var list struct {
 		Nodes []map[string]any `json:"nodes"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Nodes) != 1 || list.Nodes[0]["name"] != "cli/demo" {
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Nodes) != 2 || list.Nodes[0]["name"] != "cli/demo" ||
+		list.Nodes[1]["name"] != "cli/other" {
 		t.Fatalf("node list --json: exit %d\n%s", code, out)
 	}
 	if out, code = cli("whitelist", "add", "cli/demo", "Someone@Localhost/res"); code != 0 {
@@ -55,7 +63,8 @@ func TestAdminCLI(t *testing.T) {
 	if out, code = cli("subscribers", "cli/demo"); code != 0 || !strings.Contains(out, "KIND") {
 		t.Fatalf("subscribers: exit %d\n%s", code, out)
 	}
-	if out, code = cli("status"); code != 0 || !strings.Contains(out, "XMPP component (readyz)  ok") {
+	if out, code = cli("status"); code != 0 || !strings.Contains(out, "XMPP component (readyz)  ok") ||
+		!regexp.MustCompile(`(?m)^nodes +2$`).MatchString(out) {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}
 	if out, code = cli("node", "show", "nope"); code != 1 || !strings.Contains(out, "not found") {
