@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,6 +323,28 @@ func TestClaimDueSourcesUsesIndex(t *testing.T) {
 		t.Errorf("plan: %s", text)
 	}
 	t.Log(text)
+}
+
+// TestSourcesLeasedUseIndex: a start's look for the sources left leased
+// reads the partial index of leased sources, not every source.
+func TestSourcesLeasedUseIndex(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	for name, q := range map[string]struct {
+		where string
+		args  []any
+	}{
+		"SourcesLeasedByOthers": {sourcesLeasedByOthersWhere, []any{s.timeArg(time.Now()), "me"}},
+		"SourcesLeasedBy":       {sourcesLeasedByWhere, []any{"me"}},
+	} {
+		plan := explain(t, s, `SELECT `+sourceColumns+` FROM sources s `+q.where, q.args...)
+		text := strings.Join(plan, "; ")
+		// Walking the partial index (SCAN s USING INDEX) reads the leased
+		// sources alone.
+		if !strings.Contains(text, "USING INDEX sources_leased") || slices.Contains(plan, "SCAN s") {
+			t.Errorf("%s plan: %s", name, text)
+		}
+		t.Logf("%s: %s", name, text)
+	}
 }
 
 // explain returns the steps of SQLite's plan for query.
