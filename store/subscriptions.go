@@ -500,10 +500,17 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind st
 	// many subscribe to few). CROSS JOIN makes SQLite keep that join
 	// order; the node ids come in order, so no sort stands before the
 	// limit.
+	// The seeks read the partial index of HTTP subscriptions, which
+	// PostgreSQL picks by itself; SQLite would pick the unique index of
+	// every subscription and pass over the XMPP ones.
+	httpIndex := ""
+	if s.backend == backendSQLite {
+		httpIndex = ` INDEXED BY subscriptions_behind`
+	}
 	behind = `WITH RECURSIVE subscribed (id) AS (
-			SELECT MIN(node_id) FROM subscriptions WHERE ` + httpKind + `
+			SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
 			UNION ALL
-			SELECT (SELECT MIN(x.node_id) FROM subscriptions x WHERE x.` + httpKind + ` AND x.node_id > d.id)
+			SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
 			FROM subscribed d WHERE d.id IS NOT NULL)
 		SELECT ` + httpSubColumns + ` FROM subscribed d CROSS JOIN nodes n CROSS JOIN subscriptions s
 		WHERE n.id = d.id AND s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + `
