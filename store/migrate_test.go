@@ -158,6 +158,7 @@ func TestMigrateKeepsData(t *testing.T) {
 				checkSeededDeletions(t, s, k)
 				checkSeededXMPPState(t, s, k)
 				checkSeededPackedEvents(t, s, k)
+				checkLeasedSourcesIndex(t, s)
 				if bc.name == backendSQLite {
 					checkForeignKeysAfterMigration(t, s)
 				}
@@ -463,6 +464,32 @@ func checkSeededPackedEvents(t *testing.T, s *sqlStore, k int) {
 	log, err := s.EventsAfter(ctx, n.ID, 0, 0)
 	if err != nil || len(log) != 1 || !reflect.DeepEqual(log[0], want) {
 		t.Fatalf("packed event after migrating from %d = %+v, %v; want %+v", k, log, err, want)
+	}
+}
+
+// checkLeasedSourcesIndex: from version 24 on, the sources under a lease
+// have an index of their own (sources_leased), which a start's look for
+// them reads.
+func checkLeasedSourcesIndex(t *testing.T, s *sqlStore) {
+	t.Helper()
+	ctx := context.Background()
+	query := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'sources_leased'`
+	if s.backend == backendPostgres {
+		query = `SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'sources_leased'`
+	}
+	var n int
+	if err := s.read.QueryRowContext(ctx, query).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("index sources_leased: %d, %v", n, err)
+	}
+	if _, err := s.write.ExecContext(ctx, `UPDATE sources SET lease_owner = 'gone', lease_until = $1
+		WHERE original_url = 'https://example.org/feed'`, s.timeArg(time.Now().Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if srcs, err := s.SourcesLeasedBy(ctx, "gone"); err != nil || len(srcs) != 1 || srcs[0].URL != "https://example.org/feed" {
+		t.Fatalf("SourcesLeasedBy = %+v, %v; want the seeded feed", srcs, err)
+	}
+	if srcs, err := s.SourcesLeasedByOthers(ctx, "me", time.Now()); err != nil || len(srcs) != 1 {
+		t.Fatalf("SourcesLeasedByOthers = %+v, %v; want the seeded feed", srcs, err)
 	}
 }
 

@@ -40,6 +40,14 @@ func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And many nodes without subscriptions, as a hub following many
+	// sources has: the claim must not walk them.
+	if _, err := s.exec(ctx, s.write, `INSERT INTO nodes (name, access_model, max_items, deliver_payloads,
+		notification_type, last_seq, created_at, updated_at)
+		SELECT 'followed-' || i, access_model, max_items, deliver_payloads, notification_type, 3, created_at, updated_at
+		FROM nodes, generate_series(1, 100000) AS i WHERE nodes.id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.exec(ctx, s.write, `ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +72,64 @@ func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 		return strings.Join(plan, "\n")
 	}
 	text := explain(behind)
-	if !strings.Contains(text, "Index Scan using subscriptions_behind on subscriptions s") ||
-		strings.Contains(text, "Seq Scan on subscriptions") || strings.Contains(text, "subscriptions_pkey") {
-		t.Fatalf("plan reads subscriptions without their node:\n%s", text)
+	if strings.Contains(text, "Seq Scan on nodes") || strings.Contains(text, "Seq Scan on subscriptions") {
+		t.Fatalf("plan reads every node or every subscription:\n%s", text)
 	}
+	t.Logf("behind:\n%s", text)
 	// Pending changes are found through their partial index alone.
 	if text := explain(changing); !strings.Contains(text, "subscriptions_changing") || strings.Contains(text, "Seq Scan on subscriptions") {
 		t.Fatalf("the claim of pending changes reads other subscriptions:\n%s", text)
+	}
+}
+
+// TestSourcesLeasedPlanPostgres checks, on 100,000 sources with fresh
+// statistics and a few under a lease, that a start's look for the sources
+// left leased reads the partial index of leased sources, not every source.
+func TestSourcesLeasedPlanPostgres(t *testing.T) {
+	ctx := context.Background()
+	s0, err := Open(ctx, testenv.PostgresURL(t), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s0.Close()
+	s := s0.(*sqlStore)
+	now := time.Now()
+	if _, err := s.exec(ctx, s.write, `INSERT INTO sources (original_url, url, lease_owner, lease_until, created_at)
+		SELECT 'https://example.org/' || i, 'https://example.org/' || i,
+			CASE WHEN i % 10000 = 0 THEN 'other' ELSE '' END, CASE WHEN i % 10000 = 0 THEN $1::timestamptz END, $1
+		FROM generate_series(1, 100000) AS i`, s.timeArg(now.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.exec(ctx, s.write, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]struct {
+		where string
+		args  []any
+	}{
+		"SourcesLeasedByOthers": {sourcesLeasedByOthersWhere, []any{s.timeArg(now), "me"}},
+		"SourcesLeasedBy":       {sourcesLeasedByWhere, []any{"other"}},
+	} {
+		var plan []string
+		err := s.query(ctx, s.read, "EXPLAIN SELECT "+sourceColumns+" FROM sources s "+q.where, q.args, func(r *sql.Rows) error {
+			var line string
+			if err := r.Scan(&line); err != nil {
+				return err
+			}
+			plan = append(plan, strings.TrimSpace(line))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "sources_leased") || strings.Contains(text, "Seq Scan on sources") {
+			t.Errorf("%s reads every source:\n%s", name, text)
+		}
+		t.Logf("%s:\n%s", name, text)
+	}
+	if got, err := s.SourcesLeasedByOthers(ctx, "me", now); err != nil || len(got) != 10 {
+		t.Fatalf("SourcesLeasedByOthers = %d sources, %v; want the 10 leased", len(got), err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,12 +279,26 @@ func TestClaimDeliveriesUsesIndexes(t *testing.T) {
 				if strings.HasPrefix(step, "SCAN s") && step != "SCAN s USING INDEX subscriptions_changing" {
 					t.Errorf("%s claim (by node %v) scans subscriptions: %s", name, byNode, text)
 				}
+				// Nodes are read by key only: a hub may follow a million
+				// sources, each a node, with few subscriptions.
+				if strings.HasPrefix(step, "SCAN n") {
+					t.Errorf("%s claim (by node %v) scans the nodes: %s", name, byNode, text)
+				}
+				// The claim of every node stops after its limit, unsorted.
+				if name == "behind" && strings.Contains(step, "TEMP B-TREE") {
+					t.Errorf("%s claim (by node %v) sorts: %s", name, byNode, text)
+				}
 			}
 			wantIndex := map[string]string{
 				"changing": "USING INDEX subscriptions_changing",
 				"waiting":  "USING INDEX subscriptions_",
 				"behind":   "USING INDEX subscriptions_behind (node_id=? AND state=? AND cursor_seq<?)",
 			}[name]
+			// The nodes with HTTP subscriptions come from their partial
+			// index, without the XMPP subscriptions.
+			if name == "behind" && !byNode && !strings.Contains(text, "INDEX subscriptions_behind (node_id>?)") {
+				t.Errorf("%s claim (by node %v) does not seek the next node in subscriptions_behind: %s", name, byNode, text)
+			}
 			if !strings.Contains(text, wantIndex) {
 				t.Errorf("%s claim (by node %v) does not use %q: %s", name, byNode, wantIndex, text)
 			}
@@ -310,6 +325,28 @@ func TestClaimDueSourcesUsesIndex(t *testing.T) {
 		t.Errorf("plan: %s", text)
 	}
 	t.Log(text)
+}
+
+// TestSourcesLeasedUseIndex: a start's look for the sources left leased
+// reads the partial index of leased sources, not every source.
+func TestSourcesLeasedUseIndex(t *testing.T) {
+	s, _ := openTestSQLite(t, Options{})
+	for name, q := range map[string]struct {
+		where string
+		args  []any
+	}{
+		"SourcesLeasedByOthers": {sourcesLeasedByOthersWhere, []any{s.timeArg(time.Now()), "me"}},
+		"SourcesLeasedBy":       {sourcesLeasedByWhere, []any{"me"}},
+	} {
+		plan := explain(t, s, `SELECT `+sourceColumns+` FROM sources s `+q.where, q.args...)
+		text := strings.Join(plan, "; ")
+		// Walking the partial index (SCAN s USING INDEX) reads the leased
+		// sources alone.
+		if !strings.Contains(text, "USING INDEX sources_leased") || slices.Contains(plan, "SCAN s") {
+			t.Errorf("%s plan: %s", name, text)
+		}
+		t.Logf("%s: %s", name, text)
+	}
 }
 
 // explain returns the steps of SQLite's plan for query.

@@ -299,7 +299,8 @@ func (s *sqlStore) SetSubscriptionState(ctx context.Context, id int64, state hub
 // (subscriptions_changing; whatever their retry time and delivery lease,
 // as the change has a lease of its own), the ones waiting for verification
 // (subscriptions_waiting) and the active ones whose cursor is behind their
-// node's log (subscriptions_behind, one range per node). A subscription
+// node's log (subscriptions_behind, one range per node that has HTTP
+// subscriptions). A subscription
 // with a pending change may come twice: once for the change, once for its
 // deliveries.
 //
@@ -480,15 +481,40 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind st
 	waiting = `SELECT ` + httpSubColumns + httpSubsFrom + `
 		WHERE s.state IN ('pending', 'unsubscribing')` + ready + nodeCond + `
 		ORDER BY s.id LIMIT $2` + s.skipLocked("s")
-	// The plan wanted is: walk the nodes and, per node, the range of its
-	// subscriptions behind the node's last_seq (subscriptions_behind).
-	// CROSS JOIN makes SQLite keep that join order (without statistics it
-	// would read every active subscription), and ordering by the node lets
-	// PostgreSQL stop after limit rows instead of walking the subscriptions
-	// in id order; PostgreSQL treats CROSS JOIN as a plain join.
-	behind = `SELECT ` + httpSubColumns + ` FROM nodes n CROSS JOIN subscriptions s
-		WHERE s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + nodeCond + `
-		ORDER BY n.id LIMIT $2` + s.skipLocked("s")
+	if byNode {
+		// One node: its row by key, then the range of its subscriptions
+		// behind its last_seq (subscriptions_behind).
+		// CROSS JOIN keeps that join order on SQLite.
+		behind = `SELECT ` + httpSubColumns + ` FROM nodes n CROSS JOIN subscriptions s
+			WHERE s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + nodeCond + `
+			ORDER BY n.id LIMIT $2` + s.skipLocked("s")
+		return changing, waiting, behind
+	}
+	// Every node: the nodes that have HTTP subscriptions, one index seek
+	// each (the recursive step asks for the next node id after the last),
+	// then per node the range of its subscriptions behind its last_seq.
+	// The cost follows the nodes with HTTP subscriptions, not every node
+	// (walking every node cost a hub following a million sources with few
+	// subscribers 82 ms a claim, inside the write transaction), nor every
+	// subscription (walking the active ones costs more than the nodes when
+	// many subscribe to few). CROSS JOIN makes SQLite keep that join
+	// order; the node ids come in order, so no sort stands before the
+	// limit.
+	// The seeks read the partial index of HTTP subscriptions, which
+	// PostgreSQL picks by itself; SQLite would pick the unique index of
+	// every subscription and pass over the XMPP ones.
+	httpIndex := ""
+	if s.backend == backendSQLite {
+		httpIndex = ` INDEXED BY subscriptions_behind`
+	}
+	behind = `WITH RECURSIVE subscribed (id) AS (
+			SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
+			UNION ALL
+			SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
+			FROM subscribed d WHERE d.id IS NOT NULL)
+		SELECT ` + httpSubColumns + ` FROM subscribed d CROSS JOIN nodes n CROSS JOIN subscriptions s
+		WHERE n.id = d.id AND s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + `
+		LIMIT $2` + s.skipLocked("s")
 	return changing, waiting, behind
 }
 
