@@ -19,10 +19,7 @@ func TestDeletingASourceDeletesItsBody(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			src, _, err := s.EnsureSource(ctx, "https://example.org/feed")
 			if err != nil {
 				t.Fatal(err)
@@ -157,10 +154,7 @@ func TestBodiesAreStoredCompressed(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			for _, c := range []struct {
 				name     string
 				body     []byte
@@ -208,10 +202,7 @@ func TestBodiesStoredBeforeCompressionStillRead(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			src, _, err := s.EnsureSource(ctx, "https://example.org/old")
 			if err != nil {
 				t.Fatal(err)

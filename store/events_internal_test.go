@@ -14,10 +14,7 @@ func TestRevokePlainTypeHasItsOwnColumn(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			n := &hub.Node{Name: "n", NodeConfig: hub.DefaultNodeConfig()}
 			if err := s.CreateNode(ctx, n); err != nil {
 				t.Fatal(err)

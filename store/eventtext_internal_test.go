@@ -105,10 +105,7 @@ func TestPackedEventsReadAsStoredBefore(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			before := &hub.Node{Name: "before", NodeConfig: hub.DefaultNodeConfig()}
 			now := &hub.Node{Name: "now", NodeConfig: hub.DefaultNodeConfig()}
 			for _, n := range []*hub.Node{before, now} {

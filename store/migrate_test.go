@@ -41,6 +41,16 @@ type backendCase struct {
 	connect func(t *testing.T) (*sqlStore, string)
 }
 
+// migrated is a fresh database of the backend at the latest version.
+func (bc backendCase) migrated(t *testing.T) *sqlStore {
+	t.Helper()
+	s, _ := bc.connect(t)
+	if err := s.migrate(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func backendCases() []backendCase {
 	return []backendCase{
 		{backendSQLite, func(t *testing.T) (*sqlStore, string) {

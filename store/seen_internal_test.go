@@ -34,10 +34,7 @@ func TestSeenIDsKeepTheFeedsWindow(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			src, _, err := s.EnsureSource(ctx, "https://example.org/feed")
 			if err != nil {
 				t.Fatal(err)

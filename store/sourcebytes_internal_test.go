@@ -107,10 +107,7 @@ func TestBytesPerFollowedSource(t *testing.T) {
 	for _, bc := range backendCases() {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := bc.connect(t)
-			if err := s.migrate(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
+			s := bc.migrated(t)
 			t0 := time.Date(2031, 5, 6, 7, 0, 0, 0, time.UTC)
 			var rawBody int
 			for i := range sources {
@@ -166,10 +163,7 @@ func TestBytesPerNodeItems(t *testing.T) {
 			var perNode [2]float64
 			for round, packed := range []bool{false, true} {
 				ctx := context.Background()
-				s, _ := bc.connect(t)
-				if err := s.migrate(ctx, 0); err != nil {
-					t.Fatal(err)
-				}
+				s := bc.migrated(t)
 				for i := range nodes {
 					n := &hub.Node{Name: fmt.Sprintf("n%d", i), NodeConfig: hub.DefaultNodeConfig()}
 					if err := s.CreateNode(ctx, n); err != nil {
