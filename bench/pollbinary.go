@@ -42,15 +42,7 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 	res := binaryPoll{Due: len(ids)}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(),
-		"PINGD_DB="+db, "PINGD_HTTP_ADDR="+httpAddr, "PINGD_PUBLIC_URL=http://"+httpAddr,
-		"PINGD_XMPP_ADDR="+fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), "PINGD_XMPP_SECRET=bench",
-		"PINGD_ALLOW_PRIVATE=1", // the origin farm is on loopback
-		"PINGD_FETCH_WORKERS="+strconv.Itoa(pollWorkers), "PINGD_FETCHES_PER_HOST="+strconv.Itoa(pollPerHost),
-		"PINGD_FETCH_HOST_SPACING="+pollSpacing.String(),
-		// Its log at info level, as deployed, to the null device: the
-		// component's reconnect attempts would fill the bench's output.
-		"PINGD_LOG_LEVEL=info")
+	cmd.Env = pollServeEnv(t, db, httpAddr)
 	proc, err := startProcess(cmd)
 	if err != nil {
 		res.Err = err.Error()
@@ -122,4 +114,20 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 		res.EndRSS, res.PeakRSS = m.RSS, m.Peak
 	}
 	return res
+}
+
+// pollServeEnv is the environment of a pingd serve that polls the origin
+// farm as the in-process side does: its database, its HTTP address, an
+// XMPP server that is not there, the same fetch limits.
+func pollServeEnv(t testing.TB, db, httpAddr string, extra ...string) []string {
+	env := append(os.Environ(),
+		"PINGD_DB="+db, "PINGD_HTTP_ADDR="+httpAddr, "PINGD_PUBLIC_URL=http://"+httpAddr,
+		"PINGD_XMPP_ADDR="+fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), "PINGD_XMPP_SECRET=bench",
+		"PINGD_ALLOW_PRIVATE=1", // the origin farm is on loopback
+		"PINGD_FETCH_WORKERS="+strconv.Itoa(pollWorkers), "PINGD_FETCHES_PER_HOST="+strconv.Itoa(pollPerHost),
+		"PINGD_FETCH_HOST_SPACING="+pollSpacing.String(),
+		// Its log at info level, as deployed, to the null device: the
+		// component's reconnect attempts would fill the bench's output.
+		"PINGD_LOG_LEVEL=info")
+	return append(env, extra...)
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -147,12 +146,7 @@ func measureFollowedSources(ctx context.Context, t testing.TB, n, hosts int, win
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	const token = "bench-admin-token"
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(),
-		"PINGD_DB="+db, "PINGD_HTTP_ADDR="+httpAddr, "PINGD_PUBLIC_URL=http://"+httpAddr,
-		"PINGD_XMPP_ADDR="+fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), "PINGD_XMPP_SECRET=bench",
-		"PINGD_ALLOW_PRIVATE=1", "PINGD_ADMIN_TOKEN="+token,
-		"PINGD_FETCH_WORKERS="+strconv.Itoa(pollWorkers), "PINGD_FETCHES_PER_HOST="+strconv.Itoa(pollPerHost),
-		"PINGD_FETCH_HOST_SPACING="+pollSpacing.String(), "PINGD_LOG_LEVEL=info")
+	cmd.Env = pollServeEnv(t, db, httpAddr, "PINGD_ADMIN_TOKEN="+token)
 	requests := farm.requests[sidePingd].Load()
 	launched := time.Now()
 	proc, err := startProcess(cmd)
