@@ -15,7 +15,7 @@ import (
 	"github.com/pingd/pingd/hub"
 )
 
-func openTestSQLite(t *testing.T, opt Options) (*sqlStore, string) {
+func openTestSQLite(t testing.TB, opt Options) (*sqlStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pingd.db")
 	if opt.Logger == nil {

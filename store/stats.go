@@ -28,13 +28,6 @@ type (
 // query does not say.
 const DefaultStatusLimit = hub.DefaultStatusLimit
 
-// problemSub is the condition of a delivery problem (s: subscriptions, n:
-// its node). Errors and suspensions are the HTTP kinds' alone (an XMPP
-// subscription's bounces are in xmpp_subscription_state); a cursor
-// behind is one only of an HTTP kind, whose cursor is in the row.
-const problemSub = `(s.consecutive_errors > 0 OR s.state = 'suspended'
-	OR (` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq))`
-
 // StatusReport reads the report in one read-only transaction, with a fixed
 // number of queries whatever the number of nodes, sources and subscribers.
 func (s *sqlStore) StatusReport(ctx context.Context, q StatusQuery) (*StatusReport, error) {
@@ -103,16 +96,86 @@ const sourceProblem = `(s.consecutive_errors > 0 OR s.gone OR NOT s.baselined OR
 // nodes_source index).
 const followedSource = `EXISTS (SELECT 1 FROM nodes f WHERE f.source_id = s.id)`
 
+// behindSubscriptions are the HTTP subscriptions whose cursor is behind
+// their node's log, found as the delivery claim finds them: a walk of
+// the node ids that have HTTP subscriptions (subscribed, one index seek
+// each), then per node the range of its active subscriptions behind its
+// last_seq (subscriptions_behind). The cost follows those nodes and the
+// subscriptions behind, not every subscription. Its columns are the
+// subscription's (s) and its node's (n); it ends in a WHERE clause a
+// statement may extend with AND. SQLite keeps the join order of CROSS
+// JOIN; PostgreSQL, which would rather hash every active subscription,
+// is held to it by LATERAL subqueries it may not flatten (OFFSET 0).
+func (s *sqlStore) behindSubscriptions() string {
+	if s.backend == backendPostgres {
+		return `subscribed d
+	CROSS JOIN LATERAL (SELECT * FROM nodes n WHERE n.id = d.id OFFSET 0) n
+	CROSS JOIN LATERAL (SELECT * FROM subscriptions s WHERE s.node_id = n.id AND ` + httpSub + `
+		AND s.state = 'active' AND s.cursor_seq < n.last_seq OFFSET 0) s
+	WHERE TRUE`
+	}
+	return `subscribed d CROSS JOIN nodes n CROSS JOIN subscriptions s
+	WHERE n.id = d.id AND s.node_id = n.id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq`
+}
+
+// postgresFence ends a subquery that PostgreSQL must plan on its own
+// rather than flatten into the statement around it (OFFSET 0); SQLite
+// keeps the join order of CROSS JOIN without it.
+func (s *sqlStore) postgresFence() string {
+	if s.backend == backendPostgres {
+		return ` OFFSET 0`
+	}
+	return ""
+}
+
+// withSubscribedNodes is the recursive walk behindSubscriptions reads
+// (subscribed), for the head of a statement. SQLite is told to seek in
+// the partial index of HTTP subscriptions; it would pick the unique
+// index of every subscription and pass over the XMPP ones.
+func (s *sqlStore) withSubscribedNodes() string {
+	httpIndex := s.httpSubscriptionsIndex()
+	return `WITH RECURSIVE subscribed (id) AS (
+		SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
+		UNION ALL
+		SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
+		FROM subscribed d WHERE d.id IS NOT NULL)
+	`
+}
+
+// httpSubscriptionsIndex names, on SQLite, the partial index of the HTTP
+// subscriptions for a statement to read them through: the narrowest
+// index that holds them, where SQLite would pick the unique index of
+// every subscription. PostgreSQL picks it by itself.
+func (s *sqlStore) httpSubscriptionsIndex() string {
+	if s.backend == backendSQLite {
+		return ` INDEXED BY subscriptions_behind`
+	}
+	return ""
+}
+
+// problemIndexed is the condition of the subscriptions_problems partial
+// index (migration 0025), word for word so that the planners use it: a
+// subscription failing or suspended. A delivery problem is one of those
+// or an active HTTP subscription behind (behindSubscriptions). Errors and
+// suspensions are the HTTP kinds' alone (an XMPP subscription's bounces
+// are in xmpp_subscription_state).
+const problemIndexed = `(s.consecutive_errors > 0 OR s.state = 'suspended')`
+
 // statusTotalsSQL reads every count of the report in one row. No count
-// reads the nodes or the sources themselves: the totals count entries of
-// an index (nodes, and the distinct sources in nodes_source), the others
-// only the rows in a partial index (sources_problems, nodes_behind_xmpp)
-// or in a range of one (sources_due, pings_received). The subscriptions'
-// figures still read every HTTP subscription.
-const statusTotalsSQL = `SELECT nd.total, nx.behind_xmpp, nx.events_behind_xmpp,
+// reads the nodes, the sources or the subscriptions themselves: the
+// totals count entries of an index (nodes, the distinct sources in
+// nodes_source, the HTTP subscriptions in their partial index), the
+// others only the rows in a partial index (sources_problems,
+// nodes_behind_xmpp, subscriptions_problems), in a range of one
+// (sources_due, pings_received, the states in subscriptions_waiting) or
+// the subscriptions behind (behindSubscriptions). A problem is a row of
+// subscriptions_problems or a subscription behind without errors (one
+// with errors is in the index already; a suspended one is not active).
+func (s *sqlStore) statusTotalsSQL() string {
+	return s.withSubscribedNodes() + `SELECT nd.total, nx.behind_xmpp, nx.events_behind_xmpp,
 		sf.total, sp.failing, sp.gone, sp.moved, sl.late,
-		qu.total, qu.pending, qu.suspended, qu.failing, qu.oldest_failure,
-		bh.behind, bh.events_behind, pr.problems,
+		qu.total, qp.pending, qs.suspended, qf.failing, qf.oldest_failure,
+		bh.behind, bh.events_behind, pr.problems + bh.behind_clean,
 		pg.recent, (SELECT value FROM counters WHERE name = 'pings')
 	FROM
 		(SELECT COUNT(*) AS total FROM nodes) nd
@@ -131,22 +194,24 @@ const statusTotalsSQL = `SELECT nd.total, nx.behind_xmpp, nx.events_behind_xmpp,
 		(SELECT COUNT(*) AS late FROM sources s
 		WHERE NOT s.gone AND s.next_fetch_at < $2 AND ` + followedSource + `) sl
 	CROSS JOIN
-		(SELECT COUNT(*) AS total,
-			COALESCE(SUM(CASE WHEN state IN ('pending', 'unsubscribing') THEN 1 ELSE 0 END), 0) AS pending,
-			COALESCE(SUM(CASE WHEN state = 'suspended' THEN 1 ELSE 0 END), 0) AS suspended,
-			COALESCE(SUM(CASE WHEN consecutive_errors > 0 THEN 1 ELSE 0 END), 0) AS failing,
-			MIN(CASE WHEN consecutive_errors > 0 THEN first_failure_at END) AS oldest_failure
-		FROM subscriptions WHERE ` + httpKind + `) qu
+		(SELECT COUNT(*) AS total FROM subscriptions s` + s.httpSubscriptionsIndex() + ` WHERE ` + httpSub + `) qu
+	CROSS JOIN
+		(SELECT COUNT(*) AS pending FROM subscriptions s WHERE ` + httpSub + ` AND s.state IN ('pending', 'unsubscribing')) qp
+	CROSS JOIN
+		(SELECT COUNT(*) AS suspended FROM subscriptions s WHERE ` + httpSub + ` AND s.state = 'suspended') qs
+	CROSS JOIN
+		(SELECT COUNT(*) AS failing, MIN(s.first_failure_at) AS oldest_failure
+		FROM subscriptions s WHERE ` + problemIndexed + ` AND s.consecutive_errors > 0 AND ` + httpSub + `) qf
 	CROSS JOIN
 		(SELECT COUNT(*) AS behind,
-			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind
-		FROM subscriptions s CROSS JOIN nodes n
-		WHERE s.node_id = n.id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < n.last_seq) bh
+			CAST(COALESCE(SUM(n.last_seq - s.cursor_seq), 0) AS BIGINT) AS events_behind,
+			COALESCE(SUM(CASE WHEN s.consecutive_errors = 0 THEN 1 ELSE 0 END), 0) AS behind_clean
+		FROM ` + s.behindSubscriptions() + `) bh
 	CROSS JOIN
-		(SELECT COUNT(*) AS problems FROM subscriptions s CROSS JOIN nodes n
-		WHERE s.node_id = n.id AND ` + problemSub + `) pr
+		(SELECT COUNT(*) AS problems FROM subscriptions s WHERE ` + problemIndexed + `) pr
 	CROSS JOIN
 		(SELECT COUNT(*) AS recent FROM pings WHERE received_at >= $1) pg`
+}
 
 // statusTotals reads every count of the report in one row.
 func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
@@ -156,7 +221,7 @@ func (s *sqlStore) statusTotals(ctx context.Context, tx *sql.Tx, q StatusQuery, 
 	}
 	var pingsTotal sql.NullInt64
 	qu := &rep.Queue
-	err := s.queryRow(ctx, tx, statusTotalsSQL, []any{s.timeArg(q.PingsSince), s.timeArg(late)},
+	err := s.queryRow(ctx, tx, s.statusTotalsSQL(), []any{s.timeArg(q.PingsSince), s.timeArg(late)},
 		&rep.NodesTotal, &rep.NodesBehindXMPP, &rep.EventsBehindXMPP,
 		&rep.SourcesTotal, &rep.SourcesFailing, &rep.SourcesGone, &rep.SourcesMoved, &rep.SourcesLate,
 		&qu.Subscriptions, &qu.Pending, &qu.Suspended, &qu.Failing, tc(&qu.OldestFailure),
@@ -214,26 +279,30 @@ const statusNodeColumns = `SELECT n.id, n.name, n.title, n.access_model, n.is_im
 // suspended subscription (subscriptions_problems), whose source fails or
 // is gone (sources_problems), behind the XMPP stream (nodes_behind_xmpp,
 // walked in name order) or with an HTTP subscription behind their log
-// (this one reads every HTTP subscription, as the totals do), then every
-// node (walked in name order). A node is in every list it meets; the
-// first shows it.
-var statusNodesSQL = []string{
-	statusNodeColumns + `
-	WHERE n.id IN (SELECT ps.node_id FROM subscriptions ps WHERE ps.consecutive_errors > 0 OR ps.state = 'suspended')
+// (behindSubscriptions), then every node (walked in name order). A node
+// is in every list it meets; the first shows it.
+func (s *sqlStore) statusNodesSQL() []string {
+	withSubscribed := s.withSubscribedNodes()
+	return []string{
+		statusNodeColumns + `
+	WHERE n.id IN (SELECT s.node_id FROM subscriptions s WHERE ` + problemIndexed + `)
 	ORDER BY n.name LIMIT $1`,
-	statusNodeColumns + `
+		statusNodeColumns + `
 	WHERE n.source_id IN (SELECT s.id FROM sources s WHERE ` + sourceProblem + ` AND (s.consecutive_errors > 0 OR s.gone))
 	ORDER BY n.name LIMIT $1`,
-	// Behind: the two lists are merged by name.
-	statusNodeColumns + `
+		// Behind: the two lists are merged by name.
+		statusNodeColumns + `
 	WHERE n.last_seq > n.xmpp_seq
 	ORDER BY n.name LIMIT $1`,
-	statusNodeColumns + `
-	WHERE n.id IN (SELECT s.node_id FROM subscriptions s CROSS JOIN nodes bn
-		WHERE bn.id = s.node_id AND ` + httpSub + ` AND s.state = 'active' AND s.cursor_seq < bn.last_seq)
+		// The nodes behind come first and are joined to their rows by
+		// key (the fence keeps PostgreSQL from hashing every node).
+		withSubscribed + strings.Replace(statusNodeColumns, "FROM nodes n", `FROM (SELECT DISTINCT d.id FROM `+s.behindSubscriptions()+s.postgresFence()+`) b
+	CROSS JOIN nodes n`, 1) + `
+	WHERE n.id = b.id
 	ORDER BY n.name LIMIT $1`,
-	statusNodeColumns + `
+		statusNodeColumns + `
 	ORDER BY n.name LIMIT $1`,
+	}
 }
 
 // statusNodes lists the nodes with their subscriber counts, nodes with
@@ -271,14 +340,15 @@ func (s *sqlStore) statusNodes(ctx context.Context, tx *sql.Tx, q StatusQuery, r
 			rep.Nodes = append(rep.Nodes, n)
 		}
 	}
-	for i := 0; i < len(statusNodesSQL) && len(rep.Nodes) < q.Limit; i++ {
-		nodes, err := read(statusNodesSQL[i])
+	lists := s.statusNodesSQL()
+	for i := 0; i < len(lists) && len(rep.Nodes) < q.Limit; i++ {
+		nodes, err := read(lists[i])
 		if err != nil {
 			return err
 		}
 		if i == 2 { // behind XMPP, merged by name with behind HTTP
 			i++
-			more, err := read(statusNodesSQL[i])
+			more, err := read(lists[i])
 			if err != nil {
 				return err
 			}
@@ -372,15 +442,7 @@ func (s *sqlStore) statusSources(ctx context.Context, tx *sql.Tx, q StatusQuery,
 // statusDeliveries lists the HTTP subscriptions with a problem, worst
 // first.
 func (s *sqlStore) statusDeliveries(ctx context.Context, tx *sql.Tx, q StatusQuery, rep *StatusReport) error {
-	query := `SELECT s.id, n.name, s.kind, s.address, s.state, s.cursor_seq, n.last_seq,
-		s.attempts, s.consecutive_errors, s.first_failure_at, s.next_attempt_at, s.last_error,
-		s.last_delivered_at, s.last_status
-	FROM subscriptions s CROSS JOIN nodes n
-	WHERE s.node_id = n.id AND ` + problemSub + `
-	ORDER BY CASE WHEN s.consecutive_errors > 0 OR s.state = 'suspended' THEN 0 ELSE 1 END,
-		CASE WHEN s.first_failure_at IS NULL THEN 1 ELSE 0 END, s.first_failure_at,
-		n.last_seq - s.cursor_seq DESC, s.id
-	LIMIT $1`
+	query := s.statusDeliveriesSQL()
 	return s.query(ctx, tx, query, []any{q.Limit}, func(r *sql.Rows) error {
 		var d DeliveryStatus
 		var kind, state string
@@ -395,6 +457,25 @@ func (s *sqlStore) statusDeliveries(ctx context.Context, tx *sql.Tx, q StatusQue
 		rep.Deliveries = append(rep.Deliveries, d)
 		return nil
 	})
+}
+
+// statusDeliveriesSQL lists the delivery problems, worst first: the rows
+// of subscriptions_problems and the subscriptions behind without errors
+// (behindSubscriptions), read apart through their indexes and sorted
+// together.
+func (s *sqlStore) statusDeliveriesSQL() string {
+	const columns = `s.id, n.name, s.kind, s.address, s.state, s.cursor_seq, n.last_seq,
+		s.attempts, s.consecutive_errors, s.first_failure_at, s.next_attempt_at, s.last_error,
+		s.last_delivered_at, s.last_status`
+	return s.withSubscribedNodes() + `SELECT * FROM (
+		SELECT ` + columns + ` FROM subscriptions s CROSS JOIN nodes n
+		WHERE ` + problemIndexed + ` AND n.id = s.node_id
+		UNION ALL
+		SELECT ` + columns + ` FROM ` + s.behindSubscriptions() + ` AND s.consecutive_errors = 0) p
+	ORDER BY CASE WHEN p.consecutive_errors > 0 OR p.state = 'suspended' THEN 0 ELSE 1 END,
+		CASE WHEN p.first_failure_at IS NULL THEN 1 ELSE 0 END, p.first_failure_at,
+		p.last_seq - p.cursor_seq DESC, p.id
+	LIMIT $1`
 }
 
 // statusPings lists the newest pings since q.PingsSince.
