@@ -100,10 +100,11 @@ func (a *Pings) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err
 	if !utf8.ValidString(p.Name) {
 		return 0, fmt.Errorf("%w: the weblog name is not valid UTF-8", hub.ErrInvalid)
 	}
-	if err := hub.ValidURL(urls[0]); err != nil {
+	key, err := hub.CanonicalURL(urls[0])
+	if err != nil {
 		return 0, err
 	}
-	if limited := a.limits.allow(urls[0]); limited != nil {
+	if limited := a.limits.allowCanonical(key); limited != nil {
 		return 0, limited
 	}
 	// A ping another pingd relayed is not relayed again (the loop guard).

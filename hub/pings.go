@@ -65,8 +65,8 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
 	}
 	for _, u := range []string{p.URL, p.FeedURL} {
-		if u == "" {
-			continue
+		if u == "" || slices.Contains(urls, u) {
+			continue // empty, or canonicalised above
 		}
 		if err := ValidURL(u); err != nil {
 			return 0, err
