@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -84,6 +85,11 @@ func (a *Pings) Routes(r *mux.Router) {
 	r.HandleFunc("/pingSiteForm", a.formPing).Methods(http.MethodGet, http.MethodHead)
 }
 
+// pingQueueRetry is the Retry-After of a ping refused because the hub's
+// queue of pings answered before their commit is full
+// (hub.ErrPingQueueFull): the queue drains within milliseconds.
+const pingQueueRetry = time.Second
+
 // errPingNotStored marks a ping the hub could not record: it must not be
 // acknowledged.
 var errPingNotStored = errors.New("the ping could not be recorded")
@@ -113,6 +119,9 @@ func (a *Pings) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			return 0, err
+		}
+		if errors.Is(err, hub.ErrPingQueueFull) {
+			return 0, &RateLimitError{RetryAfter: pingQueueRetry, Status: http.StatusServiceUnavailable, What: err.Error()}
 		}
 		a.log.ErrorContext(ctx, "ping not recorded", "dialect", p.Dialect, "url", urls[0], "err", err)
 		return 0, fmt.Errorf("%w: %w", errPingNotStored, err)
@@ -339,7 +348,7 @@ func (a *Pings) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, 
 		writePingPage(w, http.StatusOK, "Ping received", pingThanks(n), rawURL)
 	case errors.As(err, &limited):
 		setRetryAfter(w, limited.RetryAfter)
-		writePingPage(w, http.StatusTooManyRequests, "Too many pings", "Too many pings: "+limited.What+"; please wait before pinging again.", rawURL)
+		writePingPage(w, limited.status(), "Too many pings", "Too many pings: "+limited.What+"; please wait before pinging again.", rawURL)
 	case errors.Is(err, hub.ErrInvalid):
 		writePingPage(w, http.StatusBadRequest, "Ping refused", err.Error(), rawURL)
 	default:
