@@ -18,6 +18,16 @@ type ingestPlan struct {
 	Rounds      int
 	// ProfileDir, when set, gets CPU profiles of pingd's rounds.
 	ProfileDir string
+	// CommitDelay is pingd's PINGD_PING_COMMIT_DELAY (0: each ping
+	// answered after its commit).
+	CommitDelay time.Duration
+}
+
+func ingestAnswerNote(plan ingestPlan) string {
+	if plan.CommitDelay > 0 {
+		return fmt.Sprintf("pingd answers once the ping is queued and commits the queue to SQLite within %v (PINGD_PING_COMMIT_DELAY)", plan.CommitDelay)
+	}
+	return "pingd answers only after the ping is committed to SQLite"
 }
 
 type ingestRound struct {
@@ -88,7 +98,7 @@ func pingLoad(ctx context.Context, endpoint string, conc int, d time.Duration, t
 // canned handler, alternating, at each concurrency.
 func measureIngest(ctx context.Context, t testing.TB, plan ingestPlan) []ingestRound {
 	t.Helper()
-	p := startPingd(t, pingdOptions{HTTP: true})
+	p := startPingd(t, pingdOptions{HTTP: true, PingCommitDelay: plan.CommitDelay})
 	canned := startCannedServer(t)
 	var out []ingestRound
 	for _, conc := range plan.Concurrency {
@@ -110,6 +120,8 @@ func measureIngest(ctx context.Context, t testing.TB, plan ingestPlan) []ingestR
 				res.PingdCPU = perPing(selfCPU()-cpu, ok)
 				res.PingdErrors = bad
 				stop()
+				// Queued pings are committed within the delay.
+				time.Sleep(3 * plan.CommitDelay)
 				_, totalAfter, err := p.Hub.Pings(ctx, since, 1)
 				if err != nil {
 					t.Fatal(err)
