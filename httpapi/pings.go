@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -145,6 +146,8 @@ func pingThanks(sources int) string {
 func weblogUpdatesAnswer(sources int, err error) (any, error) {
 	var limited *RateLimitError
 	switch {
+	case err == nil && sources == 0:
+		return thanksAnswer(), nil
 	case err == nil:
 		return weblogs.Answer(false, pingThanks(sources)), nil
 	case errors.As(err, &limited):
@@ -154,6 +157,17 @@ func weblogUpdatesAnswer(sources int, err error) (any, error) {
 	}
 	return weblogs.Answer(true, err.Error()), nil
 }
+
+// thanksAnswer is the answer of most weblogUpdates pings, those naming no
+// followed source, encoded once.
+var thanksAnswer = sync.OnceValue(func() any {
+	answer := weblogs.Answer(false, pingThanks(0))
+	b, err := xmlrpc.MarshalResponse(answer)
+	if err != nil {
+		return answer
+	}
+	return rpcEncoded(b)
+})
 
 // rpcWeblogUpdatesPing is weblogUpdates.ping(name, url): url is the site
 // or the feed; both are matched against the known sources.
