@@ -395,14 +395,21 @@ func BenchmarkPingIngest(b *testing.B) {
 	}
 }
 
-// TestIngestSmoke sends pings for a moment: every accepted ping is stored.
+// TestIngestSmoke sends pings for a moment: every accepted ping is stored,
+// also when pingd answers once a ping is queued (PINGD_PING_COMMIT_DELAY).
 func TestIngestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond} {
+		t.Run(fmt.Sprintf("commit-delay-%v", delay), func(t *testing.T) { ingestSmoke(t, delay) })
+	}
+}
+
+func ingestSmoke(t *testing.T, delay time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	plan := ingestPlan{Concurrency: []int{1, 4}, Duration: 200 * time.Millisecond, Rounds: 1}
+	plan := ingestPlan{Concurrency: []int{1, 4}, Duration: 200 * time.Millisecond, Rounds: 1, CommitDelay: delay}
 	for _, r := range measureIngest(ctx, t, plan) {
 		if r.Wanted == 0 || r.Stored != r.Wanted || r.PingdErrors != 0 {
 			t.Errorf("concurrency %d: %d accepted, %d stored, %d refused", r.Conc, r.Wanted, r.Stored, r.PingdErrors)
