@@ -52,6 +52,9 @@ type pingdOptions struct {
 	// Delivery starts the webhook delivery engine.
 	Delivery       bool
 	DeliveryConfig delivery.Config
+	// PingCommitDelay is hub.Config.PingCommitDelay (0: a ping is
+	// answered after its commit, the default).
+	PingCommitDelay time.Duration
 	// PingRate overrides the per-URL ping rate limit (0: default), and
 	// PingHostRate the per-host one.
 	PingRate      float64
@@ -135,7 +138,7 @@ func (p *pingdSide) start(ctx context.Context, opts pingdOptions, log *slog.Logg
 	// allow: the per-account bounds, which keep one hostile account from
 	// multiplying every item, are not what is measured here.
 	cfg := hub.Config{Stores: store.HubStores(p.Store), Logger: log, Admins: opts.Admins,
-		MaxAccountSubscriptions: -1, MaxNodeResources: -1}
+		MaxAccountSubscriptions: -1, MaxNodeResources: -1, PingCommitDelay: opts.PingCommitDelay}
 	if opts.Fetch {
 		fetcher := feed.NewFetcher(feed.FetcherConfig{Version: "bench", PublicURL: "http://localhost",
 			Client: netguard.NewClient(netguard.Options{AllowPrivate: true, MaxIdleConns: pingdIdleConns})})

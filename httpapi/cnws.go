@@ -129,6 +129,11 @@ func (a *CNWS) cnwsChange(w http.ResponseWriter, r *http.Request, ch *cnws.Recei
 			writeCNWSResult(w, http.StatusBadRequest, false, "", "", err.Error())
 			return
 		}
+		if errors.Is(err, hub.ErrPingQueueFull) {
+			setRetryAfter(w, pingQueueRetry)
+			writeCNWSResult(w, http.StatusServiceUnavailable, false, "", "", err.Error()+"; please try again shortly")
+			return
+		}
 		a.log.ErrorContext(ctx, "CNWS resourceChange not recorded", "url", ch.ResourceID, "err", err)
 		writeCNWSResult(w, http.StatusInternalServerError, false, "", "", "the change could not be recorded; please try again later")
 		return

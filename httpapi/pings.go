@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -84,6 +86,11 @@ func (a *Pings) Routes(r *mux.Router) {
 	r.HandleFunc("/pingSiteForm", a.formPing).Methods(http.MethodGet, http.MethodHead)
 }
 
+// pingQueueRetry is the Retry-After of a ping refused because the hub's
+// queue of pings answered before their commit is full
+// (hub.ErrPingQueueFull): the queue drains within milliseconds.
+const pingQueueRetry = time.Second
+
 // errPingNotStored marks a ping the hub could not record: it must not be
 // acknowledged.
 var errPingNotStored = errors.New("the ping could not be recorded")
@@ -100,10 +107,11 @@ func (a *Pings) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err
 	if !utf8.ValidString(p.Name) {
 		return 0, fmt.Errorf("%w: the weblog name is not valid UTF-8", hub.ErrInvalid)
 	}
-	if err := hub.ValidURL(urls[0]); err != nil {
+	key, err := hub.CanonicalURL(urls[0])
+	if err != nil {
 		return 0, err
 	}
-	if limited := a.limits.allow(urls[0]); limited != nil {
+	if limited := a.limits.allowCanonical(key); limited != nil {
 		return 0, limited
 	}
 	// A ping another pingd relayed is not relayed again (the loop guard).
@@ -112,6 +120,9 @@ func (a *Pings) ping(ctx context.Context, p hub.Ping, urls []string) (n int, err
 	if err != nil {
 		if errors.Is(err, hub.ErrInvalid) {
 			return 0, err
+		}
+		if errors.Is(err, hub.ErrPingQueueFull) {
+			return 0, &RateLimitError{RetryAfter: pingQueueRetry, Status: http.StatusServiceUnavailable, What: err.Error()}
 		}
 		a.log.ErrorContext(ctx, "ping not recorded", "dialect", p.Dialect, "url", urls[0], "err", err)
 		return 0, fmt.Errorf("%w: %w", errPingNotStored, err)
@@ -135,6 +146,8 @@ func pingThanks(sources int) string {
 func weblogUpdatesAnswer(sources int, err error) (any, error) {
 	var limited *RateLimitError
 	switch {
+	case err == nil && sources == 0:
+		return thanksAnswer(), nil
 	case err == nil:
 		return weblogs.Answer(false, pingThanks(sources)), nil
 	case errors.As(err, &limited):
@@ -144,6 +157,17 @@ func weblogUpdatesAnswer(sources int, err error) (any, error) {
 	}
 	return weblogs.Answer(true, err.Error()), nil
 }
+
+// thanksAnswer is the answer of most weblogUpdates pings, those naming no
+// followed source, encoded once.
+var thanksAnswer = sync.OnceValue(func() any {
+	answer := weblogs.Answer(false, pingThanks(0))
+	b, err := xmlrpc.MarshalResponse(answer)
+	if err != nil {
+		return answer
+	}
+	return rpcEncoded(b)
+})
 
 // rpcWeblogUpdatesPing is weblogUpdates.ping(name, url): url is the site
 // or the feed; both are matched against the known sources.
@@ -338,7 +362,7 @@ func (a *Pings) htmlPing(w http.ResponseWriter, r *http.Request, dialect, name, 
 		writePingPage(w, http.StatusOK, "Ping received", pingThanks(n), rawURL)
 	case errors.As(err, &limited):
 		setRetryAfter(w, limited.RetryAfter)
-		writePingPage(w, http.StatusTooManyRequests, "Too many pings", "Too many pings: "+limited.What+"; please wait before pinging again.", rawURL)
+		writePingPage(w, limited.status(), "Too many pings", "Too many pings: "+limited.What+"; please wait before pinging again.", rawURL)
 	case errors.Is(err, hub.ErrInvalid):
 		writePingPage(w, http.StatusBadRequest, "Ping refused", err.Error(), rawURL)
 	default:

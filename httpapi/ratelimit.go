@@ -51,15 +51,20 @@ func NewPingLimits(cfg PingLimitsConfig) *PingLimits {
 // host's bucket keeps the URL's token, which only slows down a publisher
 // that is over a limit anyway.
 func (l *PingLimits) allow(rawURL string) *RateLimitError {
-	now := time.Now()
 	key := rawURL
 	if c, err := hub.CanonicalURL(rawURL); err == nil {
 		key = c
 	}
+	return l.allowCanonical(key)
+}
+
+// allowCanonical is allow for a URL already in canonical form.
+func (l *PingLimits) allowCanonical(key string) *RateLimitError {
+	now := time.Now()
 	if ok, wait := l.url.Allow(key, now); !ok {
 		return &RateLimitError{RetryAfter: wait, What: "too many pings for " + key}
 	}
-	if host := hub.HostKey(key); host != "" {
+	if host := hub.CanonicalHostKey(key); host != "" {
 		if ok, wait := l.host.Allow(host, now); !ok {
 			return &RateLimitError{RetryAfter: wait, What: "too many pings for URLs on " + host}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -148,6 +149,10 @@ func (a *RPC) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeFault(w, http.StatusOK, xmlrpc.Errorf(xmlrpc.FaultInternal, "%s failed: internal error", call.Method))
 		return
 	}
+	if enc, ok := result.(rpcEncoded); ok {
+		writeXML(w, http.StatusOK, enc)
+		return
+	}
 	body, err := xmlrpc.MarshalResponse(result)
 	if err != nil {
 		a.log.ErrorContext(r.Context(), "XML-RPC: cannot encode the result", "method", call.Method, "err", err)
@@ -156,6 +161,10 @@ func (a *RPC) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	writeXML(w, http.StatusOK, body)
 }
+
+// rpcEncoded is a method's result already encoded as a whole
+// <methodResponse>: an answer many calls share, encoded once.
+type rpcEncoded []byte
 
 func writeFault(w http.ResponseWriter, code int, f *xmlrpc.Fault) {
 	writeXML(w, code, xmlrpc.MarshalFault(f))
@@ -166,7 +175,7 @@ func writeFault(w http.ResponseWriter, code int, f *xmlrpc.Fault) {
 func writeXML(w http.ResponseWriter, code int, body []byte) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }

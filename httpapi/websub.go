@@ -197,6 +197,11 @@ func (a *WebSub) webSubPublish(w http.ResponseWriter, r *http.Request, req websu
 				writeText(w, http.StatusBadRequest, err.Error())
 				return
 			}
+			if errors.Is(err, hub.ErrPingQueueFull) {
+				setRetryAfter(w, pingQueueRetry)
+				writeText(w, http.StatusServiceUnavailable, err.Error()+"; please try again shortly")
+				return
+			}
 			a.log.ErrorContext(ctx, "WebSub publish not recorded", "url", t.submitted, "err", err)
 			writeText(w, http.StatusInternalServerError, "the publish request could not be recorded; please try again later")
 			return

@@ -62,6 +62,14 @@ type Config struct {
 	// no bound.
 	MaxAccountSubscriptions int
 	MaxNodeResources        int
+	// PingCommitDelay, when positive, answers a ping once it is queued
+	// rather than once it is committed: Run commits the queued pings in
+	// batches, each within PingCommitDelay of its first ping, and the
+	// rest of the queue before it returns. A crash of the process loses
+	// the pings answered and not yet committed (at most MaxQueuedPings),
+	// and the answer cannot say how many followed sources the ping made
+	// due. 0: every ping is answered after its own commit.
+	PingCommitDelay time.Duration
 }
 
 // Defaults of Config: what a zero (or negative) field is taken as.
@@ -92,6 +100,9 @@ type Hub struct {
 
 	// reads remembers ReadResource's recent fetches (readresource.go).
 	reads recentReads
+	// pingQueue holds the pings answered before their commit
+	// (Config.PingCommitDelay; pingqueue.go); nil when off.
+	pingQueue *pingQueue
 }
 
 // New returns a hub; Run starts its background work.
@@ -136,6 +147,9 @@ func New(cfg Config) (*Hub, error) {
 		instance:   cfg.Instance,
 		cfg:        cfg,
 		transports: map[Kind][]Transport{},
+	}
+	if cfg.PingCommitDelay > 0 {
+		h.pingQueue = newPingQueue(cfg.PingCommitDelay)
 	}
 	sh := shared{stores: h.stores, log: h.log, now: h.now, wake: h.wake}
 	h.AccessUseCases = &AccessUseCases{shared: sh, admins: map[string]bool{}}

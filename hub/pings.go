@@ -41,7 +41,9 @@ func (h *Hub) Changed(ctx context.Context, rawURL string, note *ChangeNote) (int
 // what was submitted), the first non-empty one of urls when it is empty;
 // urls may then be empty, for a ping that names nothing pingd fetches. It
 // fails only when the ping could not be stored, so a ping is never
-// acknowledged and lost.
+// acknowledged and lost; but with Config.PingCommitDelay it returns 0
+// once the ping is queued (while Run runs), or ErrPingQueueFull, and the
+// ping is stored within the delay.
 func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote) (int, error) {
 	canonical := make([]string, 0, len(urls))
 	first := ""
@@ -65,8 +67,8 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 		return 0, fmt.Errorf("%w: a ping names no URL", ErrInvalid)
 	}
 	for _, u := range []string{p.URL, p.FeedURL} {
-		if u == "" {
-			continue
+		if u == "" || slices.Contains(urls, u) {
+			continue // empty, or canonicalised above
 		}
 		if err := ValidURL(u); err != nil {
 			return 0, err
@@ -80,6 +82,14 @@ func (h *Hub) Ping(ctx context.Context, p Ping, urls []string, note *ChangeNote)
 	// follows (most of them) costs no look-up of its own.
 	slices.Sort(canonical)
 	canonical = slices.Compact(canonical)
+	if h.pingQueue != nil {
+		// Answered once queued (Config.PingCommitDelay): how many
+		// sources it makes due is known only after the commit.
+		queued, err := h.pingQueue.add(ctx, queuedPing{rec: PingToRecord{Ping: &p, URLs: canonical, Note: note}, urls: urls})
+		if queued || err != nil {
+			return 0, err
+		}
+	}
 	marked, err := h.stores.Pings.RecordPingMarkingDue(ctx, &p, canonical, h.now(), note)
 	if err != nil {
 		return 0, fmt.Errorf("record ping: %w", err)

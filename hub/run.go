@@ -9,8 +9,10 @@ import (
 )
 
 // Run does the hub's background work until ctx ends: the fetch engine
-// (Config.Fetches), removing expired subscriptions and pruning old log
-// entries. It returns after its goroutines have stopped.
+// (Config.Fetches), removing expired subscriptions, pruning old log
+// entries and, with Config.PingCommitDelay, committing the queued pings.
+// It returns after its goroutines have stopped, the last queued pings
+// committed.
 func (h *Hub) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if h.fetches != nil {
@@ -21,6 +23,9 @@ func (h *Hub) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { h.maintenanceLoop(ctx) })
+	if h.pingQueue != nil {
+		wg.Go(func() { h.runPingCommitter(ctx) })
+	}
 	wg.Wait()
 	return nil
 }

@@ -198,6 +198,14 @@ type AffiliationStore interface {
 	JIDAffiliations(ctx context.Context, jid string) ([]NodeAffiliation, error)
 }
 
+// PingToRecord is one ping of RecordPingsMarkingDue: the ping, the
+// canonical URLs its sources are matched by, and its change note.
+type PingToRecord struct {
+	Ping *Ping
+	URLs []string
+	Note *ChangeNote
+}
+
 // PingStore records the pings received.
 type PingStore interface {
 	// RecordPingMarkingDue stores a received ping and sets its ID and, in
@@ -207,6 +215,10 @@ type PingStore interface {
 	// the sources it marked, each once, in the order first matched. Either
 	// all of it is stored or none.
 	RecordPingMarkingDue(ctx context.Context, p *Ping, urls []string, at time.Time, note *ChangeNote) ([]int64, error)
+	// RecordPingsMarkingDue is RecordPingMarkingDue of every ping of
+	// batch, in one transaction: either all of them are stored or none.
+	// It returns the ids each ping marked, in batch order.
+	RecordPingsMarkingDue(ctx context.Context, batch []PingToRecord, at time.Time) ([][]int64, error)
 	// Pings returns pings received since the given time, newest first, and
 	// the number of pings ever received.
 	Pings(ctx context.Context, since time.Time, limit int) (pings []Ping, total int64, err error)

@@ -144,6 +144,22 @@ func origin(raw string) (host, port string) {
 	if err != nil {
 		return "", ""
 	}
+	return canonicalOrigin(c)
+}
+
+// CanonicalHostKey is HostKey of a URL CanonicalURL returned, without
+// canonicalising it again (a ping's rate limit has the canonical form at
+// hand).
+func CanonicalHostKey(canonical string) string {
+	host, port := canonicalOrigin(canonical)
+	if host == "" {
+		return ""
+	}
+	return host + ":" + port
+}
+
+// canonicalOrigin is origin of a URL in canonical form.
+func canonicalOrigin(c string) (host, port string) {
 	u, err := url.Parse(c)
 	if err != nil {
 		return "", ""

@@ -84,7 +84,9 @@ func (s *sqlStore) RecordPing(ctx context.Context, p *hub.Ping) error {
 const (
 	insertPingSQL = `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`
-	countPingSQL    = `UPDATE counters SET value = value + 1 WHERE name = 'pings'`
+	insertPingSQLite = `INSERT INTO pings (dialect, name, url, feed_url, remote, received_at, tags)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	countPingSQL    = `UPDATE counters SET value = value + $1 WHERE name = 'pings'`
 	sourcesByURLSQL = `SELECT id FROM sources WHERE (original_url = $1 OR url = $1 OR (site_url = $1 AND site_url <> '')) AND NOT gone`
 	markDueByIDSQL  = `UPDATE sources SET
 		next_fetch_at = CASE WHEN next_fetch_at IS NULL OR next_fetch_at > $1 THEN $1 ELSE next_fetch_at END,
@@ -98,63 +100,104 @@ const (
 // one commit (on SQLite shared with the pings arriving meanwhile) and no
 // read outside it, also when nothing matches.
 func (s *sqlStore) RecordPingMarkingDue(ctx context.Context, p *hub.Ping, urls []string, at time.Time, note *hub.ChangeNote) ([]int64, error) {
-	if p.ReceivedAt.IsZero() {
-		p.ReceivedAt = time.Now()
+	marked, err := s.RecordPingsMarkingDue(ctx, []hub.PingToRecord{{Ping: p, URLs: urls, Note: note}}, at)
+	if err != nil {
+		return nil, err
 	}
-	p.ReceivedAt = dbTimeOf(p.ReceivedAt)
+	return marked[0], nil
+}
+
+// RecordPingsMarkingDue is RecordPingMarkingDue of every ping of batch in
+// one transaction, with one update of the counter.
+func (s *sqlStore) RecordPingsMarkingDue(ctx context.Context, batch []hub.PingToRecord, at time.Time) ([][]int64, error) {
+	for _, r := range batch {
+		if r.Ping.ReceivedAt.IsZero() {
+			r.Ping.ReceivedAt = time.Now()
+		}
+		r.Ping.ReceivedAt = dbTimeOf(r.Ping.ReceivedAt)
+	}
+	marked := make([][]int64, len(batch))
+	err := s.inTx(ctx, func(tx *txn) error {
+		for i, r := range batch {
+			m, err := s.recordPingTx(ctx, tx, r, at, marked[i][:0]) // PostgreSQL retries a deadlocked transaction
+			if err != nil {
+				if len(batch) == 1 {
+					return err
+				}
+				return fmt.Errorf("ping of %s: %w", r.Ping.URL, err)
+			}
+			marked[i] = m
+		}
+		// Last: on PostgreSQL the counter's row is locked until the
+		// commit, and every ping takes it.
+		_, err := s.execShort(ctx, tx, countPingSQL, len(batch))
+		return err
+	})
+	if err != nil {
+		if len(batch) == 1 {
+			return nil, fmt.Errorf("record ping of %s: %w", batch[0].Ping.URL, err)
+		}
+		return nil, fmt.Errorf("record %d pings: %w", len(batch), err)
+	}
+	return marked, nil
+}
+
+// recordPingTx stores one ping and marks its sources due in tx, appending
+// the ids of the sources marked to marked.
+func (s *sqlStore) recordPingTx(ctx context.Context, tx *txn, r hub.PingToRecord, at time.Time, marked []int64) ([]int64, error) {
+	p, note := r.Ping, r.Note
 	markSQL := markDueByIDSQL + markDueByIDWhere
 	if note != nil {
 		markSQL = markDueByIDSQL + markDueByIDNote + markDueByIDWhere
 	}
-	var marked []int64
-	err := s.inTx(ctx, func(tx *txn) error {
-		marked = marked[:0] // PostgreSQL retries a deadlocked transaction
-		if err := s.queryRowShort(ctx, tx, insertPingSQL,
-			[]any{p.Dialect, p.Name, p.URL, p.FeedURL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}, &p.ID); err != nil {
-			return err
+	args := []any{p.Dialect, p.Name, p.URL, p.FeedURL, p.Remote, s.timeArg(p.ReceivedAt), strings.Join(p.Tags, "|")}
+	if s.backend == backendSQLite {
+		// The row's id without a result set to read: a statement and
+		// its rows cost a third of a ping's work in the store.
+		res, err := s.execShort(ctx, tx, insertPingSQLite, args...)
+		if err != nil {
+			return nil, err
 		}
-		var found []int64
-		for _, u := range urls {
-			err := s.queryShort(ctx, tx, sourcesByURLSQL, []any{u}, func(r *sql.Rows) error {
-				var id int64
-				if err := r.Scan(&id); err != nil {
-					return err
-				}
-				if !slices.Contains(found, id) {
-					found = append(found, id)
-				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("find sources of %s: %w", u, err)
-			}
+		if p.ID, err = res.LastInsertId(); err != nil {
+			return nil, err
 		}
-		// In id order: concurrent pings on PostgreSQL lock the rows they
-		// share in the same order.
-		slices.Sort(found)
-		for _, id := range found {
-			args := []any{s.timeArg(at), id}
-			if note != nil {
-				args = append(args, note.Title, note.Description, note.Extensions)
+	} else if err := s.queryRowShort(ctx, tx, insertPingSQL, args, &p.ID); err != nil {
+		return nil, err
+	}
+	var found []int64
+	for _, u := range r.URLs {
+		err := s.queryShort(ctx, tx, sourcesByURLSQL, []any{u}, func(r *sql.Rows) error {
+			var id int64
+			if err := r.Scan(&id); err != nil {
+				return err
 			}
-			res, err := s.execShort(ctx, tx, markSQL, args...)
-			if err != nil {
-				return fmt.Errorf("mark source %d due: %w", id, err)
+			if !slices.Contains(found, id) {
+				found = append(found, id)
 			}
-			// On PostgreSQL a source may have gone since the look-up.
-			if n, err := res.RowsAffected(); err != nil {
-				return fmt.Errorf("mark source %d due: %w", id, err)
-			} else if n > 0 {
-				marked = append(marked, id)
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find sources of %s: %w", u, err)
 		}
-		// Last: on PostgreSQL the counter's row is locked until the
-		// commit, and every ping takes it.
-		_, err := s.execShort(ctx, tx, countPingSQL)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record ping of %s: %w", p.URL, err)
+	}
+	// In id order: concurrent pings on PostgreSQL lock the rows they
+	// share in the same order.
+	slices.Sort(found)
+	for _, id := range found {
+		args := []any{s.timeArg(at), id}
+		if note != nil {
+			args = append(args, note.Title, note.Description, note.Extensions)
+		}
+		res, err := s.execShort(ctx, tx, markSQL, args...)
+		if err != nil {
+			return nil, fmt.Errorf("mark source %d due: %w", id, err)
+		}
+		// On PostgreSQL a source may have gone since the look-up.
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("mark source %d due: %w", id, err)
+		} else if n > 0 {
+			marked = append(marked, id)
+		}
 	}
 	return marked, nil
 }

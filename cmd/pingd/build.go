@@ -138,8 +138,9 @@ func hubConfig(cfg *Config, log *slog.Logger) hub.Config {
 		AdminToken: cfg.AdminToken,
 		Admins:     cfg.AdminJIDs(),
 		// Pings are kept for the hourly archives.
-		PingRetention: cfg.PingArchive,
-		Observe:       hubMetrics{},
+		PingRetention:   cfg.PingArchive,
+		PingCommitDelay: cfg.PingCommitDelay,
+		Observe:         hubMetrics{},
 
 		// 0 in the option means no implicit nodes; in hub.Config, the default.
 		MaxImplicitNodes:             cmp.Or(cfg.MaxImplicitNodes, -1),

@@ -52,6 +52,7 @@ type Config struct {
 	PollMaxInterval    time.Duration `opt:"poll-max-interval" env:"PINGD_POLL_MAX_INTERVAL" default:"24h" help:"the longest interval between two polls of a source (only a Retry-After answer may ask for more)"`
 	PingedInterval     time.Duration `opt:"pinged-interval" env:"PINGD_PINGED_INTERVAL" default:"12h" help:"how often a source that has pinged in the last week is still polled, in case a ping was lost (its pings fetch it at once; a feed's own hints may ask for longer); from --poll-min-interval to --poll-max-interval"`
 	PingArchive        time.Duration `opt:"ping-archive" env:"PINGD_PING_ARCHIVE" default:"168h" help:"how long received pings are kept and served in the hourly archives /YYYY/MM/DD/HH.xml"`
+	PingCommitDelay    time.Duration `opt:"ping-commit-delay" env:"PINGD_PING_COMMIT_DELAY" default:"0s" help:"0: a ping is answered once committed; above 0 (at most 100ms), once queued, and the queued pings are committed together within this delay: faster, but a crash of pingd loses the pings answered in the last moment (docs/operating.md)"`
 	CNWSRetryLimit     time.Duration `opt:"cnws-retry-limit" env:"PINGD_CNWS_RETRY_LIMIT" default:"24h" help:"how long a CNWS subscriber that cannot be contacted is retried (with a last retry at the end) before it is removed; at least 24h, the CNWS draft's minimum"`
 	DeliveryWorkers    int           `opt:"delivery-workers" env:"PINGD_DELIVERY_WORKERS" default:"32" help:"HTTP deliveries (webhooks, WebSub, rssCloud and CNWS notifications) sent at once"`
 	DeliveriesPerHost  int           `opt:"deliveries-per-host" env:"PINGD_DELIVERIES_PER_HOST" default:"4" help:"deliveries to one receiver host at once, so that a slow receiver holds at most that many of the delivery workers"`
@@ -326,6 +327,9 @@ func (c *Config) Validate() error {
 	if c.PingArchive < 2*time.Hour {
 		errs = append(errs, fmt.Errorf("PINGD_PING_ARCHIVE (--ping-archive) %s: want at least 2h (changes.xml shows the last hour)", c.PingArchive))
 	}
+	if c.PingCommitDelay < 0 || c.PingCommitDelay > maxPingCommitDelay {
+		errs = append(errs, fmt.Errorf("PINGD_PING_COMMIT_DELAY (--ping-commit-delay) %s: want 0 (off) up to %s", c.PingCommitDelay, maxPingCommitDelay))
+	}
 	if c.CNWSRetryLimit < cnws.MinRetryLimit {
 		errs = append(errs, fmt.Errorf("PINGD_CNWS_RETRY_LIMIT (--cnws-retry-limit) %s: want at least 24h (the CNWS draft: \"the publisher should keep retrying for a minimum of a 24 hour period\")", c.CNWSRetryLimit))
 	}
@@ -584,3 +588,7 @@ func (c *Config) RelayTargets() ([]delivery.RelayTarget, error) {
 	}
 	return delivery.ParseRelayTargets(c.RelayPings, self)
 }
+
+// maxPingCommitDelay bounds PINGD_PING_COMMIT_DELAY: the pings answered
+// before their commit are those of the last moment, never more.
+const maxPingCommitDelay = 100 * time.Millisecond

@@ -231,3 +231,31 @@ func TestImplicitNodeOptions(t *testing.T) {
 		t.Fatalf("Validate = %v; max %d, per hour %d", err, cfg.MaxImplicitNodes, cfg.ImplicitNodesPerHour)
 	}
 }
+
+// TestPingCommitDelay: off by default; a few milliseconds reach the hub;
+// more than 100ms, or a negative delay, is refused at start.
+func TestPingCommitDelay(t *testing.T) {
+	cfg, err := loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PingCommitDelay != 0 || cfg.Validate() != nil || hubConfig(cfg, nil).PingCommitDelay != 0 {
+		t.Errorf("default %v, %v", cfg.PingCommitDelay, cfg.Validate())
+	}
+	cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s"}, env(map[string]string{"PINGD_PING_COMMIT_DELAY": "2ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil || hubConfig(cfg, nil).PingCommitDelay != 2*time.Millisecond {
+		t.Errorf("2ms: %v, hub gets %v", err, hubConfig(cfg, nil).PingCommitDelay)
+	}
+	for _, bad := range []string{"101ms", "-1ms"} {
+		cfg, err = loadConfig(newFlagSet("serve", &bytes.Buffer{}), []string{"--xmpp-secret", "s", "--ping-commit-delay", bad}, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "PINGD_PING_COMMIT_DELAY (--ping-commit-delay)") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

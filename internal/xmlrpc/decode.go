@@ -15,10 +15,15 @@ import (
 
 // DecodeCall reads one <methodCall> document from r.
 func DecodeCall(r io.Reader, lim Limits) (*Call, error) {
-	p, err := newParser(r, lim)
+	lim = lim.withDefaults()
+	data, err := readDocument(r, lim)
 	if err != nil {
 		return nil, err
 	}
+	if call, ok := decodeSimpleCall(data, lim.MaxValues); ok {
+		return call, nil
+	}
+	p := newParserOf(data, lim)
 	call, err := p.methodCall()
 	if err != nil {
 		return nil, err
@@ -29,11 +34,12 @@ func DecodeCall(r io.Reader, lim Limits) (*Call, error) {
 // DecodeResponse reads one <methodResponse> document from r and returns
 // its single value. A fault response is returned as a *Fault error.
 func DecodeResponse(r io.Reader, lim Limits) (any, error) {
-	p, err := newParser(r, lim)
+	lim = lim.withDefaults()
+	data, err := readDocument(r, lim)
 	if err != nil {
 		return nil, err
 	}
-	return p.methodResponse()
+	return newParserOf(data, lim).methodResponse()
 }
 
 // DecodeBoolResponse decodes a response that must carry a boolean, as
@@ -56,10 +62,9 @@ type parser struct {
 	values int
 }
 
-func newParser(r io.Reader, lim Limits) (*parser, error) {
-	lim = lim.withDefaults()
-	// Reading the whole (capped) document first separates "too large"
-	// from "malformed" and keeps the XML decoder off the network.
+// readDocument reads the whole (capped) document first: that separates
+// "too large" from "malformed" and keeps the XML decoder off the network.
+func readDocument(r io.Reader, lim Limits) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, lim.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read XML-RPC document: %w", err)
@@ -67,10 +72,15 @@ func newParser(r io.Reader, lim Limits) (*parser, error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.MaxBytes)
 	}
+	return data, nil
+}
+
+// newParserOf returns the general decoder of data; lim has its defaults.
+func newParserOf(data []byte, lim Limits) *parser {
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
 	d.CharsetReader = charsetReader
-	return &parser{d: d, lim: lim}, nil
+	return &parser{d: d, lim: lim}
 }
 
 // charsetReader transcodes documents that declare an encoding other than

@@ -113,3 +113,36 @@ func testRecordPingMarkingDue(t *testing.T, s store.Store) {
 		t.Fatalf("total %d after two pings, want %d", total, before+2)
 	}
 }
+
+// testRecordPingsMarkingDue: a batch of pings is stored in one call, each
+// with its ID, the sources each names marked, and the counter grown by
+// the batch.
+func testRecordPingsMarkingDue(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	a, _ := newSource(t, s, "https://a.example/feed", "a")
+	b, _ := newSource(t, s, "https://b.example/feed", "b")
+	_, before := must2(s.Pings(ctx, time.Time{}, 1))(t)
+	batch := []hub.PingToRecord{
+		{Ping: &hub.Ping{Dialect: "xmlrpc", URL: "https://a.example/feed", ReceivedAt: t0}, URLs: []string{"https://a.example/feed"}},
+		{Ping: &hub.Ping{Dialect: "rest", URL: "https://nobody.example/", ReceivedAt: t0}, URLs: []string{"https://nobody.example/"}},
+		{Ping: &hub.Ping{Dialect: "xmlrpc", URL: "https://b.example/feed", ReceivedAt: t0}, URLs: []string{"https://b.example/feed", "https://a.example/feed"},
+			Note: &hub.ChangeNote{Title: "T"}},
+	}
+	marked := must(s.RecordPingsMarkingDue(ctx, batch, t0))(t)
+	if len(marked) != 3 || !slices.Equal(marked[0], []int64{a.ID}) || len(marked[1]) != 0 ||
+		!slices.Equal(marked[2], []int64{min(a.ID, b.ID), max(a.ID, b.ID)}) {
+		t.Fatalf("marked %v; sources a %d, b %d", marked, a.ID, b.ID)
+	}
+	for i, r := range batch {
+		if r.Ping.ID == 0 {
+			t.Fatalf("ping %d has no ID", i)
+		}
+	}
+	if got := must(s.Source(ctx, b.ID))(t); !got.NextFetchAt.Equal(t0) || got.PendingNote == nil || got.PendingNote.Title != "T" {
+		t.Fatalf("source b: next %v note %v", got.NextFetchAt, got.PendingNote)
+	}
+	pings, total := must2(s.Pings(ctx, time.Time{}, 0))(t)
+	if total != before+3 || len(pings) != 3 {
+		t.Fatalf("total %d (before %d), %d pings listed", total, before, len(pings))
+	}
+}

@@ -191,6 +191,7 @@ func RunPings(t *testing.T, open func(t *testing.T) store.Store) {
 	runTests(t, open, []test{
 		{"Pings", testPings},
 		{"RecordPingMarkingDue", testRecordPingMarkingDue},
+		{"RecordPingsMarkingDue", testRecordPingsMarkingDue},
 	})
 }
 
