@@ -375,6 +375,20 @@ func testClaimFollowsRule(t *testing.T, s store.Store) {
 			want = append(want, entry{sub.ID, false})
 		}
 	}
+	// A claim of each node, in one query, takes the same; its leases run
+	// out at now, so the claim of every node below finds the same work.
+	var byNode []entry
+	nodes := map[int64]bool{}
+	for _, sub := range must(s.Subscriptions(ctx, hub.SubscriptionFilter{}))(t) {
+		if nodes[sub.NodeID] {
+			continue
+		}
+		nodes[sub.NodeID] = true
+		c := must(s.ClaimNodeDeliveries(ctx, now, sub.NodeID, 1000, "me", now, 100))(t)
+		for _, sub := range c.Subscriptions {
+			byNode = append(byNode, entry{sub.ID, sub.Change.Claimed})
+		}
+	}
 	var got []entry
 	for _, sub := range must(s.ClaimDeliveries(ctx, now, 0, 1000, "me", now.Add(time.Minute)))(t) {
 		got = append(got, entry{sub.ID, sub.Change.Claimed})
@@ -398,5 +412,9 @@ func testClaimFollowsRule(t *testing.T, s store.Store) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("claimed (id, change) %v\nthe rule says %v", got, want)
+	}
+	slices.SortFunc(byNode, order)
+	if !slices.Equal(byNode, want) {
+		t.Fatalf("claimed node by node (id, change) %v\nthe rule says %v", byNode, want)
 	}
 }
