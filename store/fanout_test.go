@@ -197,7 +197,7 @@ func BenchmarkClaimNodeDeliveries(b *testing.B) {
 		}
 		b.StartTimer()
 		before := processCPU()
-		c, err := s.ClaimNodeDeliveries(ctx, time.Now(), n.ID, 256, "bench", time.Now().Add(time.Minute), 100)
+		c, err := s.ClaimNodeDeliveries(ctx, time.Now(), n.ID, 256, "bench", time.Now().Add(time.Minute), 100, hub.EventSpan{})
 		cpu += processCPU() - before
 		if err != nil {
 			b.Fatal(err)

@@ -316,16 +316,25 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 // (hub.UsualCursor) in the same transaction. On SQLite that is the write connection, whose pages the
 // publish just wrote: the deliveries that follow would otherwise each
 // start with a read transaction of their own on the read pool (two reads
-// in a row, about a tenth of a fan-out of ten).
-func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error) {
+// in a row, about a tenth of a fan-out of ten). It reads neither when the
+// caller holds those events (held, which a publish of this process hands
+// the engine): the claim's own query brings the node's last_seq, which
+// tells whether the log ends where they end.
+func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error) {
 	if nodeID <= 0 {
 		return nil, fmt.Errorf("%w: claim of node %d", hub.ErrInvalid, nodeID)
 	}
 	claim := &hub.NodeClaim{}
-	subs, err := s.claimDeliveries(ctx, now, nodeID, limit, owner, until, func(tx *txn, claimed []hub.Subscription, _ int64) error {
-		claim.Node, claim.After, claim.Events = nil, 0, nil // PostgreSQL retries a deadlocked transaction
+	subs, err := s.claimDeliveries(ctx, now, nodeID, limit, owner, until, func(tx *txn, claimed []hub.Subscription, lastSeq int64) error {
+		claim.Node, claim.After, claim.Events, claim.Held = nil, 0, nil, false // PostgreSQL retries a deadlocked transaction
 		after, ok := hub.UsualCursor(claimed)
 		if !ok {
+			return nil
+		}
+		if held.After < held.Last && held.After == after && held.Last == lastSeq && held.Last-held.After <= int64(eventsLimit) {
+			// The log after the cursor, read with the claim (lastSeq), is
+			// what the caller holds: nothing to read.
+			claim.After, claim.Held = after, true
 			return nil
 		}
 		// Both reads are by key and bounded: not watched one by one on
