@@ -234,9 +234,9 @@ func (s *countingStore) ClaimDeliveries(ctx context.Context, now time.Time, node
 }
 
 // ClaimNodeDeliveries is counted as the claim it is.
-func (s *countingStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error) {
+func (s *countingStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error) {
 	s.inc(ctx, "ClaimDeliveries")
-	return s.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, owner, until, eventsLimit)
+	return s.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, owner, until, eventsLimit, held)
 }
 
 func (s *countingStore) SaveDeliveryStates(ctx context.Context, states []hub.SavedDeliveryState) error {

@@ -134,19 +134,28 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // claim leases up to limit subscriptions with work at now (of one node
 // when nodeID > 0). A claim of one node also brings the node and its
-// events after the subscribers' usual cursor, read in the claim's
-// transaction, into b: the first deliveries start without reads of their
-// own.
+// events after the subscribers' usual cursor into b: what a publish of
+// this process handed over (Appended), when the claim finds that those are
+// the events after that cursor, or else read in the claim's transaction.
+// Either way the first deliveries start without reads of their own.
 func (e *Engine) claim(ctx context.Context, b *batch, now time.Time, nodeID int64, limit int) ([]hub.Subscription, error) {
 	until := now.Add(e.cfg.Lease)
 	if nodeID <= 0 {
 		return e.cfg.Store.ClaimDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, until)
 	}
-	c, err := e.cfg.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, until, b.limit)
+	held, holding := e.takeAppended(nodeID)
+	var span hub.EventSpan
+	if holding {
+		span = held.span()
+	}
+	c, err := e.cfg.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, e.cfg.Instance, until, b.limit, span)
 	if err != nil {
 		return nil, err
 	}
-	if c.Node != nil {
+	switch {
+	case c.Held:
+		b.prime(held.node, c.After, held.events)
+	case c.Node != nil:
 		b.prime(c.Node, c.After, c.Events)
 	}
 	return c.Subscriptions, nil

@@ -48,7 +48,11 @@
 // What makes fan-out fast (docs/benchmarks.md): claims are large (up to 256
 // subscriptions in one query, at most 32 per worker held in memory), a
 // claim of a woken node brings the node and its new events with it (read
-// in the claim's transaction, Store.ClaimNodeDeliveries), the body
+// in the claim's transaction, Store.ClaimNodeDeliveries; after a publish
+// of this process not even read: the hub hands the engine what it
+// appended, Engine.Appended, and the claim only checks, with the node's
+// last_seq it reads anyway, that those are the events after the
+// subscribers' cursor), the body
 // for a batch of subscribers is rendered once, workers are a fixed
 // pool, and the states of deliveries that finish one shortly after
 // another while others still run are saved together in one transaction

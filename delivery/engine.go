@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,10 @@ type Engine struct {
 	// published for a node since a subscription of it was claimed.
 	wakeSeq  uint64
 	lastWake map[int64]uint64
+	// appended holds, per node, what publishes of this process appended
+	// since its last claim (Appended): the claim of the node takes it, and
+	// its deliveries start from it instead of reading it back.
+	appended map[int64]appendedLog
 	// pokes counts the calls of poke; looked is the count at the latest
 	// look for work that is over (everything poked until then looked at
 	// and what it found claimed), so that tests can tell that a look
@@ -203,6 +208,7 @@ func New(cfg Config) (*Engine, error) {
 		rand:     rand.Float64,
 		freed:    make(chan struct{}, 1),
 		lastWake: map[int64]uint64{},
+		appended: map[int64]appendedLog{},
 		leases:   map[int64]int{},
 	}, nil
 }
@@ -230,6 +236,60 @@ func (e *Engine) Wake(nodeID int64) {
 	e.lastWake[nodeID] = e.wakeSeq
 	e.mu.Unlock()
 	e.poke(nodeID)
+}
+
+// appendedLog is what publishes of this process appended to a node since
+// its last claim: the node as the publish read it (its LastSeq the last
+// event's) and the events, consecutive.
+type appendedLog struct {
+	node   *hub.Node
+	events []hub.Event
+}
+
+// span names the events held.
+func (a appendedLog) span() hub.EventSpan {
+	return hub.EventSpan{After: a.events[0].Seq - 1, Last: a.events[len(a.events)-1].Seq}
+}
+
+// Appended is Wake for a publish of this process, which hands over what it
+// appended (hub.AppendedTransport): the claim of the node then reads
+// neither the node nor these events if its subscribers stand right before
+// them and the log ends with them (Store.ClaimNodeDeliveries), so the
+// first deliveries start sooner. Otherwise the claim reads them as always.
+func (e *Engine) Appended(node *hub.Node, events []hub.Event) {
+	if node == nil {
+		return
+	}
+	if len(events) > 0 && events[0].Seq > 0 {
+		e.mu.Lock()
+		if len(e.appended) >= maxWakeRecords {
+			clear(e.appended) // a hint only: the claims of those nodes read their logs
+		}
+		held, ok := e.appended[node.ID]
+		switch {
+		case ok && held.events[len(held.events)-1].Seq+1 == events[0].Seq && len(held.events)+len(events) <= e.cfg.Batch:
+			// Publishes in a row before the node's claim: it holds them all.
+			e.appended[node.ID] = appendedLog{node: node, events: append(slices.Clip(held.events), events...)}
+		case len(events) <= e.cfg.Batch:
+			e.appended[node.ID] = appendedLog{node: node, events: events}
+		default:
+			delete(e.appended, node.ID) // more than one request's worth: read in batches
+		}
+		e.mu.Unlock()
+	}
+	e.Wake(node.ID)
+}
+
+// takeAppended takes what publishes appended to the node since its last
+// claim, if anything.
+func (e *Engine) takeAppended(nodeID int64) (appendedLog, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, ok := e.appended[nodeID]
+	if ok {
+		delete(e.appended, nodeID)
+	}
+	return a, ok
 }
 
 // poke makes the engine look at the node's subscriptions, for reasons of

@@ -617,3 +617,85 @@ func TestLongBacklogNeedsNoPoll(t *testing.T) {
 		t.Errorf("%d deliveries of 5 items in batches of 2, want 3", n)
 	}
 }
+
+// readCountingStore counts the reads of nodes and logs the deliveries
+// make, and the claims that found the caller held what they would read.
+type readCountingStore struct {
+	Store
+	mu                   sync.Mutex
+	reads, claims, holds int
+}
+
+func (s *readCountingStore) NodeByID(ctx context.Context, id int64) (*hub.Node, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.NodeByID(ctx, id)
+}
+
+func (s *readCountingStore) EventsAfter(ctx context.Context, nodeID, after int64, limit int) ([]hub.Event, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.EventsAfter(ctx, nodeID, after, limit)
+}
+
+func (s *readCountingStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error) {
+	c, err := s.Store.ClaimNodeDeliveries(ctx, now, nodeID, limit, owner, until, eventsLimit, held)
+	if err == nil && len(c.Subscriptions) > 0 {
+		s.mu.Lock()
+		s.claims++
+		if c.Held {
+			s.holds++
+		}
+		s.mu.Unlock()
+	}
+	return c, err
+}
+
+func (s *readCountingStore) counts() (reads, claims, holds int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.claims, s.holds
+}
+
+// TestPublishedItemsAreSentWithoutReadingThemBack: the deliveries of a
+// publish start from what the publish appended, handed over in memory:
+// the claim reads neither the node nor its log, nothing else does, and
+// every subscriber gets the item as the log has it.
+func TestPublishedItemsAreSentWithoutReadingThemBack(t *testing.T) {
+	counting := &readCountingStore{}
+	h := newHarness(t, func(c *Config) {
+		counting.Store = c.Store
+		c.Store = counting
+		c.Now, c.PollInterval = time.Now, time.Hour
+	})
+	rc := newReceiver(t, h.clock)
+	var ids []int64
+	for i := range 3 {
+		ids = append(ids, h.subscribe(rc.URL(fmt.Sprintf("/s%d", i)), hub.SubActive, hub.Options{}))
+	}
+	h.engine.settle(t) // the subscriptions' own wakes are over
+	for _, item := range []string{"a", "b"} {
+		h.publish(item)
+		last := h.lastSeq()
+		testenv.WaitFor(t, 15*time.Second, "every cursor at item "+item, func() bool {
+			for _, id := range ids {
+				if s := h.sub(id); s.Cursor != last || s.LeaseOwner != "" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for i := range ids {
+		got := rc.deliveries(fmt.Sprintf("/s%d", i))
+		if len(got) != 2 || !bytes.Contains(got[0].Body, []byte("<title>Title a</title>")) || !bytes.Contains(got[1].Body, []byte("<title>Title b</title>")) {
+			t.Errorf("/s%d got %d deliveries, want item a then item b", i, len(got))
+		}
+	}
+	reads, claims, holds := counting.counts()
+	if claims == 0 || holds != claims || reads != 0 {
+		t.Errorf("%d claims, %d of them holding the published items, %d reads of nodes and logs; want every claim holding them and no read", claims, holds, reads)
+	}
+}

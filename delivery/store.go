@@ -40,8 +40,11 @@ type Store interface {
 	// (nodeID > 0) that, when it claims any, also reads in the same
 	// transaction the node and up to eventsLimit of its events after the
 	// cursor most of the active subscriptions claimed stand at: what their
-	// deliveries read next.
-	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error)
+	// deliveries read next. When those are exactly the events held names
+	// (that cursor is held.After and the log ends at held.Last, within
+	// eventsLimit), it reads neither and reports Held: the caller has them.
+	// A zero held holds nothing.
+	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error)
 	// SaveDeliveryState writes a subscription's delivery bookkeeping and
 	// releases its lease; hub.ErrNotFound if it was removed meanwhile. It
 	// is the lease holder's write: it changes nothing unless the row's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,7 +152,7 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.PingCommitDelay > 0 {
 		h.pingQueue = newPingQueue(cfg.PingCommitDelay)
 	}
-	sh := shared{stores: h.stores, log: h.log, now: h.now, wake: h.wake}
+	sh := shared{stores: h.stores, log: h.log, now: h.now, wake: h.wake, appended: h.appended}
 	h.AccessUseCases = &AccessUseCases{shared: sh, admins: map[string]bool{}}
 	if cfg.AdminToken != "" {
 		h.AccessUseCases.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
@@ -221,6 +222,35 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 	}
 }
 
+// appended is wake of every kind after events were appended to the node
+// n: a transport that takes them (AppendedTransport) is handed them, so
+// that it need not read back what was just written.
+func (h *Hub) appended(n *Node, events []Event) {
+	if len(events) == 0 {
+		h.wake(n.ID)
+		return
+	}
+	node := *n
+	node.LastSeq = max(node.LastSeq, events[len(events)-1].Seq)
+	events = slices.Clip(slices.Clone(events)) // the publisher's own copy stays its own
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[Transport]bool{}
+	for _, k := range Kinds {
+		for _, t := range h.transports[k] {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			if at, ok := t.(AppendedTransport); ok {
+				at.Appended(&node, events)
+			} else {
+				t.Wake(n.ID)
+			}
+		}
+	}
+}
+
 // The hub's use cases by area, each a type of its own so that none grows
 // past what one reader can hold; Hub embeds them, so their methods are the
 // Hub's (see doc.go). Each holds what it works with and nothing more: the
@@ -284,6 +314,10 @@ type shared struct {
 	log    *slog.Logger
 	now    func() time.Time
 	wake   func(nodeID int64, kinds ...Kind)
+	// appended wakes the node's transports of every kind after a publish
+	// appended events, handing them to those that take them
+	// (Hub.appended).
+	appended func(n *Node, events []Event)
 }
 
 // baselines is how the node area reaches a source's first fetch, which

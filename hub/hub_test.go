@@ -1112,3 +1112,52 @@ func FuzzImplicitNodeName(f *testing.F) {
 		}
 	})
 }
+
+// appendedRecorder is a transport that takes what a publish appended.
+type appendedRecorder struct {
+	recorder
+	node   *hub.Node
+	events []hub.Event
+}
+
+func (r *appendedRecorder) Appended(node *hub.Node, events []hub.Event) {
+	r.mu.Lock()
+	r.node, r.events = node, events
+	r.mu.Unlock()
+}
+
+// TestPublishHandsTheAppendedEventsOver: a transport that takes them is
+// handed the node, its LastSeq the last event's, and the events as the
+// log stored them, instead of a wake; the others are woken as ever.
+func TestPublishHandsTheAppendedEventsOver(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	taker := &appendedRecorder{recorder: *newRecorder()}
+	e.hub.Register(taker, hub.KindWebhook)
+	n := e.createNode("n", "")
+	evs, err := e.hub.Publish(ctx, "n", "owner@example.org", []hub.Entry{{ID: "1", Payload: []byte("<entry/>")}, {ID: "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rec.wakesOf(n.ID); got != 1 {
+		t.Errorf("the plain transport was woken %d times, want once", got)
+	}
+	taker.mu.Lock()
+	defer taker.mu.Unlock()
+	if taker.wakes[n.ID] != 0 || taker.node == nil || taker.node.ID != n.ID || taker.node.LastSeq != evs[1].Seq {
+		t.Fatalf("the taker got wakes %v and node %+v, want the node at seq %d and no wake", taker.wakes, taker.node, evs[1].Seq)
+	}
+	stored, err := e.store.EventsAfter(ctx, n.ID, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(taker.events) != 2 || len(stored) != 2 {
+		t.Fatalf("handed %d events, the log has %d", len(taker.events), len(stored))
+	}
+	for i := range stored {
+		h, s := taker.events[i], stored[i]
+		if h.Seq != s.Seq || h.ItemID != s.ItemID || string(h.Payload) != string(s.Payload) || !h.Updated.Equal(s.Updated) || !h.Created.Equal(s.Created) || h.Publisher != s.Publisher {
+			t.Errorf("event %d handed over as %+v, stored as %+v", i, h, s)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func (u *NodeUseCases) PublishTo(ctx context.Context, n *Node, publisher string,
 		return nil, fmt.Errorf("publish to %q: %w", n.Name, err)
 	}
 	u.observe.Published(len(out), 0)
-	u.wake(n.ID)
+	u.appended(n, out)
 	return out, nil
 }
 

@@ -294,7 +294,15 @@ type NodeClaim struct {
 	// Events are the node's events after the cursor After, oldest first.
 	After  int64
 	Events []Event
+	// Held reports that the events after After are the ones the claimer
+	// said it holds (its held EventSpan): the log ends where they end, so
+	// neither Node nor Events was read (both are left empty).
+	Held bool
 }
+
+// EventSpan names the events of a node's log after After up to Last
+// (After < Last): those a claimer already holds in memory.
+type EventSpan struct{ After, Last int64 }
 
 // NodePage is one page of the nodes in name order, for paging through
 // them (XEP-0059 on disco#items, the chat command "nodes"). With Backward

@@ -10,6 +10,17 @@ type Transport interface {
 	Wake(nodeID int64)
 }
 
+// AppendedTransport is a Transport that can start on what a publish of
+// this process appended without reading it back from the store: the hub
+// calls Appended instead of Wake, with the node (as read for the publish,
+// its LastSeq the last event's) and the events as the log stored them.
+// Both are shared and must not be changed. Like Wake, it must not block;
+// what it holds is a hint, never the record: the log in the store is.
+type AppendedTransport interface {
+	Transport
+	Appended(node *Node, events []Event)
+}
+
 // Observer hears what the hub does, for metrics; its methods must be cheap
 // and must not block.
 type Observer interface {

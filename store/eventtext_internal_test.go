@@ -165,7 +165,7 @@ func TestPackedEventsReadAsStoredBefore(t *testing.T) {
 				t.Fatalf("first entry read back as %+v", newLog[0])
 			}
 
-			claim, err := s.ClaimNodeDeliveries(ctx, time.Now().Add(time.Minute), now.ID, 10, "me", time.Now().Add(time.Hour), 100)
+			claim, err := s.ClaimNodeDeliveries(ctx, time.Now().Add(time.Minute), now.ID, 10, "me", time.Now().Add(time.Hour), 100, hub.EventSpan{})
 			if err != nil || claim.Node == nil {
 				t.Fatalf("claim: %+v, %v", claim, err)
 			}

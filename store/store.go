@@ -54,7 +54,7 @@ type Store interface {
 	ReleaseSubscriptionChange(ctx context.Context, id int64, changeID, owner string) error
 	RefuseSubscriptionChange(ctx context.Context, id int64, changeID string) (bool, error)
 	ClaimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time) ([]hub.Subscription, error)
-	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error)
+	ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error)
 	SaveDeliveryState(ctx context.Context, id int64, st hub.DeliveryState) error
 	SaveDeliveryStates(ctx context.Context, states []hub.SavedDeliveryState) error
 	RenewDeliveryLeases(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)

@@ -316,16 +316,25 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, now time.Time, nodeID in
 // (hub.UsualCursor) in the same transaction. On SQLite that is the write connection, whose pages the
 // publish just wrote: the deliveries that follow would otherwise each
 // start with a read transaction of their own on the read pool (two reads
-// in a row, about a tenth of a fan-out of ten).
-func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int) (*hub.NodeClaim, error) {
+// in a row, about a tenth of a fan-out of ten). It reads neither when the
+// caller holds those events (held, which a publish of this process hands
+// the engine): the claim's own query brings the node's last_seq, which
+// tells whether the log ends where they end.
+func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time, eventsLimit int, held hub.EventSpan) (*hub.NodeClaim, error) {
 	if nodeID <= 0 {
 		return nil, fmt.Errorf("%w: claim of node %d", hub.ErrInvalid, nodeID)
 	}
 	claim := &hub.NodeClaim{}
-	subs, err := s.claimDeliveries(ctx, now, nodeID, limit, owner, until, func(tx *txn, claimed []hub.Subscription) error {
-		claim.Node, claim.After, claim.Events = nil, 0, nil // PostgreSQL retries a deadlocked transaction
+	subs, err := s.claimDeliveries(ctx, now, nodeID, limit, owner, until, func(tx *txn, claimed []hub.Subscription, lastSeq int64) error {
+		claim.Node, claim.After, claim.Events, claim.Held = nil, 0, nil, false // PostgreSQL retries a deadlocked transaction
 		after, ok := hub.UsualCursor(claimed)
 		if !ok {
+			return nil
+		}
+		if held.After < held.Last && held.After == after && held.Last == lastSeq && held.Last-held.After <= int64(eventsLimit) {
+			// The log after the cursor, read with the claim (lastSeq), is
+			// what the caller holds: nothing to read.
+			claim.After, claim.Held = after, true
 			return nil
 		}
 		// Both reads are by key and bounded: not watched one by one on
@@ -367,7 +376,7 @@ func (s *sqlStore) ClaimNodeDeliveries(ctx context.Context, now time.Time, nodeI
 // claimDeliveries is ClaimDeliveries; then, when set, runs in its
 // transaction after the leases are written, with the subscriptions claimed.
 func (s *sqlStore) claimDeliveries(ctx context.Context, now time.Time, nodeID int64, limit int, owner string, until time.Time,
-	then func(tx *txn, claimed []hub.Subscription) error) ([]hub.Subscription, error) {
+	then func(tx *txn, claimed []hub.Subscription, lastSeq int64) error) ([]hub.Subscription, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -376,6 +385,10 @@ func (s *sqlStore) claimDeliveries(ctx context.Context, now time.Time, nodeID in
 		args = append(args, nodeID)
 	}
 	changingSQL, waitingSQL, behindSQL := s.claimDeliveriesSQL(nodeID > 0)
+	var nodeSQL []string
+	if nodeID > 0 {
+		nodeSQL = s.nodeClaimSQL(changingSQL, waitingSQL, behindSQL)
+	}
 	// One slice for the queries, grown from a size that serves small
 	// claims without copying and costs little to claims that find nothing
 	// (each poll's): growing two slices from nothing and joining them
@@ -388,8 +401,15 @@ func (s *sqlStore) claimDeliveries(ctx context.Context, now time.Time, nodeID in
 		// each row anyway, and reading the rows again by id was most of a
 		// claim's time.
 		changes = 0
+		lastSeq := int64(-1)
+		if nodeID > 0 {
+			var err error
+			if changes, lastSeq, err = s.claimNodeSubs(ctx, tx, &out, limit, nodeSQL, args); err != nil {
+				return err
+			}
+		}
 		for i, query := range []string{changingSQL, waitingSQL, behindSQL} {
-			if len(out) >= limit {
+			if nodeID > 0 || len(out) >= limit {
 				break
 			}
 			args[1] = limit - len(out)
@@ -422,13 +442,14 @@ func (s *sqlStore) claimDeliveries(ctx context.Context, now time.Time, nodeID in
 				continue
 			}
 			in, inArgs := inList(3, lease.ids)
-			if _, err := s.exec(ctx, tx, `UPDATE subscriptions SET `+lease.columns+` WHERE id IN (`+in+`)`,
+			// By key, so not watched for the timeout (execShort).
+			if _, err := s.execShort(ctx, tx, `UPDATE subscriptions SET `+lease.columns+` WHERE id IN (`+in+`)`,
 				append([]any{owner, s.timeArg(until)}, inArgs...)...); err != nil {
 				return err
 			}
 		}
 		if then != nil {
-			return then(tx, out)
+			return then(tx, out, lastSeq)
 		}
 		return nil
 	})
@@ -449,6 +470,82 @@ func (s *sqlStore) subsOf(ctx context.Context, q querier, query string, args ...
 	return out, err
 }
 
+// claimNodeSubs runs the queries of a claim of one node (nodeClaimSQL)
+// and appends to *out, in the order of the three queries of
+// ClaimDeliveries, up to limit entries: first those that lease a change's
+// verification (their count is changes), then the pending and
+// unsubscribing subscriptions, then the active ones behind. lastSeq is
+// the node's, read with them (-1 when nothing was found). args are the
+// claim's: $2, the limit, is set here.
+//
+// The queries read one node's ranges of indexes, up to the limit each:
+// work bounded as execShort's is, so on SQLite they are not watched for
+// the per-query timeout (which costs the driver a goroutine per
+// statement).
+func (s *sqlStore) claimNodeSubs(ctx context.Context, tx *txn, out *[]hub.Subscription, limit int, queries []string, args []any) (changes int, lastSeq int64, err error) {
+	start := len(*out)
+	var parts []int
+	lastSeq = -1
+	for _, query := range queries {
+		if len(*out)-start >= limit {
+			break
+		}
+		args[1] = limit - (len(*out) - start)
+		err = s.queryShort(ctx, tx, query, args, func(r *sql.Rows) error {
+			var part int
+			sub, err := scanSubscription(prefixScanner{r, []any{&part, &lastSeq}})
+			if err != nil {
+				return err
+			}
+			*out = append(*out, sub)
+			parts = append(parts, part)
+			return nil
+		})
+		if err != nil {
+			return 0, -1, err
+		}
+	}
+	// The parts of a union come in order on PostgreSQL, but nothing in
+	// SQL says so without an ORDER BY of the union, which would sort
+	// every row.
+	got := (*out)[start:]
+	if !slices.IsSorted(parts) {
+		idx := make([]int, len(got))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(parts[a], parts[b]) })
+		sorted := make([]hub.Subscription, len(got))
+		sortedParts := make([]int, len(got))
+		for i, k := range idx {
+			sorted[i], sortedParts[i] = got[k], parts[k]
+		}
+		copy(got, sorted)
+		parts = sortedParts
+	}
+	if len(got) > limit {
+		*out = (*out)[:start+limit]
+		parts = parts[:limit]
+	}
+	for _, p := range parts {
+		if p == 0 {
+			changes++
+		}
+	}
+	return changes, lastSeq, nil
+}
+
+// prefixScanner scans into the destinations before the ones asked for:
+// the columns a query puts before a whole row.
+type prefixScanner struct {
+	r      rowScanner
+	before []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.r.Scan(append(p.before[:len(p.before):len(p.before)], dest...)...)
+}
+
 // appendSubs runs a query of whole subscription rows and appends them to
 // *out.
 func (s *sqlStore) appendSubs(ctx context.Context, q querier, out *[]hub.Subscription, query string, args ...any) error {
@@ -460,6 +557,27 @@ func (s *sqlStore) appendSubs(ctx context.Context, q querier, out *[]hub.Subscri
 		*out = append(*out, sub)
 		return nil
 	})
+}
+
+// nodeClaimSQL is the claim of one node: the three queries of
+// claimDeliveriesSQL(true), each row led by its query's number (0
+// changing, 1 waiting, 2 behind) and the node's last_seq, which tells the
+// claim of a woken node whether the events its caller holds are the end
+// of the log. On PostgreSQL they are one statement, a UNION ALL of them
+// each up to the limit: two round trips fewer in the claim that starts
+// every fan-out. On SQLite, which has no round trips, they stay three:
+// the union's co-routines cost more than two statements
+// (BenchmarkClaimNodeDeliveries).
+func (s *sqlStore) nodeClaimSQL(changing, waiting, behind string) []string {
+	lead := func(i int, q string) string {
+		return fmt.Sprintf("SELECT %d AS claim_part, n.last_seq AS claim_last_seq, ", i) + strings.TrimPrefix(q, "SELECT ")
+	}
+	if s.backend == backendSQLite {
+		return []string{lead(0, changing), lead(1, waiting), lead(2, behind)}
+	}
+	part := func(i int, q string) string { return fmt.Sprintf("claim_%d AS (", i) + lead(i, q) + ")" }
+	return []string{"WITH " + part(0, changing) + ", " + part(1, waiting) + ", " + part(2, behind) + `
+		SELECT * FROM claim_0 UNION ALL SELECT * FROM claim_1 UNION ALL SELECT * FROM claim_2`}
 }
 
 // claimDeliveriesSQL returns the three queries of ClaimDeliveries, with

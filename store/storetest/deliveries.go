@@ -275,9 +275,9 @@ func testClaimNodeDeliveries(t *testing.T, s store.Store) {
 	put(a.ID, "http://127.0.0.1/three", 2)
 	put(other.ID, "http://127.0.0.1/other", 0)
 
-	_, err := s.ClaimNodeDeliveries(ctx, t0, 0, 10, "me", t0.Add(time.Minute), 10)
+	_, err := s.ClaimNodeDeliveries(ctx, t0, 0, 10, "me", t0.Add(time.Minute), 10, hub.EventSpan{})
 	wantErr(t, err, hub.ErrInvalid)
-	c := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "me", t0.Add(time.Minute), 10))(t)
+	c := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "me", t0.Add(time.Minute), 10, hub.EventSpan{}))(t)
 	if len(c.Subscriptions) != 3 || c.Node == nil || c.Node.ID != a.ID || c.Node.Name != "a" || c.Node.LastSeq != 3 {
 		t.Fatalf("claim of node a: %d subscriptions, node %+v", len(c.Subscriptions), c.Node)
 	}
@@ -290,14 +290,66 @@ func testClaimNodeDeliveries(t *testing.T, s store.Store) {
 		t.Fatalf("events after %d: %+v, want item 3 after cursor 2", c.After, c.Events)
 	}
 	// The events are bounded like EventsAfter's.
-	d := must(s.ClaimNodeDeliveries(ctx, t0.Add(2*time.Minute), a.ID, 1, "you", t0.Add(3*time.Minute), 1))(t)
+	d := must(s.ClaimNodeDeliveries(ctx, t0.Add(2*time.Minute), a.ID, 1, "you", t0.Add(3*time.Minute), 1, hub.EventSpan{}))(t)
 	if len(d.Subscriptions) != 1 || d.Node == nil || len(d.Events) != 1 || d.Events[0].Seq != d.After+1 {
 		t.Fatalf("bounded claim: %d subscriptions, after %d, events %+v", len(d.Subscriptions), d.After, d.Events)
 	}
 	// Everything of node a is leased: nothing claimed, nothing read.
-	e := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "you", t0.Add(time.Minute), 10))(t)
+	e := must(s.ClaimNodeDeliveries(ctx, t0, a.ID, 10, "you", t0.Add(time.Minute), 10, hub.EventSpan{}))(t)
 	if len(e.Subscriptions) != 0 || e.Node != nil || len(e.Events) != 0 {
 		t.Fatalf("empty claim brought %+v", e)
+	}
+}
+
+// testClaimNodeDeliveriesHeld: a claim of one node told that the caller
+// holds some events reads neither the node nor the events when they are
+// exactly the events after the usual cursor, and reads them as always
+// when they are not: another cursor, a log that grew since, more than the
+// events limit.
+func testClaimNodeDeliveriesHeld(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	node := func(name string, cursor int64, subscribers int) *hub.Node {
+		n := newNode(t, s, name)
+		appendEvents(t, s, n.ID, item("1", ""), item("2", ""), item("3", ""))
+		for i := range subscribers {
+			sub := &hub.Subscription{NodeID: n.ID, Kind: hub.KindWebhook, Address: fmt.Sprintf("http://127.0.0.1/%s/%d", name, i), State: hub.SubActive}
+			sub.Cursor = cursor
+			must(s.PutSubscription(ctx, sub))(t)
+		}
+		return n
+	}
+	claim := func(n *hub.Node, eventsLimit int, held hub.EventSpan) *hub.NodeClaim {
+		t.Helper()
+		c := must(s.ClaimNodeDeliveries(ctx, t0, n.ID, 10, "me", t0.Add(time.Minute), eventsLimit, held))(t)
+		if len(c.Subscriptions) == 0 {
+			t.Fatalf("claim of %s took nothing", n.Name)
+		}
+		return c
+	}
+	seqs := func(events []hub.Event) []int64 {
+		var out []int64
+		for _, e := range events {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+
+	exact := node("exact", 2, 2)
+	if c := claim(exact, 10, hub.EventSpan{After: 2, Last: 3}); !c.Held || c.After != 2 || c.Node != nil || len(c.Events) != 0 {
+		t.Fatalf("claim holding exactly the events after the cursor: held %v, after %d, node %v, events %v", c.Held, c.After, c.Node, seqs(c.Events))
+	}
+	other := node("other-cursor", 1, 2)
+	if c := claim(other, 10, hub.EventSpan{After: 2, Last: 3}); c.Held || c.After != 1 || c.Node == nil || !slices.Equal(seqs(c.Events), []int64{2, 3}) {
+		t.Fatalf("claim holding events after another cursor: held %v, after %d, events %v", c.Held, c.After, seqs(c.Events))
+	}
+	grown := node("grown", 2, 1)
+	appendEvents(t, s, grown.ID, item("4", ""))
+	if c := claim(grown, 10, hub.EventSpan{After: 2, Last: 3}); c.Held || c.Node == nil || c.Node.LastSeq != 4 || !slices.Equal(seqs(c.Events), []int64{3, 4}) {
+		t.Fatalf("claim holding less than the log has: held %v, node %v, events %v", c.Held, c.Node, seqs(c.Events))
+	}
+	long := node("long", 0, 1)
+	if c := claim(long, 2, hub.EventSpan{After: 0, Last: 3}); c.Held || !slices.Equal(seqs(c.Events), []int64{1, 2}) {
+		t.Fatalf("claim holding more than the events limit: held %v, events %v", c.Held, seqs(c.Events))
 	}
 }
 
@@ -375,6 +427,20 @@ func testClaimFollowsRule(t *testing.T, s store.Store) {
 			want = append(want, entry{sub.ID, false})
 		}
 	}
+	// A claim of each node, in one query, takes the same; its leases run
+	// out at now, so the claim of every node below finds the same work.
+	var byNode []entry
+	nodes := map[int64]bool{}
+	for _, sub := range must(s.Subscriptions(ctx, hub.SubscriptionFilter{}))(t) {
+		if nodes[sub.NodeID] {
+			continue
+		}
+		nodes[sub.NodeID] = true
+		c := must(s.ClaimNodeDeliveries(ctx, now, sub.NodeID, 1000, "me", now, 100, hub.EventSpan{}))(t)
+		for _, sub := range c.Subscriptions {
+			byNode = append(byNode, entry{sub.ID, sub.Change.Claimed})
+		}
+	}
 	var got []entry
 	for _, sub := range must(s.ClaimDeliveries(ctx, now, 0, 1000, "me", now.Add(time.Minute)))(t) {
 		got = append(got, entry{sub.ID, sub.Change.Claimed})
@@ -398,5 +464,9 @@ func testClaimFollowsRule(t *testing.T, s store.Store) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("claimed (id, change) %v\nthe rule says %v", got, want)
+	}
+	slices.SortFunc(byNode, order)
+	if !slices.Equal(byNode, want) {
+		t.Fatalf("claimed node by node (id, change) %v\nthe rule says %v", byNode, want)
 	}
 }

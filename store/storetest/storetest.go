@@ -159,6 +159,7 @@ func RunDeliveries(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimDeliveries", testClaimDeliveries},
 		{"ClaimDeliveriesLeases", testClaimDeliveriesLeases},
 		{"ClaimNodeDeliveries", testClaimNodeDeliveries},
+		{"ClaimNodeDeliveriesHeld", testClaimNodeDeliveriesHeld},
 		{"ClaimDeliveriesConcurrent", testClaimDeliveriesConcurrent},
 		{"ClaimFollowsRule", testClaimFollowsRule},
 		{"SaveDeliveryState", testSaveDeliveryState},
