@@ -128,31 +128,6 @@ func (s *sqlStore) postgresFence() string {
 	return ""
 }
 
-// withSubscribedNodes is the recursive walk behindSubscriptions reads
-// (subscribed), for the head of a statement. SQLite is told to seek in
-// the partial index of HTTP subscriptions; it would pick the unique
-// index of every subscription and pass over the XMPP ones.
-func (s *sqlStore) withSubscribedNodes() string {
-	httpIndex := s.httpSubscriptionsIndex()
-	return `WITH RECURSIVE subscribed (id) AS (
-		SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
-		UNION ALL
-		SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
-		FROM subscribed d WHERE d.id IS NOT NULL)
-	`
-}
-
-// httpSubscriptionsIndex names, on SQLite, the partial index of the HTTP
-// subscriptions for a statement to read them through: the narrowest
-// index that holds them, where SQLite would pick the unique index of
-// every subscription. PostgreSQL picks it by itself.
-func (s *sqlStore) httpSubscriptionsIndex() string {
-	if s.backend == backendSQLite {
-		return ` INDEXED BY subscriptions_behind`
-	}
-	return ""
-}
-
 // problemIndexed is the condition of the subscriptions_problems partial
 // index (migration 0025), word for word so that the planners use it: a
 // subscription failing or suspended. A delivery problem is one of those

@@ -618,22 +618,39 @@ func (s *sqlStore) claimDeliveriesSQL(byNode bool) (changing, waiting, behind st
 	// many subscribe to few). CROSS JOIN makes SQLite keep that join
 	// order; the node ids come in order, so no sort stands before the
 	// limit.
-	// The seeks read the partial index of HTTP subscriptions, which
-	// PostgreSQL picks by itself; SQLite would pick the unique index of
-	// every subscription and pass over the XMPP ones.
-	httpIndex := ""
-	if s.backend == backendSQLite {
-		httpIndex = ` INDEXED BY subscriptions_behind`
-	}
-	behind = `WITH RECURSIVE subscribed (id) AS (
-			SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
-			UNION ALL
-			SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
-			FROM subscribed d WHERE d.id IS NOT NULL)
+	// The walk is withSubscribedNodes, which the status report's figures
+	// share.
+	behind = s.withSubscribedNodes() + `
 		SELECT ` + httpSubColumns + ` FROM subscribed d CROSS JOIN nodes n CROSS JOIN subscriptions s
 		WHERE n.id = d.id AND s.node_id = n.id AND s.state = 'active' AND s.cursor_seq < n.last_seq` + ready + `
 		LIMIT $2` + s.skipLocked("s")
 	return changing, waiting, behind
+}
+
+// withSubscribedNodes is the walk of the node ids that have HTTP
+// subscriptions (subscribed), for the head of a statement: the delivery
+// claim's and the status report's (behindSubscriptions). SQLite is told to seek in
+// the partial index of HTTP subscriptions; it would pick the unique
+// index of every subscription and pass over the XMPP ones.
+func (s *sqlStore) withSubscribedNodes() string {
+	httpIndex := s.httpSubscriptionsIndex()
+	return `WITH RECURSIVE subscribed (id) AS (
+		SELECT MIN(node_id) FROM subscriptions` + httpIndex + ` WHERE ` + httpKind + `
+		UNION ALL
+		SELECT (SELECT MIN(x.node_id) FROM subscriptions x` + httpIndex + ` WHERE x.` + httpKind + ` AND x.node_id > d.id)
+		FROM subscribed d WHERE d.id IS NOT NULL)
+	`
+}
+
+// httpSubscriptionsIndex names, on SQLite, the partial index of the HTTP
+// subscriptions for a statement to read them through: the narrowest
+// index that holds them, where SQLite would pick the unique index of
+// every subscription. PostgreSQL picks it by itself.
+func (s *sqlStore) httpSubscriptionsIndex() string {
+	if s.backend == backendSQLite {
+		return ` INDEXED BY subscriptions_behind`
+	}
+	return ""
 }
 
 // DeleteExpiredSubscriptions removes subscriptions whose expiry passed and
