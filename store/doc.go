@@ -49,9 +49,10 @@
 //     before its latest fetch are forgotten (ForgetSeenEntries), and so
 //     are, when a fetch adds ids, those it did not show beyond the
 //     hub.HiddenSeenKept shown last: the feed's own window (ApplyFetch).
-//     Kept that few, a source's ids are read in order of time from the
-//     primary key's range, with no index of their own (SQLite keeps them
-//     WITHOUT ROWID: the key is the table).
+//     Kept that few, a source's ids are one row, one compressed list
+//     (seenlist.go), read and written whole by ApplyFetch under the
+//     source's row lock; the row's span_seconds lets ForgetSeenEntries
+//     read only the lists with ids old enough to forget.
 //   - A request about a verified HTTP subscription (changes.go) is kept in
 //     that subscription's change_* columns as its pending change, one at a
 //     time, and applied or refused by its change_id in one transaction, so
