@@ -74,7 +74,9 @@
 //     of a changed representation writes it; Source reads it (a LEFT
 //     JOIN) and SourceBody alone (a fetch merging an RFC 3229 delta, a
 //     node taking its source's current entries); the claims, the lists of
-//     sources and the status never. It is stored compressed with zstd
+//     sources and the status never. Which sources have one is the hub's
+//     rule (hub.KeepsBody: a changed outcome with no body deletes the
+//     row). It is stored compressed with zstd
 //     (bodies.go), its encoding column saying so; rows from before
 //     (an empty encoding) read as they are until their source next changes.
 //   - An item event's text (its item id, title, summary, link, updated
