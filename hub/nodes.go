@@ -96,7 +96,8 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 // stored representation when it has one (it needs Config.Entries), and
 // otherwise taken from the items of the node following the source that
 // keeps the most (a feed's body is kept only where a later fetch needs it,
-// KeepsBody): its newest items, up to the new node's max_items. Without
+// KeepsBody): its newest items from the feed (not those an owner
+// published to it), up to the new node's max_items. Without
 // either the node starts empty and takes the feed's next new entries.
 // Failing to read them is logged, not an error: the node exists.
 func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
@@ -155,10 +156,12 @@ func (u *NodeUseCases) currentEntries(ctx context.Context, n *Node, src *Source)
 		return nil, err
 	}
 	// Newest first; kept in publishing order, as events of their own.
+	// An item an owner published to that node (it has a publisher) is
+	// that node's, not the feed's.
 	events := make([]Event, 0, len(items))
 	for i := len(items) - 1; i >= 0; i-- {
 		ev := items[i]
-		if ev.Kind != EventItem {
+		if ev.Kind != EventItem || ev.Publisher != "" {
 			continue
 		}
 		ev.NodeID, ev.Seq, ev.Created = n.ID, 0, time.Time{}
