@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -237,18 +236,11 @@ func (w *WebSub) content(ctx context.Context, d *Delivery, topic string) ([]byte
 	// hints describe pingd's feeds of the node, not this one.
 	meta.ID, meta.SelfURL = topic, topic
 	meta.DescriptorURL, meta.Polling = "", hub.FeedPolling{}
-	if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "rss") || strings.Contains(mt, "rdf") || looksLikeRSS(src.Body) {
+	if mt, _, _ := mime.ParseMediaType(ct); strings.Contains(mt, "rss") || strings.Contains(mt, "rdf") || hub.LooksLikeRSS(src.Body) {
 		if ct == "" {
 			ct = "application/rss+xml"
 		}
 		return feed.RSSFeed(meta, nil, 0, items), ct, nil
 	}
 	return feed.AtomFeed(meta, items), atomMediaType, nil
-}
-
-// looksLikeRSS reports whether a feed served as generic XML is RSS: its
-// root element is <rss> or <rdf:RDF>.
-func looksLikeRSS(body []byte) bool {
-	head := body[:min(len(body), 2048)]
-	return bytes.Contains(head, []byte("<rss")) || bytes.Contains(head, []byte("<rdf:RDF"))
 }

@@ -100,8 +100,11 @@ func (f *Fetcher) UserAgent(n int) string {
 
 // fetchState accumulates what the hops of one fetch learnt.
 type fetchState struct {
-	req          hub.FetchRequest
-	useDelta     bool
+	req      hub.FetchRequest
+	useDelta bool
+	// deltas: the origin answered 226 IM Used with a feed delta, merged
+	// or not (then the full document was asked for again).
+	deltas       bool
 	visited      map[string]bool
 	hops         int
 	allPermanent bool
@@ -139,9 +142,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req hub.FetchRequest) (*hub.FetchRe
 	res, err := f.follow(ctx, st, req.URL)
 	if err != nil && useDelta && errors.Is(err, ErrBadDelta) {
 		// A delta we cannot merge: ask once more for the full document.
-		spent := st.bytes
+		spent, deltas := st.bytes, st.deltas
 		st = newFetchState(req, false)
-		st.bytes = spent
+		st.bytes, st.deltas = spent, deltas
 		res, err = f.follow(ctx, st, req.URL)
 	}
 	if res != nil {
@@ -200,6 +203,7 @@ func (f *Fetcher) follow(ctx context.Context, st *fetchState, u string) (*hub.Fe
 			if !st.useDelta || !hasToken(resp.Header.Values("IM"), "feed") {
 				return nil, &hub.FetchError{URL: u, Status: code, Err: fmt.Errorf("%w: 226 without IM: feed to a request that did not ask for it", ErrBadDelta)}
 			}
+			st.deltas = true
 			body, ctype, err := f.decodeBody(resp, raw)
 			if err != nil {
 				return nil, &hub.FetchError{URL: u, Status: code, Err: err}
@@ -363,6 +367,7 @@ func (f *Fetcher) baseResult(st *fetchState, resp *http.Response, u string, now 
 		LastModified: resp.Header.Get("Last-Modified"),
 		ContentType:  resp.Header.Get("Content-Type"),
 		Hints:        headerHints(resp.Header, now),
+		Deltas:       st.deltas,
 	}
 }
 

@@ -524,8 +524,11 @@ func TestFetchDelta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != http.StatusIMUsed || res.ETag != `"v2"` {
-		t.Errorf("Status %d ETag %s, want 226 and the new ETag", res.Status, res.ETag)
+	if res.Status != http.StatusIMUsed || res.ETag != `"v2"` || !res.Deltas {
+		t.Errorf("Status %d ETag %s Deltas %v, want 226, the new ETag and the origin's deltas noted", res.Status, res.ETag, res.Deltas)
+	}
+	if first.Deltas {
+		t.Error("a full answer to a request without A-IM noted deltas")
 	}
 	if got := ids(&Document{Entries: res.Entries}); !slices.Equal(got, []string{"d", "c", "b", "a"}) {
 		t.Errorf("merged ids %q", got)
@@ -603,6 +606,11 @@ func TestFetchDeltaLoadsPreviousOnlyForADelta(t *testing.T) {
 	if res, err = fetch(t, f, req); err != nil || res.Status != http.StatusOK || loads != 3 || len(res.Entries) != 3 {
 		t.Fatalf("no body stored: status %d, %v, %d loads, %d entries; want the full document", res.Status, err, loads, len(res.Entries))
 	}
+	// The origin sent a delta first: the result says so, for the body to
+	// be kept this time (hub.KeepsBody).
+	if !res.Deltas {
+		t.Error("a full document asked for again after a delta does not note the origin's deltas")
+	}
 
 	// An origin that ignores A-IM and sends the whole changed document:
 	// nothing to merge, nothing read.
@@ -616,8 +624,8 @@ func TestFetchDeltaLoadsPreviousOnlyForADelta(t *testing.T) {
 		loads++
 		return []byte(rssDoc("x")), nil
 	}})
-	if err != nil || res.Status != http.StatusOK || loads != 0 {
-		t.Fatalf("full answer to a delta request: status %d, %v, %d loads; want a 200 without reading the body", res.Status, err, loads)
+	if err != nil || res.Status != http.StatusOK || loads != 0 || res.Deltas {
+		t.Fatalf("full answer to a delta request: status %d, %v, %d loads, deltas %v; want a 200 without reading the body or noting deltas", res.Status, err, loads, res.Deltas)
 	}
 }
 

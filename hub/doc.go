@@ -59,7 +59,8 @@
 // leases and a saved cursor never moving back.
 //
 // What a fetch brings (fetchrules.go) is decided here, by pure functions:
-// the outcome of a fetch (OutcomeOf), which entries are new, the baseline,
+// the outcome of a fetch (OutcomeOf) and whether its representation is
+// kept as the source's body (KeepsBody), which entries are new, the baseline,
 // the change event, a node's share of new entries and the refetch a ping
 // during the fetch causes. The store runs them inside the transaction that
 // reads the seen ids and writes the events (the fetch engine's

@@ -67,7 +67,11 @@ type FetchResult struct {
 	LastModified string
 	ContentType  string
 	// Body is the full representation (after merging a 226 delta), capped.
-	Body     []byte
+	Body []byte
+	// Deltas is true when the origin answered this fetch with an RFC 3229
+	// delta (226 IM Used, A-IM: feed), merged or not: the next fetch needs
+	// this representation to merge its delta into (KeepsBody).
+	Deltas   bool
 	BodyHash string
 	// Bytes counts what crossed the network for this fetch.
 	Bytes int64

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"bytes"
 	"errors"
+	"mime"
 	"slices"
 	"strings"
 	"time"
@@ -206,7 +208,10 @@ func OutcomeOf(src *Source, res *FetchResult, ferr error, now time.Time, next Sc
 		out.Changed = true
 		st.Unchanged = 0
 		st.LastChangeAt = now
-		st.Body, st.BodyHash, st.ContentType, st.IsFeed = res.Body, res.BodyHash, res.ContentType, res.IsFeed
+		st.Body, st.BodyHash, st.ContentType, st.IsFeed = nil, res.BodyHash, res.ContentType, res.IsFeed
+		if KeepsBody(res) {
+			st.Body = res.Body
+		}
 		st.Title, st.Description, st.SiteURL = res.Title, res.Description, canonicalOrEmpty(res.SiteURL)
 		if res.IsFeed {
 			hdr := st.Hints
@@ -226,4 +231,37 @@ func OutcomeOf(src *Source, res *FetchResult, ferr error, now time.Time, next Sc
 	st.NextFetchAt, st.NextFetchReason = at, reason
 	out.State = st
 	return out
+}
+
+// KeepsBody reports whether a changed representation is kept as the
+// source's stored body, rather than its hash, validators and entries
+// alone. A later fetch or reader needs the document itself only
+//   - to merge an RFC 3229 delta into: the origin sent one to this fetch
+//     (res.Deltas; a feed whose body is not kept still asks for deltas,
+//     and when one comes the fetcher asks again for the whole document,
+//     which is then kept);
+//   - when it is not a feed: WebSub subscribers to the topic get it whole;
+//   - for a feed whose media type does not say RSS but whose document is
+//     RSS (LooksLikeRSS): WebSub renders the new items of a feed topic in
+//     the feed's own format, told by the media type or, failing that, by
+//     the stored document.
+//
+// A node made for a feed that another node follows takes its first items
+// from the stored body when there is one, and from that node's items
+// when there is none (NodeUseCases.CreateNode).
+func KeepsBody(res *FetchResult) bool {
+	if !res.IsFeed || res.Deltas {
+		return true
+	}
+	if mt, _, _ := mime.ParseMediaType(res.ContentType); strings.Contains(mt, "rss") || strings.Contains(mt, "rdf") {
+		return false
+	}
+	return LooksLikeRSS(res.Body)
+}
+
+// LooksLikeRSS reports whether a feed served as generic XML is RSS: its
+// root element is <rss> or <rdf:RDF>.
+func LooksLikeRSS(body []byte) bool {
+	head := body[:min(len(body), 2048)]
+	return bytes.Contains(head, []byte("<rss")) || bytes.Contains(head, []byte("<rdf:RDF"))
 }

@@ -168,3 +168,28 @@ func TestFetchNewsKeepsTheBaseline(t *testing.T) {
 		t.Errorf("a long title cut to %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
+
+// TestKeepsBody: a changed representation is kept where a later fetch or
+// reader needs it: not a feed, a feed whose origin sent a delta, an RSS
+// feed served as generic XML; not a feed whose media type names it, nor
+// an Atom feed served as generic XML.
+func TestKeepsBody(t *testing.T) {
+	rssDoc, atomDoc := []byte(`<?xml version="1.0"?><rss version="2.0"><channel/></rss>`), []byte(`<feed xmlns="http://www.w3.org/2005/Atom"/>`)
+	for _, c := range []struct {
+		name string
+		res  hub.FetchResult
+		want bool
+	}{
+		{"a page", hub.FetchResult{ContentType: "text/html", Body: []byte("<html/>")}, true},
+		{"RSS", hub.FetchResult{IsFeed: true, ContentType: "application/rss+xml; charset=utf-8", Body: rssDoc}, false},
+		{"RDF", hub.FetchResult{IsFeed: true, ContentType: "application/rdf+xml", Body: rssDoc}, false},
+		{"Atom", hub.FetchResult{IsFeed: true, ContentType: "application/atom+xml", Body: atomDoc}, false},
+		{"RSS whose origin sends deltas", hub.FetchResult{IsFeed: true, Deltas: true, ContentType: "application/rss+xml", Body: rssDoc}, true},
+		{"RSS as generic XML", hub.FetchResult{IsFeed: true, ContentType: "text/xml", Body: rssDoc}, true},
+		{"Atom as generic XML", hub.FetchResult{IsFeed: true, ContentType: "application/xml", Body: atomDoc}, false},
+	} {
+		if got := hub.KeepsBody(&c.res); got != c.want {
+			t.Errorf("%s: kept %v, want %v", c.name, got, c.want)
+		}
+	}
+}

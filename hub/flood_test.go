@@ -28,7 +28,7 @@ func (e *env) dbUse() dbUse {
 	}
 	defer db.Close()
 	var u dbUse
-	err = db.QueryRowContext(e.t.Context(), `SELECT (SELECT COUNT(*) FROM seen), (SELECT COUNT(*) FROM events),
+	err = db.QueryRowContext(e.t.Context(), `SELECT (SELECT COALESCE(SUM(id_count), 0) FROM seen), (SELECT COUNT(*) FROM events),
 		(SELECT COUNT(*) FROM items),
 		((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())) *
 		(SELECT page_size FROM pragma_page_size())`).Scan(&u.seen, &u.events, &u.items, &u.bytes)

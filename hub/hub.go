@@ -23,7 +23,8 @@ type Config struct {
 	Fetcher Fetcher
 	// Entries reads the entries of a source's stored body, which a node
 	// that starts following a source fetched before keeps as its items;
-	// nil: such a node starts empty and takes the feed's next entries.
+	// nil, or a feed that keeps no body (KeepsBody): such a node takes
+	// another node's items of the source, or starts empty.
 	Entries EntryReader
 	Logger  *slog.Logger
 	// Now is the clock; nil means time.Now.

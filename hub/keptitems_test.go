@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -102,7 +103,8 @@ func TestBaselineEntriesBecomeItemsTellingNoOne(t *testing.T) {
 
 // TestANewNodeOfABaselinedFeedKeepsItsEntries: a node made for a feed
 // that another node follows already (its baseline taken) has the feed's
-// current entries as its items from the stored document, told to no one,
+// current entries as its items (here from that node's items: a feed
+// served as RSS keeps no body, hub.KeepsBody), told to no one,
 // and, made for the URL, the feed's title.
 func TestANewNodeOfABaselinedFeedKeepsItsEntries(t *testing.T) {
 	e := newEnv(t, envOptions{})
@@ -148,5 +150,61 @@ func TestANewNodeOfABaselinedFeedKeepsItsEntries(t *testing.T) {
 	}
 	if got := e.origin.hitCount("/feed"); got != hits {
 		t.Errorf("the new node fetched the feed again (%d requests, %d before)", got, hits)
+	}
+}
+
+// TestANewNodeTakesTheFeedsEntriesFromWhereTheyAreKept: a feed served as
+// RSS keeps no body (hub.KeepsBody), so a new node of it takes its first
+// items from the node already following it, the newest up to its own
+// max_items, and no more than that node keeps, leaving out the items an
+// owner published to that node; a feed served as generic XML keeps its
+// body, and a new node reads every current entry from it. Neither
+// fetches the feed again.
+func TestANewNodeTakesTheFeedsEntriesFromWhereTheyAreKept(t *testing.T) {
+	for _, c := range []struct {
+		contentType string
+		keepsBody   bool
+		want        []string
+	}{
+		{"application/rss+xml", false, []string{"d"}}, // first keeps [owned d]
+		{"text/xml", true, []string{"d", "c", "b", "a"}},
+	} {
+		t.Run(c.contentType, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			ctx := t.Context()
+			doc := rss{title: "The Feed", items: items("d", "c", "b", "a")}.String()
+			e.origin.handle("/feed", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.contentType)
+				w.Write([]byte(doc))
+			})
+			e.run()
+			cfg := hub.DefaultNodeConfig()
+			cfg.MaxItems = 2
+			first, _, err := e.hub.CreateNode(ctx, hub.NodeSpec{Name: "first", Config: cfg, Source: e.origin.url("/feed")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src := e.waitFetched(first.SourceID); !src.Baselined || (len(src.Body) > 0) != c.keepsBody {
+				t.Fatalf("baseline: baselined %v, a body of %d bytes; want one kept: %v", src.Baselined, len(src.Body), c.keepsBody)
+			}
+			if _, err := e.hub.Publish(ctx, "first", "owner@example.org", []hub.Entry{{ID: "owned", Title: "The owner's"}}); err != nil {
+				t.Fatal(err)
+			}
+			hits := e.origin.hitCount("/feed")
+			second := e.createNode("second", "/feed")
+			got, err := e.hub.Items(ctx, second, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids := itemIDs(got); !slices.Equal(ids, c.want) {
+				t.Errorf("items %v, want %v", ids, c.want)
+			}
+			if second.LastSeq == 0 || second.XMPPSeq != second.LastSeq {
+				t.Errorf("returned with log %d and XMPP cursor %d: the items would be told", second.LastSeq, second.XMPPSeq)
+			}
+			if got := e.origin.hitCount("/feed"); got != hits {
+				t.Errorf("the new node fetched the feed again (%d requests, %d before)", got, hits)
+			}
+		})
 	}
 }

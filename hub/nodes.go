@@ -89,42 +89,85 @@ func (u *NodeUseCases) CreateNode(ctx context.Context, spec NodeSpec) (*Node, st
 }
 
 // keepCurrentEntries gives a node that starts following src, a source
-// whose baseline was taken before (for another node), the entries of the
-// source's stored representation as its items, told to no one
-// (LogStore.KeepItems), as that baseline gave them to the nodes following
-// it then: a new node is not empty while its feed has entries. It needs
-// Config.Entries to read a stored body; without it, or without a stored
-// feed, the node starts empty and takes the feed's next new entries. Failing to read them is logged, not an error: the node exists.
+// whose baseline was taken before (for another node), the feed's current
+// entries as its items, told to no one (LogStore.KeepItems), as that
+// baseline gave them to the nodes following it then: a new node is not
+// empty while its feed has entries. They are read from the source's
+// stored representation when it has one (it needs Config.Entries), and
+// otherwise taken from the items of the node following the source that
+// keeps the most (a feed's body is kept only where a later fetch needs it,
+// KeepsBody): its newest items from the feed (not those an owner
+// published to it), up to the new node's max_items. Without
+// either the node starts empty and takes the feed's next new entries.
+// Failing to read them is logged, not an error: the node exists.
 func (u *NodeUseCases) keepCurrentEntries(ctx context.Context, n *Node, src *Source) {
-	reader := u.entries
-	if reader == nil || !src.IsFeed {
+	if !src.IsFeed {
 		return
 	}
-	body, err := u.stores.Sources.SourceBody(ctx, src.ID)
-	if err != nil || len(body) == 0 {
-		if err != nil {
-			u.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
-		}
+	events, err := u.currentEntries(ctx, n, src)
+	if err != nil {
+		u.log.WarnContext(ctx, "read a source's current entries for a new node", "node", n.Name, "source", src.URL, "err", err)
 		return
 	}
-	at := src.LastChangeAt
-	if at.IsZero() {
-		at = src.LastFetchAt
-	}
-	entries, isFeed, err := reader.ReadEntries(body, src.URL, at)
-	if err != nil || !isFeed {
-		if err != nil {
-			u.log.WarnContext(ctx, "read a source's stored feed for a new node", "node", n.Name, "source", src.URL, "err", err)
-		}
+	if len(events) == 0 {
 		return
 	}
-	events := NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems)
 	kept, err := u.stores.Log.KeepItems(ctx, n.ID, events)
 	if err != nil {
 		u.log.WarnContext(ctx, "keep a feed's entries as a new node's items", "node", n.Name, "source", src.URL, "err", err)
 		return
 	}
 	u.log.DebugContext(ctx, "new node keeps its feed's entries", "node", n.Name, "source", src.URL, "items", kept)
+}
+
+// currentEntries are the item events a new node of src starts with, in
+// publishing order: from the stored body, or from another node's items.
+func (u *NodeUseCases) currentEntries(ctx context.Context, n *Node, src *Source) ([]Event, error) {
+	body, err := u.stores.Sources.SourceBody(ctx, src.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 && u.entries != nil {
+		at := src.LastChangeAt
+		if at.IsZero() {
+			at = src.LastFetchAt
+		}
+		entries, isFeed, err := u.entries.ReadEntries(body, src.URL, at)
+		if err != nil || !isFeed {
+			return nil, err
+		}
+		return NewestItems(ItemEvents(PublishOrder(DistinctEntries(entries))), n.MaxItems), nil
+	}
+	followers, err := u.stores.Nodes.NodesBySource(ctx, src.ID)
+	if err != nil {
+		return nil, err
+	}
+	var sibling *Node
+	for i := range followers {
+		if f := &followers[i]; f.ID != n.ID && (sibling == nil || f.MaxItems > sibling.MaxItems) {
+			sibling = f
+		}
+	}
+	if sibling == nil {
+		return nil, nil
+	}
+	items, err := u.stores.Log.Items(ctx, sibling.ID, nil, n.MaxItems)
+	if err != nil {
+		return nil, err
+	}
+	// Newest first; kept in publishing order, as events of their own.
+	// An item an owner published to that node (it has a publisher) is
+	// that node's, not the feed's.
+	events := make([]Event, 0, len(items))
+	for i := len(items) - 1; i >= 0; i-- {
+		ev := items[i]
+		if ev.Kind != EventItem || ev.Publisher != "" {
+			continue
+		}
+		ev.NodeID, ev.Seq, ev.Created = n.ID, 0, time.Time{}
+		events = append(events, ev)
+	}
+	return events, nil
 }
 
 // Node returns a node by name.

@@ -25,9 +25,11 @@ type SourceState struct {
 	LastModified string
 	BodyHash     string
 	ContentType  string
-	// Body is the last representation (capped), kept for protocols that
-	// distribute whole documents (WebSub for non-feed topics) and for
-	// merging RFC 3229 deltas. It is stored apart from the rest of the
+	// Body is the last representation (capped), kept only where a later
+	// fetch or reader needs it (KeepsBody): for protocols that distribute
+	// whole documents (WebSub for non-feed topics, and the format of a
+	// feed served as generic XML) and for merging RFC 3229 deltas; empty
+	// for other feeds. It is stored apart from the rest of the
 	// state and read only by Store.Source and Store.ClaimDueSources;
 	// sources listed by other reads have none. Only a changed outcome
 	// writes it (Store.ApplyFetch).

@@ -308,9 +308,15 @@ func (s *sqlStore) inTx(ctx context.Context, fn func(tx *txn) error) error {
 // inOwnTx runs fn in a transaction of its own, never grouped, and keeps
 // no statements for it (migrations; PostgreSQL).
 func (s *sqlStore) inOwnTx(ctx context.Context, fn func(tx *txn) error) error {
+	return s.retried(ctx, s.tryTx, fn)
+}
+
+// retried runs fn in a transaction of try, again while PostgreSQL aborts
+// it to break a deadlock or a serialization conflict.
+func (s *sqlStore) retried(ctx context.Context, try func(context.Context, func(*txn) error) error, fn func(tx *txn) error) error {
 	var err error
 	for attempt := 1; attempt <= txAttempts; attempt++ {
-		err = s.tryTx(ctx, fn)
+		err = try(ctx, fn)
 		if err == nil || !s.retryable(err) || ctx.Err() != nil {
 			return err
 		}
@@ -322,6 +328,12 @@ func (s *sqlStore) inOwnTx(ctx context.Context, fn func(tx *txn) error) error {
 func (s *sqlStore) tryTx(ctx context.Context, fn func(tx *txn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout)
 	defer cancel()
+	return s.runTx(ctx, fn)
+}
+
+// runTx runs fn in a transaction bounded by ctx alone and commits it
+// when fn returns nil.
+func (s *sqlStore) runTx(ctx context.Context, fn func(tx *txn) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

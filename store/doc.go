@@ -49,9 +49,10 @@
 //     before its latest fetch are forgotten (ForgetSeenEntries), and so
 //     are, when a fetch adds ids, those it did not show beyond the
 //     hub.HiddenSeenKept shown last: the feed's own window (ApplyFetch).
-//     Kept that few, a source's ids are read in order of time from the
-//     primary key's range, with no index of their own (SQLite keeps them
-//     WITHOUT ROWID: the key is the table).
+//     Kept that few, a source's ids are one row, one compressed list
+//     (seenlist.go), read and written whole by ApplyFetch under the
+//     source's row lock; the row's span_seconds lets ForgetSeenEntries
+//     read only the lists with ids old enough to forget.
 //   - A request about a verified HTTP subscription (changes.go) is kept in
 //     that subscription's change_* columns as its pending change, one at a
 //     time, and applied or refused by its change_id in one transaction, so
@@ -73,7 +74,9 @@
 //     of a changed representation writes it; Source reads it (a LEFT
 //     JOIN) and SourceBody alone (a fetch merging an RFC 3229 delta, a
 //     node taking its source's current entries); the claims, the lists of
-//     sources and the status never. It is stored compressed with zstd
+//     sources and the status never. Which sources have one is the hub's
+//     rule (hub.KeepsBody: a changed outcome with no body deletes the
+//     row). It is stored compressed with zstd
 //     (bodies.go), its encoding column saying so; rows from before
 //     (an empty encoding) read as they are until their source next changes.
 //   - An item event's text (its item id, title, summary, link, updated

@@ -7,9 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -266,37 +265,71 @@ func (s *sqlStore) ScheduleSource(ctx context.Context, id int64, at time.Time, r
 // ForgetSeenEntries forgets, per source, the entry ids its fetches have
 // not shown for `after`, counted back from the latest fetch that showed
 // any: a source whose feed has not changed for a year forgets nothing.
+// It reads only the lists whose ids span more than `after`.
 func (s *sqlStore) ForgetSeenEntries(ctx context.Context, after time.Duration) (int64, error) {
-	type span struct {
-		source int64
-		cut    time.Time
-		oldest time.Time
-		newest time.Time
-	}
-	var spans []span
-	err := s.query(ctx, s.read, `SELECT source_id, MIN(seen_at), MAX(seen_at) FROM seen GROUP BY source_id`, nil,
-		func(r *sql.Rows) error {
-			var sp span
-			if err := r.Scan(&sp.source, tc(&sp.oldest), tc(&sp.newest)); err != nil {
-				return err
-			}
-			if sp.cut = sp.newest.Add(-after); sp.oldest.Before(sp.cut) {
-				spans = append(spans, sp)
-			}
-			return nil
-		})
+	sources, err := s.queryInts(ctx, s.read, `SELECT source_id FROM seen WHERE span_seconds > $1 ORDER BY source_id`,
+		int64(after/time.Second))
 	if err != nil {
 		return 0, fmt.Errorf("forget seen entries: %w", err)
 	}
 	var forgotten int64
-	for _, sp := range spans {
-		n, err := s.writeCount(ctx, `DELETE FROM seen WHERE source_id = $1 AND seen_at < $2`, sp.source, s.timeArg(sp.cut))
+	for _, id := range sources {
+		var n int
+		err := s.inTx(ctx, func(tx *txn) error {
+			n = 0
+			// The source's row first, as ApplyFetch locks it before its
+			// list: a fetch applied meanwhile is not undone.
+			if _, err := s.queryInts(ctx, tx, `SELECT id FROM sources WHERE id = $1`+s.forUpdate(), id); err != nil {
+				return err
+			}
+			list, err := s.seenListTx(ctx, tx, id)
+			if err != nil || len(list) == 0 {
+				return err
+			}
+			newest := int64(math.MinInt64)
+			for _, at := range list {
+				newest = max(newest, at)
+			}
+			if n = list.forgetBefore(newest - after.Microseconds()); n == 0 {
+				return nil
+			}
+			return s.putSeenListTx(ctx, tx, id, list)
+		})
 		if err != nil {
-			return forgotten, fmt.Errorf("forget seen entries of source %d: %w", sp.source, err)
+			return forgotten, fmt.Errorf("forget seen entries of source %d: %w", id, err)
 		}
-		forgotten += n
+		forgotten += int64(n)
 	}
 	return forgotten, nil
+}
+
+// seenListTx reads the source's seen ids.
+func (s *sqlStore) seenListTx(ctx context.Context, tx *txn, sourceID int64) (seenList, error) {
+	var stored []byte
+	err := s.queryRow(ctx, tx, `SELECT ids FROM seen WHERE source_id = $1`, []any{sourceID}, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return seenList{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seen ids of source %d: %w", sourceID, err)
+	}
+	list, err := decodeSeenList(stored)
+	if err != nil {
+		return nil, fmt.Errorf("seen ids of source %d: %w", sourceID, err)
+	}
+	return list, nil
+}
+
+// putSeenListTx stores the source's seen ids (an empty list as no row).
+func (s *sqlStore) putSeenListTx(ctx context.Context, tx *txn, sourceID int64, list seenList) error {
+	if len(list) == 0 {
+		_, err := s.exec(ctx, tx, `DELETE FROM seen WHERE source_id = $1`, sourceID)
+		return err
+	}
+	_, err := s.exec(ctx, tx, `INSERT INTO seen (source_id, span_seconds, id_count, ids) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (source_id) DO UPDATE SET span_seconds = excluded.span_seconds, id_count = excluded.id_count,
+		ids = excluded.ids`, sourceID, list.span(), len(list), list.encode())
+	return err
 }
 
 // ReviveSource clears a source's gone mark and makes it due at `at`.
@@ -441,29 +474,33 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 			return fmt.Errorf("lease of %q, not %q: %w", owner, o.Owner, hub.ErrLeaseLost)
 		}
 
-		// Record every entry id; those inserted now were never seen. Those
-		// seen before get the time of this fetch, so that only ids a feed
-		// stopped showing long ago are forgotten (ForgetSeenEntries).
+		// Record every entry id; those not in the list were never seen
+		// (or forgotten since). Those seen before get the time of this
+		// fetch, so that only ids a feed stopped showing long ago are
+		// forgotten (ForgetSeenEntries).
 		seenAt := o.State.LastFetchAt
 		if seenAt.IsZero() {
 			seenAt = now
 		}
-		// One statement per chunk, not per entry: a document of thousands
-		// of entries is thousands of round trips on PostgreSQL otherwise.
-		inserted := make(map[string]bool, len(entries))
-		for _, chunk := range chunks(entries) {
-			values, args := seenValues(chunk)
-			err := s.query(ctx, tx, `INSERT INTO seen (source_id, entry_id, seen_at) VALUES `+values+`
-				ON CONFLICT (source_id, entry_id) DO NOTHING RETURNING entry_id`,
-				append([]any{o.SourceID, s.timeArg(seenAt)}, args...), func(r *sql.Rows) error {
-					var id string
-					if err := r.Scan(&id); err != nil {
-						return err
-					}
-					inserted[id] = true
-					return nil
-				})
+		var inserted map[string]bool
+		if len(entries) > 0 {
+			list, err := s.seenListTx(ctx, tx, o.SourceID)
 			if err != nil {
+				return err
+			}
+			ids := make([]string, len(entries))
+			for i, e := range entries {
+				ids[i] = e.ID
+			}
+			at := seenMicros(seenAt)
+			inserted = list.show(ids, at)
+			if len(inserted) > 0 {
+				// The record grew: of the ids this fetch did not show,
+				// keep those shown last, as many as hub.HiddenSeenKept
+				// allows (the feed's own window).
+				list.keepHidden(at, hub.HiddenSeenKept(len(entries)))
+			}
+			if err := s.putSeenListTx(ctx, tx, o.SourceID, list); err != nil {
 				return fmt.Errorf("record seen entries: %w", err)
 			}
 		}
@@ -471,31 +508,6 @@ func (s *sqlStore) ApplyFetch(ctx context.Context, o hub.FetchOutcome) (hub.Fetc
 		// records it.
 		news := hub.FetchNewsOf(o, baselined, func(id string) bool { return inserted[id] })
 		applied.Baseline = news.Baseline
-		var again []string
-		for _, e := range entries {
-			if !inserted[e.ID] {
-				again = append(again, e.ID)
-			}
-		}
-		for _, chunk := range chunks(again) {
-			in, inArgs := inList(3, chunk)
-			if _, err := s.exec(ctx, tx, `UPDATE seen SET seen_at = $1 WHERE source_id = $2 AND entry_id IN (`+in+`)`,
-				append([]any{s.timeArg(seenAt), o.SourceID}, inArgs...)...); err != nil {
-				return fmt.Errorf("record seen entries: %w", err)
-			}
-		}
-		if len(entries) > len(again) {
-			// The record grew: of the ids this fetch did not show, keep
-			// those shown last, as many as hub.HiddenSeenKept allows
-			// (the feed's own window). Ids shown by one fetch share a
-			// time and go together: the first id beyond the bound takes
-			// those of its fetch with it.
-			if _, err := s.exec(ctx, tx, `DELETE FROM seen WHERE source_id = $1 AND seen_at <= (
-				SELECT seen_at FROM seen WHERE source_id = $1 AND seen_at < $2 ORDER BY seen_at DESC LIMIT 1 OFFSET $3)`,
-				o.SourceID, s.timeArg(seenAt), hub.HiddenSeenKept(len(entries))); err != nil {
-				return fmt.Errorf("forget entry ids of source %d: %w", o.SourceID, err)
-			}
-		}
 		applied.New = news.New
 
 		if !news.Empty() {
@@ -598,25 +610,4 @@ func (s *sqlStore) replaceBody(ctx context.Context, tx *txn, sourceID int64, bod
 	_, err := s.exec(ctx, tx, `INSERT INTO source_bodies (source_id, body, encoding) VALUES ($1, $2, $3)
 		ON CONFLICT (source_id) DO UPDATE SET body = excluded.body, encoding = excluded.encoding`, sourceID, stored, encoding)
 	return err
-}
-
-// seenValues is the VALUES list of an INSERT INTO seen whose source and
-// time are $1 and $2: one row per entry id, from $3 on, padded as inList
-// pads (a repeated id is one more conflict, which DO NOTHING skips).
-func seenValues(entries []hub.Entry) (string, []any) {
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
-	_, args := inList(3, ids)
-	var b strings.Builder
-	for i := range args {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("($1, $")
-		b.WriteString(strconv.Itoa(i + 3))
-		b.WriteString(", $2)")
-	}
-	return b.String(), args
 }

@@ -1,0 +1,15 @@
+-- A source's seen entry ids are one row, not a row each: the ids with
+-- the time each was last shown, in one compressed value (store/seenlist.go
+-- says how it is written). span_seconds is the time between its oldest
+-- and newest id, rounded up, so that ForgetSeenEntries reads only the
+-- lists with ids to forget; id_count is how many ids it holds.
+--
+-- The data step (moveSeenIntoLists) writes each source's list from the
+-- rows of seen_rows, then drops them.
+ALTER TABLE seen RENAME TO seen_rows;
+CREATE TABLE seen (
+    source_id    INTEGER PRIMARY KEY REFERENCES sources (id) ON DELETE CASCADE,
+    span_seconds INTEGER NOT NULL,
+    id_count     INTEGER NOT NULL,
+    ids          BLOB    NOT NULL
+) STRICT;
