@@ -12,7 +12,8 @@ import (
 // The fetch loop: it claims due sources in batches, hands each to its
 // host (hosts.go) and starts a worker for a source only when its host
 // may be fetched now, so workers never wait for a host. It holds up to
-// sixteen times FetchWorkers sources (at least 128) and claims again once
+// sixteen times FetchWorkers sources (at least 128; above 64 workers,
+// 1,024 or four times FetchWorkers) and claims again once
 // half of that is free, so a claim is a large batch even under load (a
 // claim is a write transaction: fewer, larger ones leave more of the
 // database to the fetches' outcomes) and the half still held keeps the
@@ -65,7 +66,13 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 	// leases this process holds unused. (They come without their bodies,
 	// which a fetch reads only for an RFC 3229 delta, so a source in hand
 	// costs about a kilobyte, whatever its feed's size.)
-	maxInHand := max(16*workers, 128)
+	// Sixteen times the workers, at least 128; above 64 workers, 1,024
+	// or four times the workers, so that many workers do not hold many
+	// more leases than they did.
+	maxInHand := max(min(16*workers, 1024), 4*workers, 128)
+	// maxClaim bounds the rows of one claim (and its statement's
+	// parameters) as three times the workers did, but never below 512.
+	maxClaim := max(3*workers, 512)
 	// claimAtLeast: a claim waits until it can take half of that, so
 	// that claims are few and large while half of what is held still
 	// keeps the workers busy during the claim.
@@ -149,6 +156,7 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				lapsed = false
 			}
 			claiming, woken = true, false
+			room = min(room, maxClaim)
 			if running == 0 && hosts.waiting == 0 {
 				// Nothing to do meanwhile: a first claim of a few starts
 				// the workers sooner than one of many would.
