@@ -470,6 +470,9 @@ func TestStateSmoke(t *testing.T) {
 	}
 }
 
+// flagPollRounds sets the polling measurement's rounds per side.
+var flagPollRounds = flag.Int("bench.poll-rounds", 0, "polling: this many rounds of each side instead of the size's (2 quick, 3 full): steadier medians, profiles with more samples")
+
 func pollPlanFor() (pollPlan, error) {
 	plan := pollPlanOfSize()
 	if *flagPollN != "" {
@@ -481,6 +484,9 @@ func pollPlanFor() (pollPlan, error) {
 			}
 			plan.Sizes = append(plan.Sizes, pollSize{n, min(n, 1000)})
 		}
+	}
+	if *flagPollRounds > 0 {
+		plan.Rounds = *flagPollRounds
 	}
 	return plan, nil
 }

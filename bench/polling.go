@@ -49,7 +49,8 @@ type pollPlan struct {
 	// BaselineBudget skips a size whose baselines, at the rate pingd took
 	// the previous size's, would take longer (0: no bound).
 	BaselineBudget time.Duration
-	// ProfileDir, when set, gets CPU profiles of pingd's rounds.
+	// ProfileDir, when set, gets CPU profiles of pingd's rounds and, to
+	// set beside them, of the plain fetcher's (polling-plain-…).
 	ProfileDir string
 	// NoBinary leaves out the round of pingd serve in its own process.
 	NoBinary bool
@@ -209,7 +210,10 @@ func measurePollingSize(ctx context.Context, t testing.TB, plan pollPlan, size p
 				res.Rounds = append(res.Rounds, pingdPollRound(ctx, t, p, farm, sourceIDs, false, plan, mem, name))
 			},
 			func() {
+				// Profiled too, to set pingd's profile beside.
+				stop := startProfile(t, plan.ProfileDir, fmt.Sprintf("polling-plain-N%d-round%d", size.N, r))
 				res.Rounds = append(res.Rounds, plainPollRound(ctx, plain, farm, size.N, mem))
+				stop()
 			},
 		}
 		if plan.WokenSources > 0 {

@@ -134,8 +134,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req hub.FetchRequest) (*hub.FetchRe
 	if err := hub.ValidURL(req.URL); err != nil {
 		return nil, &hub.FetchError{URL: req.URL, Err: err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
-	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > f.cfg.Timeout {
+		// (The fetch loop's context has its own, usually the same: a
+		// second timer a fetch would be for nothing.)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.cfg.Timeout)
+		defer cancel()
+	}
 	// A-IM: feed needs a base the origin can name: the ETag of Previous.
 	useDelta := (len(req.Previous) > 0 || req.LoadPrevious != nil) && req.ETag != ""
 	st := newFetchState(req, useDelta)
@@ -154,12 +159,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req hub.FetchRequest) (*hub.FetchRe
 }
 
 func newFetchState(req hub.FetchRequest, useDelta bool) *fetchState {
-	return &fetchState{
-		req:          req,
-		useDelta:     useDelta,
-		visited:      map[string]bool{canonicalOr(req.URL): true},
-		allPermanent: true,
-	}
+	// visited is filled by the first redirect: most fetches have none.
+	return &fetchState{req: req, useDelta: useDelta, allPermanent: true}
 }
 
 // canonicalOr is the canonical form of u, or u when it has none.
@@ -272,6 +273,9 @@ func (f *Fetcher) redirect(st *fetchState, cur, loc string, permanent bool) (str
 	target, err := hub.CanonicalURL(next.String())
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrBadRedirect, err)
+	}
+	if st.visited == nil {
+		st.visited = map[string]bool{canonicalOr(st.req.URL): true}
 	}
 	if st.visited[target] {
 		return "", fmt.Errorf("%w: %s leads back to %s", ErrRedirectLoop, cur, target)

@@ -3,6 +3,7 @@ package fetching
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/pingd/pingd/hub"
@@ -83,6 +84,11 @@ func (e *Engine) fetchSource(ctx context.Context, src *hub.Source, w *unchangedW
 
 // logFetch logs what a fetch found and what storing it did.
 func (e *Engine) logFetch(ctx context.Context, src *hub.Source, out hub.FetchOutcome, ferr error, applied hub.FetchApplied) {
+	if ferr == nil && !applied.Baseline && !e.log.Enabled(ctx, slog.LevelDebug) {
+		// Most polls: nothing to log at the usual levels, and the
+		// attributes would cost a dozen allocations a poll.
+		return
+	}
 	attrs := []any{"source", src.URL, "status", out.State.LastStatus, "changed", out.Changed,
 		"new_items", len(applied.New), "published", applied.Published, "kept", applied.Kept,
 		"next_fetch", out.State.NextFetchAt, "reason", out.State.NextFetchReason}

@@ -11,15 +11,19 @@ import (
 
 // The fetch loop: it claims due sources in batches, hands each to its
 // host (hosts.go) and starts a worker for a source only when its host
-// may be fetched now, so workers never wait for a host. It keeps about
-// twice FetchWorkers sources ready to start beside the running ones and
-// claims again once FetchWorkers of that is free, so a claim is a batch
-// even under load (a claim is a write transaction: fewer, larger ones
-// leave more of the database to the fetches' outcomes);
-// a claim runs beside the loop, which meanwhile starts what it holds and
-// takes the reports of ended fetches, so the workers do not wait for it;
-// sources waiting for a busy host do not count there, only against a
-// bound on what is held in memory (four times FetchWorkers, at least 64).
+// may be fetched now, so workers never wait for a host. It holds up to
+// sixteen times FetchWorkers sources (at least 128; above 64 workers,
+// 1,024 or four times FetchWorkers) and claims again once
+// half of that is free, so a claim is a large batch even under load (a
+// claim is a write transaction: fewer, larger ones leave more of the
+// database to the fetches' outcomes) and the half still held keeps the
+// workers busy while a claim waits behind other writes (tens of
+// milliseconds at times on SQLite); a claim runs beside the loop, which
+// meanwhile starts what it holds and takes the reports of ended fetches,
+// so the workers do not wait for it. When nothing runs or waits, a claim
+// asks for only twice FetchWorkers, so the first fetches start sooner.
+// When no fetch runs any more, the unchanged writer stores what it
+// collected without waiting for company.
 // A worker's end wakes the loop at once; having claimed all that was due,
 // it sleeps until the next source falls due (the store's NextSourceDue),
 // a Wake, or its one-second tick, whichever comes first.
@@ -62,7 +66,17 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 	// leases this process holds unused. (They come without their bodies,
 	// which a fetch reads only for an RFC 3229 delta, so a source in hand
 	// costs about a kilobyte, whatever its feed's size.)
-	maxInHand := max(4*workers, 64)
+	// Sixteen times the workers, at least 128; above 64 workers, 1,024
+	// or four times the workers, so that many workers do not hold many
+	// more leases than they did.
+	maxInHand := max(min(16*workers, 1024), 4*workers, 128)
+	// maxClaim bounds the rows of one claim (and its statement's
+	// parameters) as three times the workers did, but never below 512.
+	maxClaim := max(3*workers, 512)
+	// claimAtLeast: a claim waits until it can take half of that, so
+	// that claims are few and large while half of what is held still
+	// keeps the workers busy during the claim.
+	claimAtLeast := max(workers, maxInHand/2)
 	hosts := newFetchHosts(e.cfg.FetchesPerHost, e.cfg.FetchHostSpacing)
 	done := make(chan fetchDone, workers)
 	running := 0
@@ -98,6 +112,8 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 		e.load.paused.Store(0)
 	}()
 	drained := false
+	// ended: a fetch ended since the last pass.
+	ended := false
 	// lapsed: sources whose leases had run out were given back; their
 	// release must be stored before the next claim (unchangedWriter.sync).
 	lapsed := false
@@ -127,13 +143,25 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 				done <- fetchDone{host: host, took: time.Since(started), pause: pause}
 			})
 		}
-		room := min(3*workers-running-hosts.startable(now), maxInHand-hosts.waiting)
-		if !claiming && !drained && room >= workers && ctx.Err() == nil {
+		if ended && running == 0 {
+			// Nothing runs that could join the unchanged outcomes
+			// waiting for company: store them now.
+			w.flushSoon()
+		}
+		ended = false
+		room := min(maxInHand-running-hosts.startable(now), maxInHand-hosts.waiting)
+		if !claiming && !drained && room >= claimAtLeast && ctx.Err() == nil {
 			if lapsed {
 				w.sync()
 				lapsed = false
 			}
 			claiming, woken = true, false
+			room = min(room, maxClaim)
+			if running == 0 && hosts.waiting == 0 {
+				// Nothing to do meanwhile: a first claim of a few starts
+				// the workers sooner than one of many would.
+				room = min(room, 2*workers)
+			}
 			go func() { claimed <- e.claim(ctx, now, room) }()
 		}
 		e.load.running.Store(int64(running))
@@ -152,6 +180,7 @@ func (e *Engine) fetchLoop(ctx context.Context, w *unchangedWriter) {
 			return
 		case d := <-done:
 			running--
+			ended = true
 			now := e.now()
 			if srcs, at := hosts.finished(d.host, d.took, d.pause, now); len(srcs) > 0 {
 				e.log.InfoContext(ctx, "host asked to wait; its other sources wait too", "host", d.host, "until", at, "sources", len(srcs))

@@ -102,6 +102,41 @@ func TestLoopClaimsAgainAfterAWakeDuringAClaim(t *testing.T) {
 	})
 }
 
+// TestLoneUnchangedOutcomeStoredAtOnce: an unchanged outcome waits for
+// company only while other fetches run that could join its batch; when
+// the last fetch has ended, it is stored at once (the lease released),
+// not after the writer's batching delay.
+func TestLoneUnchangedOutcomeStoredAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now().UTC()
+		st := newDueStore()
+		st.add(hub.Source{ID: 1, SourceState: hub.SourceState{URL: "http://a.example/feed", NextFetchAt: start}})
+		f := &recordingFetcher{at: map[string]time.Time{}}
+		e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			e.Run(ctx, nil)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		<-ran
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if len(st.unchangedAt) == 0 {
+			t.Fatal("the unchanged outcome was not stored")
+		}
+		if got := st.unchangedAt[0].Sub(start); got != 0 {
+			t.Errorf("the unchanged outcome was stored %v after its fetch ended, want at once", got)
+		}
+	})
+}
+
 // recordingFetcher answers 304 to everything and records when each URL
 // was first fetched.
 type recordingFetcher struct {
@@ -133,6 +168,8 @@ type dueStore struct {
 	// afterClaimQuery, if set, runs in each claim after it has picked
 	// its sources, before it returns them (on the claim's goroutine).
 	afterClaimQuery func()
+	// unchangedAt: when each ApplyUnchangedFetches came.
+	unchangedAt []time.Time
 }
 
 func newDueStore() *dueStore { return &dueStore{sources: map[int64]*hub.Source{}} }
@@ -198,6 +235,7 @@ func (s *dueStore) ApplyFetch(_ context.Context, o hub.FetchOutcome) (hub.FetchA
 func (s *dueStore) ApplyUnchangedFetches(_ context.Context, outs []hub.FetchOutcome) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unchangedAt = append(s.unchangedAt, time.Now().UTC())
 	for _, o := range outs {
 		s.apply(o)
 	}

@@ -33,6 +33,9 @@ type queuedOutcome struct {
 	// written, when set, marks a sync: it is closed once everything
 	// queued before it is stored, and carries no outcome.
 	written chan struct{}
+	// flush marks a hint that no more company is coming: the batch is
+	// stored without waiting out its delay. It carries no outcome.
+	flush bool
 }
 
 type unchangedWriter struct {
@@ -64,6 +67,17 @@ func (w *unchangedWriter) sync() {
 	<-written
 }
 
+// flushSoon tells the writer that no fetch runs that could join the
+// batch it is collecting: it stores it without waiting out
+// unchangedBatchDelay. A hint: dropped when the queue is full (a full
+// batch is stored at once anyway).
+func (w *unchangedWriter) flushSoon() {
+	select {
+	case w.in <- queuedOutcome{flush: true}:
+	default:
+	}
+}
+
 // close stores what is queued and stops the writer; nothing may be added
 // after it.
 func (w *unchangedWriter) close() {
@@ -88,6 +102,9 @@ func (w *unchangedWriter) run(ctx context.Context) {
 			close(first.written) // nothing was waiting
 			continue
 		}
+		if first.flush {
+			continue // nothing was waiting
+		}
 		batch = append(batch[:0], first)
 		timer.Reset(unchangedBatchDelay)
 		open := true
@@ -102,6 +119,9 @@ func (w *unchangedWriter) run(ctx context.Context) {
 				}
 				if q.written != nil {
 					synced = q.written
+					break collect
+				}
+				if q.flush {
 					break collect
 				}
 				batch = append(batch, q)
