@@ -26,20 +26,10 @@ func TestLoopWakesAtNextDueTime(t *testing.T) {
 			st.add(hub.Source{ID: id, SourceState: hub.SourceState{URL: "http://a" + string(rune('0'+id)) + ".example/feed", NextFetchAt: start.Add(d)}})
 		}
 		f := &recordingFetcher{at: map[string]time.Time{}}
-		e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		ran := make(chan struct{})
-		go func() {
-			defer close(ran)
-			e.Run(ctx, nil)
-		}()
+		_, stop := runEngine(t, st, f)
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
-		cancel()
-		<-ran
+		stop()
 		for id, d := range due {
 			url := st.sources[id].URL
 			got, ok := f.fetchedAt(url)
@@ -72,16 +62,7 @@ func TestLoopClaimsAgainAfterAWakeDuringAClaim(t *testing.T) {
 			}
 		}
 		f := &recordingFetcher{at: map[string]time.Time{}}
-		e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		ran := make(chan struct{})
-		go func() {
-			defer close(ran)
-			e.Run(ctx, nil)
-		}()
+		e, stop := runEngine(t, st, f)
 		<-inClaim
 		// The claim has read nothing due; a ping makes a source due and
 		// wakes the loop before the claim reports.
@@ -93,8 +74,7 @@ func TestLoopClaimsAgainAfterAWakeDuringAClaim(t *testing.T) {
 		close(gate)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		cancel()
-		<-ran
+		stop()
 		got, ok := f.fetchedAt("http://a.example/feed")
 		if !ok || !got.Equal(start) {
 			t.Fatalf("source fetched %v after the start (fetched: %v), want at once", got.Sub(start), ok)
@@ -112,20 +92,10 @@ func TestLoneUnchangedOutcomeStoredAtOnce(t *testing.T) {
 		st := newDueStore()
 		st.add(hub.Source{ID: 1, SourceState: hub.SourceState{URL: "http://a.example/feed", NextFetchAt: start}})
 		f := &recordingFetcher{at: map[string]time.Time{}}
-		e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		ran := make(chan struct{})
-		go func() {
-			defer close(ran)
-			e.Run(ctx, nil)
-		}()
+		_, stop := runEngine(t, st, f)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		cancel()
-		<-ran
+		stop()
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if len(st.unchangedAt) == 0 {
@@ -259,4 +229,24 @@ func (s *dueStore) NextSourceDue(_ context.Context, now time.Time) (time.Time, e
 		}
 	}
 	return next, nil
+}
+
+// runEngine runs a fetch engine on st and f until stop, which waits for
+// it to end.
+func runEngine(t *testing.T, st fetching.Store, f hub.Fetcher) (e *fetching.Engine, stop func()) {
+	t.Helper()
+	e, err := fetching.New(fetching.Config{Store: st, Fetcher: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		e.Run(ctx, nil)
+	}()
+	return e, func() {
+		cancel()
+		<-ran
+	}
 }
