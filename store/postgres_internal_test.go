@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net"
 	"strings"
@@ -57,19 +56,7 @@ func TestClaimDeliveriesPlanPostgres(t *testing.T) {
 	changing, _, behind := s.claimDeliveriesSQL(false)
 	explain := func(query string) string {
 		t.Helper()
-		var plan []string
-		err := s.query(ctx, s.read, "EXPLAIN "+query, []any{s.timeArg(time.Now()), 10}, func(r *sql.Rows) error {
-			var line string
-			if err := r.Scan(&line); err != nil {
-				return err
-			}
-			plan = append(plan, strings.TrimSpace(line))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(plan, "\n")
+		return explainPostgres(t, s, query, s.timeArg(time.Now()), 10)
 	}
 	text := explain(behind)
 	if strings.Contains(text, "Seq Scan on nodes") || strings.Contains(text, "Seq Scan on subscriptions") {
@@ -110,19 +97,7 @@ func TestSourcesLeasedPlanPostgres(t *testing.T) {
 		"SourcesLeasedByOthers": {sourcesLeasedByOthersWhere, []any{s.timeArg(now), "me"}},
 		"SourcesLeasedBy":       {sourcesLeasedByWhere, []any{"other"}},
 	} {
-		var plan []string
-		err := s.query(ctx, s.read, "EXPLAIN SELECT "+sourceColumns+" FROM sources s "+q.where, q.args, func(r *sql.Rows) error {
-			var line string
-			if err := r.Scan(&line); err != nil {
-				return err
-			}
-			plan = append(plan, strings.TrimSpace(line))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := explainPostgres(t, s, "SELECT "+sourceColumns+" FROM sources s "+q.where, q.args...)
 		if !strings.Contains(text, "sources_leased") || strings.Contains(text, "Seq Scan on sources") {
 			t.Errorf("%s reads every source:\n%s", name, text)
 		}

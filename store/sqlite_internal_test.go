@@ -367,3 +367,21 @@ func explain(t *testing.T, s *sqlStore, query string, args ...any) []string {
 	}
 	return plan
 }
+
+// explainPostgres returns PostgreSQL's plan for query, a line a step.
+func explainPostgres(t *testing.T, s *sqlStore, query string, args ...any) string {
+	t.Helper()
+	var plan []string
+	err := s.query(context.Background(), s.read, "EXPLAIN "+query, args, func(r *sql.Rows) error {
+		var line string
+		if err := r.Scan(&line); err != nil {
+			return err
+		}
+		plan = append(plan, strings.TrimSpace(line))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"regexp"
 	"strings"
 	"testing"
@@ -138,19 +137,7 @@ func TestStatusQueriesPlanPostgres(t *testing.T) {
 		{"other sources", statusOtherSourcesSQL, []any{10}},
 		{"delivery problems", s.statusDeliveriesSQL(), []any{10}},
 	} {
-		var plan []string
-		err := s.query(ctx, s.read, "EXPLAIN "+c.query, c.args, func(r *sql.Rows) error {
-			var line string
-			if err := r.Scan(&line); err != nil {
-				return err
-			}
-			plan = append(plan, strings.TrimSpace(line))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := explainPostgres(t, s, c.query, c.args...)
 		seq := regexp.MustCompile(`Seq Scan on (nodes|sources|subscriptions)\b`).FindAllString(text, -1)
 		// The totals count every node, which PostgreSQL does by reading
 		// them (or an index of them) whatever the indexes, and the HTTP
