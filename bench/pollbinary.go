@@ -51,21 +51,8 @@ func measureBinaryPoll(ctx context.Context, t testing.TB, bin, db string, farm *
 	defer proc.stop()
 	pid := proc.pid()
 	hc := &http.Client{Timeout: 5 * time.Second}
-	up := false
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !up; {
-		if resp, err := hc.Get("http://" + httpAddr + "/healthz"); err == nil {
-			resp.Body.Close()
-			up = resp.StatusCode == http.StatusOK
-		}
-		select {
-		case <-proc.exited:
-			res.Err = "pingd serve exited at start"
-			return res
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if !up {
-		res.Err = "pingd serve did not answer /healthz within a minute"
+	if err := proc.waitHealthy(hc, httpAddr, time.Minute, 100*time.Millisecond); err != nil {
+		res.Err = err.Error()
 		return res
 	}
 	time.Sleep(time.Second) // started and idle

@@ -157,24 +157,11 @@ func measureFollowedSources(ctx context.Context, t testing.TB, n, hosts int, win
 	defer proc.stop()
 	pid := proc.pid()
 	hc := &http.Client{Timeout: 30 * time.Second}
-	for res.Healthy == 0 {
-		if resp, err := hc.Get("http://" + httpAddr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				res.Healthy = time.Since(launched)
-			}
-		}
-		if time.Since(launched) > 5*time.Minute {
-			res.Err = "pingd serve did not answer /healthz within 5 minutes"
-			return res
-		}
-		select {
-		case <-proc.exited:
-			res.Err = "pingd serve exited at start"
-			return res
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := proc.waitHealthy(hc, httpAddr, 5*time.Minute, 10*time.Millisecond); err != nil {
+		res.Err = err.Error()
+		return res
 	}
+	res.Healthy = time.Since(launched)
 	if m, err := readMemory(pid); err == nil {
 		res.IdleRSS = m.RSS
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -192,6 +193,28 @@ func (p *process) stop() {
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.exited
+	}
+}
+
+// waitHealthy asks pingd serve at httpAddr for /healthz every interval
+// until it answers 200 (nil), the process exits or within has passed.
+func (p *process) waitHealthy(hc *http.Client, httpAddr string, within, interval time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		if resp, err := hc.Get("http://" + httpAddr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pingd serve did not answer /healthz within %v", within)
+		}
+		select {
+		case <-p.exited:
+			return errors.New("pingd serve exited at start")
+		case <-time.After(interval):
+		}
 	}
 }
 
