@@ -115,12 +115,19 @@ func (l seenList) span() int64 {
 	if len(l) == 0 {
 		return 0
 	}
-	oldest, newest := int64(math.MaxInt64), int64(math.MinInt64)
+	oldest, newest := l.bounds()
+	micros := uint64(newest) - uint64(oldest) // no overflow for any pair
+	return int64(min((micros+999_999)/1_000_000, math.MaxInt32))
+}
+
+// bounds are the times of the list's oldest and newest ids (of an empty
+// list, MaxInt64 and MinInt64).
+func (l seenList) bounds() (oldest, newest int64) {
+	oldest, newest = math.MaxInt64, math.MinInt64
 	for _, at := range l {
 		oldest, newest = min(oldest, at), max(newest, at)
 	}
-	micros := uint64(newest) - uint64(oldest) // no overflow for any pair
-	return int64(min((micros+999_999)/1_000_000, math.MaxInt32))
+	return oldest, newest
 }
 
 // encode is the list as stored: compressed, unless that is no smaller.

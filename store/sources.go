@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -286,10 +285,7 @@ func (s *sqlStore) ForgetSeenEntries(ctx context.Context, after time.Duration) (
 			if err != nil || len(list) == 0 {
 				return err
 			}
-			newest := int64(math.MinInt64)
-			for _, at := range list {
-				newest = max(newest, at)
-			}
+			_, newest := list.bounds()
 			if n = list.forgetBefore(newest - after.Microseconds()); n == 0 {
 				return nil
 			}
