@@ -207,6 +207,12 @@ func (h *Hub) serves(kind Kind) bool {
 
 // wake tells every transport of the kinds that the node has work.
 func (h *Hub) wake(nodeID int64, kinds ...Kind) {
+	h.eachTransport(kinds, func(t Transport) { t.Wake(nodeID) })
+}
+
+// eachTransport calls fn once for each transport of the kinds (every kind
+// when none is named), a transport serving several kinds once.
+func (h *Hub) eachTransport(kinds []Kind, fn func(Transport)) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	seen := map[Transport]bool{}
@@ -217,7 +223,7 @@ func (h *Hub) wake(nodeID int64, kinds ...Kind) {
 		for _, t := range h.transports[k] {
 			if !seen[t] {
 				seen[t] = true
-				t.Wake(nodeID)
+				fn(t)
 			}
 		}
 	}
@@ -234,22 +240,13 @@ func (h *Hub) appended(n *Node, events []Event) {
 	node := *n
 	node.LastSeq = max(node.LastSeq, events[len(events)-1].Seq)
 	events = slices.Clip(slices.Clone(events)) // the publisher's own copy stays its own
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	seen := map[Transport]bool{}
-	for _, k := range Kinds {
-		for _, t := range h.transports[k] {
-			if seen[t] {
-				continue
-			}
-			seen[t] = true
-			if at, ok := t.(AppendedTransport); ok {
-				at.Appended(&node, events)
-			} else {
-				t.Wake(n.ID)
-			}
+	h.eachTransport(nil, func(t Transport) {
+		if at, ok := t.(AppendedTransport); ok {
+			at.Appended(&node, events)
+		} else {
+			t.Wake(n.ID)
 		}
-	}
+	})
 }
 
 // The hub's use cases by area, each a type of its own so that none grows
