@@ -483,53 +483,41 @@ func (s *sqlStore) subsOf(ctx context.Context, q querier, query string, args ...
 // the per-query timeout (which costs the driver a goroutine per
 // statement).
 func (s *sqlStore) claimNodeSubs(ctx context.Context, tx *txn, out *[]hub.Subscription, limit int, queries []string, args []any) (changes int, lastSeq int64, err error) {
-	start := len(*out)
-	var parts []int
+	// Rows by their query's number: the parts of a union come in order on
+	// PostgreSQL, but nothing in SQL says so without an ORDER BY of the
+	// union, which would sort every row.
+	var byPart [3][]hub.Subscription
+	found := 0
 	lastSeq = -1
 	for _, query := range queries {
-		if len(*out)-start >= limit {
+		if found >= limit {
 			break
 		}
-		args[1] = limit - (len(*out) - start)
+		args[1] = limit - found
 		err = s.queryShort(ctx, tx, query, args, func(r *sql.Rows) error {
 			var part int
 			sub, err := scanSubscription(prefixScanner{r, []any{&part, &lastSeq}})
 			if err != nil {
 				return err
 			}
-			*out = append(*out, sub)
-			parts = append(parts, part)
+			if part < 0 || part >= len(byPart) {
+				return fmt.Errorf("claim: a row of part %d", part)
+			}
+			byPart[part] = append(byPart[part], sub)
+			found++
 			return nil
 		})
 		if err != nil {
 			return 0, -1, err
 		}
 	}
-	// The parts of a union come in order on PostgreSQL, but nothing in
-	// SQL says so without an ORDER BY of the union, which would sort
-	// every row.
-	got := (*out)[start:]
-	if !slices.IsSorted(parts) {
-		idx := make([]int, len(got))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(parts[a], parts[b]) })
-		sorted := make([]hub.Subscription, len(got))
-		sortedParts := make([]int, len(got))
-		for i, k := range idx {
-			sorted[i], sortedParts[i] = got[k], parts[k]
-		}
-		copy(got, sorted)
-		parts = sortedParts
-	}
-	if len(got) > limit {
-		*out = (*out)[:start+limit]
-		parts = parts[:limit]
-	}
-	for _, p := range parts {
-		if p == 0 {
-			changes++
+	taken := 0
+	for part, subs := range byPart {
+		subs = subs[:min(len(subs), limit-taken)]
+		*out = append(*out, subs...)
+		taken += len(subs)
+		if part == 0 {
+			changes = len(subs)
 		}
 	}
 	return changes, lastSeq, nil
