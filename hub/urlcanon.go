@@ -122,11 +122,11 @@ func CanonicalURL(s string) (string, error) {
 // in canonical form: the key of every per-host limit (pings, fetches,
 // deliveries). A URL that is not valid gives "".
 func HostKey(raw string) string {
-	host, port := origin(raw)
-	if host == "" {
+	c, err := CanonicalURL(raw)
+	if err != nil {
 		return ""
 	}
-	return host + ":" + port
+	return CanonicalHostKey(c)
 }
 
 // HostName is the host a URL names, in canonical form and without its
